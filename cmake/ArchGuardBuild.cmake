@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+# Build settings for the archguard library and tool (not part of the installed modules).
+include_guard(GLOBAL)
+
+add_library(archguard_build_flags INTERFACE)
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  target_compile_options(archguard_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+      -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wimplicit-fallthrough>)
+  if(ARCHGUARD_WERROR)
+    target_compile_options(archguard_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+endif()
+if(ARCHGUARD_SANITIZE)
+  set(_cag_san -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:${_cag_san}>)
+  add_link_options(${_cag_san})
+endif()
+
+# --- third-party dependencies (Debian packages; scripts/setup.sh installs them) -------------
+find_package(Threads REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(nlohmann_json 3 CONFIG REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ARCHIVE REQUIRED IMPORTED_TARGET libarchive)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
+find_package(OpenSSL REQUIRED)          # SHA-256 for the JIT cache keys
+find_package(CUDAToolkit QUIET)         # headers only (nvrtc.h, cuda.h); libraries are dlopen()ed
+
+# --- the generated architecture table header ------------------------------------------------
+set(ARCHGUARD_TABLE_FILE "${PROJECT_SOURCE_DIR}/cmake/Modules/CudaArchGuard/architectures.txt")
+set(ARCHGUARD_GENERATED_DIR "${PROJECT_BINARY_DIR}/generated")
+set(ARCHGUARD_TABLE_HEADER "${ARCHGUARD_GENERATED_DIR}/archguard/generated/arch_table.hpp")
+add_custom_command(
+  OUTPUT "${ARCHGUARD_TABLE_HEADER}"
+  COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${ARCHGUARD_TABLE_HEADER}"
+          -P "${PROJECT_SOURCE_DIR}/cmake/Modules/CudaArchGuardTable.cmake"
+  DEPENDS "${ARCHGUARD_TABLE_FILE}" "${PROJECT_SOURCE_DIR}/cmake/Modules/CudaArchGuardTable.cmake"
+  COMMENT "Generating the architecture table header from architectures.txt"
+  VERBATIM)
+add_custom_target(archguard_generated_table DEPENDS "${ARCHGUARD_TABLE_HEADER}")
+
+# archguard_component(<layer> SOURCES ... [DEPENDS <layers or targets>...])
+# Declares the static library archguard_<layer> with the project's include dirs and flags.
+function(archguard_component layer)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;DEPENDS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "archguard_component(${layer}): unknown arguments '${arg_UNPARSED_ARGUMENTS}'")
+  endif()
+  add_library(archguard_${layer} STATIC ${arg_SOURCES})
+  add_dependencies(archguard_${layer} archguard_generated_table)
+  target_include_directories(archguard_${layer}
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+           $<BUILD_INTERFACE:${ARCHGUARD_GENERATED_DIR}>
+    PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(archguard_${layer} PRIVATE archguard_build_flags PUBLIC ${arg_DEPENDS})
+  set_target_properties(archguard_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endfunction()

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// \file
+/// Architectures: the table queries, and the tokens users write in every dialect
+/// (CMake, nvcc, PyTorch, TensorFlow, bare capabilities). No I/O, no CUDA.
+
+#include <archguard/result.hpp>
+#include <archguard/table_types.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace archguard {
+
+/// Suffix variant of a target: plain, arch-specific 'a' or family-specific 'f'.
+enum class Suffix : std::uint8_t { none, a, f };
+
+/// An architecture with its suffix, e.g. {90, a} for sm_90a / compute_90a.
+struct Arch {
+  unsigned sm = 0;
+  Suffix suffix = Suffix::none;
+  friend constexpr bool operator==(const Arch&, const Arch&) = default;
+  friend constexpr auto operator<=>(const Arch&, const Arch&) = default;
+};
+
+/// What an image or a build target holds.
+enum class CodeKind : std::uint8_t { sass, ptx, ltoir };
+
+/// One build target: SASS, PTX or LTO-IR for one architecture.
+struct Target {
+  Arch arch;
+  CodeKind kind = CodeKind::sass;
+  friend constexpr bool operator==(const Target&, const Target&) = default;
+  friend constexpr auto operator<=>(const Target&, const Target&) = default;
+};
+
+/// A driver version such as 580.65.06 (patch 0 when absent).
+struct DriverVersion {
+  unsigned major = 0, minor = 0, patch = 0;
+  friend constexpr bool operator==(const DriverVersion&, const DriverVersion&) = default;
+  friend constexpr auto operator<=>(const DriverVersion&, const DriverVersion&) = default;
+};
+
+/// The dialects users write targets in.
+enum class Dialect : std::uint8_t {
+  cmake,    ///< 90, 90-real, 90-virtual, 90a-real, 100f
+  nvcc,     ///< sm_90a, compute_120f, -gencode arch=compute_80,code=[sm_80,compute_80], -arch=sm_86
+  torch,    ///< 8.6, 9.0a, 12.0+PTX, Hopper
+  tf,       ///< compute_86, 8.6
+};
+
+// ---- table queries ---------------------------------------------------------------------
+
+/// All rows of the architecture table, in ascending SM order.
+std::span<const ArchRow> arch_rows();
+/// All CUDA releases, ascending.
+std::span<const ReleaseRow> release_rows();
+/// Renames (sm_101 -> sm_110 in CUDA 13.0).
+std::span<const RenameRow> rename_rows();
+/// The row for an SM number, or nullptr.
+const ArchRow* find_arch(unsigned sm);
+/// The row for a CUDA release, or nullptr.
+const ReleaseRow* find_release(Version2 cuda);
+/// Whether a CUDA release's nvcc accepts a target per the table (suffix included).
+bool supported_by_release(Arch arch, Version2 cuda);
+/// Highest PTX ISA a driver accepts (the ISA of the newest release whose minimum driver it
+/// meets); empty when older than every recorded release.
+Version2 ptx_isa_for_driver(DriverVersion driver);
+/// The minimum Linux driver for a PTX ISA version, or "" when unknown.
+std::string min_driver_for_ptx_isa(Version2 ptx_isa);
+
+// ---- tokens ----------------------------------------------------------------------------
+
+/// Parses "580.65.06" / "580.65" / "580".
+Result<DriverVersion> parse_driver_version(std::string_view text);
+std::string format_driver_version(DriverVersion v);
+
+/// Parses one token in any dialect (the dialect is recognised from the spelling) into the
+/// targets it denotes: "90" is SASS + PTX in CMake, "8.6" is SASS in PyTorch, "12.0+PTX"
+/// adds PTX, "Hopper" expands to the family's capabilities, a -gencode clause lists its codes.
+/// Unknown or impossible tokens ("86a", "sm_86a", "91") give an error saying why and listing
+/// the valid neighbours.
+Result<std::vector<Target>> parse_token(std::string_view token);
+/// Parses a list: separators ';', ',', whitespace; nvcc flags may span several words.
+Result<std::vector<Target>> parse_list(std::string_view text);
+
+/// "sm_90a", "compute_120f".
+std::string nvcc_name(Arch arch, CodeKind kind);
+/// "90a" (no -real/-virtual).
+std::string arch_number(Arch arch);
+/// Formats a target set in a dialect: CMake list "80-real;90", gencode flags, a torch arch
+/// list "8.0;9.0+PTX", TensorFlow "sm_80,compute_90".
+std::string format_targets(std::span<const Target> targets, Dialect dialect);
+
+}  // namespace archguard

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs every dependency of CudaArchGuard on a Debian 12 machine that has the CUDA toolkit.
+# Idempotent: packages already present are skipped, and a second run changes nothing.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${ARCHGUARD_VENV:-$here/.venv}"
+
+debs=(build-essential cmake ninja-build pkg-config git python3 python3-venv
+      catch2 libcli11-dev nlohmann-json3-dev libarchive-dev libzstd-dev liblz4-dev libssl-dev
+      clang-14 libclang-rt-14-dev zstd)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "setup: installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# CUDA toolkit: nvcc on PATH or at the standard prefix.
+if ! command -v nvcc >/dev/null 2>&1; then
+  if [ -x /usr/local/cuda/bin/nvcc ]; then
+    echo "setup: nvcc is not on PATH; using /usr/local/cuda/bin (add it to PATH to silence this)"
+  else
+    echo "setup: error: no CUDA toolkit found (nvcc not on PATH, /usr/local/cuda/bin/nvcc absent)" >&2
+    exit 2
+  fi
+fi
+
+# Python tools in a private virtual environment: cuobjdump (reference listings for the tests)
+# and the CMake versions of the module's compatibility matrix.
+py="$(command -v python3)"
+if [ ! -x "$venv/bin/python" ]; then
+  "$py" -m venv "$venv" 2>/dev/null || { "$py" -m pip install -q virtualenv && "$py" -m virtualenv -q "$venv"; }
+fi
+req="$here/scripts/requirements.txt"
+stamp="$venv/.requirements.sha256"
+want="$(sha256sum "$req" | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing Python tools into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+  echo "$want" > "$stamp"
+fi
+
+# CMake versions for the module matrix, each in its own directory (cmake==X is one wheel).
+for v in $(grep -v '^#' "$here/scripts/cmake-versions.txt"); do
+  d="$venv/cmake-$v"
+  if [ ! -x "$d/bin/cmake" ]; then
+    echo "setup: installing cmake $v into $d"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --target "$d/lib" "cmake==$v"
+    mkdir -p "$d/bin"
+    for t in cmake ctest cpack; do
+      ln -sf "$(ls -d "$d"/lib/cmake/data/bin)/$t" "$d/bin/$t"
+    done
+  fi
+done
+echo "setup: ok"
