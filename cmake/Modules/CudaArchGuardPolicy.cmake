@@ -63,7 +63,7 @@ Script mode (no project, nothing compiled):
   cmake -DARCH_POLICY="80;90a" -DNVCC=/opt/cuda/bin/nvcc -DFORMAT=cmake -P CudaArchGuardPolicy.cmake
 
 ``FORMAT`` is ``cmake`` (default), ``gencode``, ``torch``, ``tf`` or ``summary``; ``ARCH_PTX``,
-``ARCH_MIN``, ``NVCC`` (default: nvcc on ``PATH``, then ``$CUDA_PATH/bin``,
+``ARCH_MIN``, ``EXACT``, ``NVCC`` (default: nvcc on ``PATH``, then ``$CUDA_PATH/bin``,
 ``/usr/local/cuda/bin``), ``NVIDIA_SMI``, ``CACHE_DIR`` and ``QUIET`` may be given. The result
 goes to stdout, the summary and warnings to stderr. ``NORMALIZE=<list>`` instead prints the
 canonical CMake form of a token list (or ``ERROR: <why>``) without asking nvcc.
@@ -557,8 +557,11 @@ if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST
   if(NOT FORMAT)
     set(FORMAT cmake)
   endif()
+  if(EXACT)
+    set(_exact EXACT)
+  endif()
   cuda_arch_guard_resolve_policy(POLICY "${ARCH_POLICY}" NVCC "${NVCC}" PTX "${ARCH_PTX}" MIN "${ARCH_MIN}"
-                                 NVIDIA_SMI "${NVIDIA_SMI}" CACHE_DIR "${CACHE_DIR}")
+                                 NVIDIA_SMI "${NVIDIA_SMI}" CACHE_DIR "${CACHE_DIR}" ${_exact})
   if(NOT QUIET)
     string(REPLACE "\n" "\nCudaArchGuard: " _l "${CudaArchGuard_SUMMARY}")
     message(NOTICE "CudaArchGuard: ${_l}")
