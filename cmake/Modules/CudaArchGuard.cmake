@@ -22,7 +22,8 @@ execution on the device" is caught by the build instead of by users.
 
 Cache entries (documented where declared below): ``ARCH_POLICY`` (``auto``), ``ARCH_PTX``
 (``highest``), ``ARCH_MIN``, ``CudaArchGuard_VERIFY`` (``ON``), ``CudaArchGuard_NVIDIA_SMI``,
-``CudaArchGuard_CUOBJDUMP``; ``CudaArchGuard_EXECUTABLE`` (a path or the name of a target that
+``CudaArchGuard_CUOBJDUMP``, ``CudaArchGuard_NVCC_THREADS`` (``0``: nvcc ``--threads`` per CPU
+on every CUDA target, unless it already sets ``--threads``); ``CudaArchGuard_EXECUTABLE`` (a path or the name of a target that
 builds ``archguard``) may also be a normal variable. See ``CudaArchGuardPolicy`` for the
 policies and docs/policy.md for the full reference.
 
@@ -77,6 +78,9 @@ set_property(CACHE ARCH_PTX PROPERTY STRINGS highest all none)
 set(ARCH_MIN "" CACHE STRING "CudaArchGuard: drop architectures older than this compute capability (e.g. 8.0)")
 # Verify each CUDA target's binary after it is built.
 option(CudaArchGuard_VERIFY "CudaArchGuard: verify the architectures of every CUDA target after building it" ON)
+# nvcc --threads for CUDA targets that build several images: 0 = one thread per CPU (nvcc
+# compiles the architectures of one file in parallel); empty or 1 leaves nvcc serial.
+set(CudaArchGuard_NVCC_THREADS "0" CACHE STRING "CudaArchGuard: nvcc --threads for CUDA targets (0 = per CPU, empty = off)")
 # nvidia-smi to ask for the visible GPUs (native / auto); empty: search PATH.
 set(CudaArchGuard_NVIDIA_SMI "" CACHE FILEPATH "CudaArchGuard: nvidia-smi used to detect GPUs (empty: PATH)")
 # cuobjdump, the verify step's fallback when the archguard tool is not available.
@@ -129,6 +133,7 @@ else()
 endif()
 # Targets created with CMake's default before (or outside) this scope are fixed at the end.
 set_property(GLOBAL PROPERTY _CAG_CMAKE_DEFAULT "${_cag_cached}")
+set(CudaArchGuard_NVCC_VERSION "${_CAG_NVCC_VERSION}" CACHE INTERNAL "CudaArchGuard: the nvcc release")
 if(_cag_user OR _cag_arch_off)
   set_property(GLOBAL PROPERTY _CAG_APPLY_POLICY OFF)
 else()
@@ -185,6 +190,15 @@ function(_cag_finish)
     get_target_property(_archs ${_t} CUDA_ARCHITECTURES)
     if(_apply AND "${_archs}" STREQUAL "${_default}")
       set_property(TARGET ${_t} PROPERTY CUDA_ARCHITECTURES "${CudaArchGuard_ARCHITECTURES}")
+    endif()
+    # nvcc >= 11.2 compiles a file's architectures in parallel with --threads.
+    if(NOT "${CudaArchGuard_NVCC_THREADS}" STREQUAL "" AND NOT "${CudaArchGuard_NVCC_THREADS}" STREQUAL "1"
+       AND CudaArchGuard_NVCC_VERSION VERSION_GREATER_EQUAL 11.2)
+      get_target_property(_opts ${_t} COMPILE_OPTIONS)
+      if(NOT "${_opts}" MATCHES "--threads|(^|;)-t[ =0-9]")
+        set_property(TARGET ${_t} APPEND PROPERTY COMPILE_OPTIONS
+                     "$<$<COMPILE_LANGUAGE:CUDA>:--threads=${CudaArchGuard_NVCC_THREADS}>")
+      endif()
     endif()
     get_target_property(_want ${_t} CUDA_ARCH_GUARD_VERIFY)
     if(CudaArchGuard_VERIFY AND NOT "${_want}" STREQUAL "OFF")

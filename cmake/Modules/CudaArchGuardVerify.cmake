@@ -232,6 +232,9 @@ function(_cag_verify_requirement target archs ptx out_items out_reason)
   # Resolve through the engine (all-major, native, any dialect), memoised per value.
   string(MD5 _key "${_value}")
   get_property(_memo GLOBAL PROPERTY _CAG_REQ_${_key})
+  if(NOT _memo AND "${_value}" STREQUAL "${CudaArchGuard_ARCHITECTURES}" AND CudaArchGuard_ITEMS)
+    set(_memo "${CudaArchGuard_ITEMS}")  # the policy's own list: already resolved
+  endif()
   if(NOT _memo)
     cuda_arch_guard_resolve_policy(POLICY "${_value}" EXACT NVCC "${CMAKE_CUDA_COMPILER}"
       NVIDIA_SMI "${CudaArchGuard_NVIDIA_SMI}" CACHE_DIR "${_CAG_CACHE_DIR}" PREFIX _cag_req)
