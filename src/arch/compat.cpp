@@ -267,12 +267,13 @@ std::string explain_target(Target target) {
   if (row == nullptr || !arch_exists(arch)) return name + ": not an architecture in the table";
   const std::vector<Version2> ccs = loads_on(target);
   std::string out;
-  const std::string tegra = row->tegra ? " (Tegra: no minor-version compatibility)" : "";
+  const std::string tegra = row->tegra ? ", a Tegra part: no minor-version compatibility" : "";
   // The other members of the arch's family or major that this target misses.
-  std::vector<Version2> missed;
+  std::vector<Version2> missed, missed_tegra;
   for (const ArchRow& r : arch_rows()) {
-    if (r.cc.major != row->cc.major || r.sm <= row->sm || r.tegra != row->tegra) continue;
-    if (std::find(ccs.begin(), ccs.end(), r.cc) == ccs.end()) missed.push_back(r.cc);
+    if (r.cc.major != row->cc.major || r.sm <= row->sm) continue;
+    if (std::find(ccs.begin(), ccs.end(), r.cc) != ccs.end()) continue;
+    (r.tegra == row->tegra ? missed : missed_tegra).push_back(r.cc);
   }
   std::string family_hint;
   if (!row->f_since.empty() && row->family != 0) {
@@ -303,6 +304,9 @@ std::string explain_target(Target target) {
         }
         if (!others.empty()) out += "; also runs on " + cc_list(others, true) + " (minor-version compatibility)";
         if (!missed.empty()) out += "; does not run on " + cc_list(missed, true);
+        if (!missed_tegra.empty()) {
+          out += (row->tegra ? "; not on " : "; not on the Tegra part ") + cc_list(missed_tegra, true);
+        }
         out += "; never on another major";
       }
       break;
