@@ -67,6 +67,10 @@ const ArchRow* find_arch(unsigned sm);
 const ReleaseRow* find_release(Version2 cuda);
 /// Whether a CUDA release's nvcc accepts a target per the table (suffix included).
 bool supported_by_release(Arch arch, Version2 cuda);
+/// Like supported_by_release, with the reason when not: unknown architecture, not yet (the
+/// release that added it or its suffix), removed (and in which release), or renamed (sm_101 ->
+/// sm_110 in CUDA 13.0). A CUDA release missing from the table is judged by the arch columns.
+Status check_release_support(Target target, Version2 cuda);
 /// Highest PTX ISA a driver accepts (the ISA of the newest release whose minimum driver it
 /// meets); empty when older than every recorded release.
 Version2 ptx_isa_for_driver(DriverVersion driver);

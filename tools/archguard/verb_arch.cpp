@@ -227,35 +227,75 @@ int run_list(const ListOptions& opt) {
 struct ExplainOptions {
   bool json = false;
   std::string token;
+  std::string cuda;  ///< "X.Y": also say whether that CUDA release's nvcc accepts each target
 };
 
+std::optional<Version2> parse_release(const std::string& text) {
+  unsigned major = 0, minor = 0;
+  char dot = 0;
+  std::istringstream in(text);
+  if (!(in >> major >> dot >> minor) || dot != '.' || !in.eof() || major == 0 || major > 99 || minor > 99) {
+    return std::nullopt;
+  }
+  return Version2{major, minor};
+}
+
 int run_explain(const ExplainOptions& opt) {
+  std::optional<Version2> cuda;
+  if (!opt.cuda.empty()) {
+    cuda = parse_release(opt.cuda);
+    if (!cuda) {
+      fail_usage("--cuda '" + opt.cuda + "': expected a CUDA release such as 12.9");
+      return cli::kExitUsage;
+    }
+  }
   archguard::Result<std::vector<Target>> targets = archguard::parse_token(opt.token);
   if (!targets) {
     if (opt.json) std::cout << json{{"token", opt.token}, {"error", targets.message()}}.dump(2) << "\n";
     fail_usage(targets.message());
     return cli::kExitUsage;
   }
+  int rc = cli::kExitOk;
+  std::vector<std::string> support;  // per target: "" when accepted, else why not
+  if (cuda) {
+    for (const Target& t : *targets) {
+      archguard::Status st = archguard::check_release_support(t, *cuda);
+      support.push_back(st ? "" : st.message());
+      if (!st) rc = cli::kExitProblem;
+    }
+  }
   if (opt.json) {
     json j{{"token", opt.token},
            {"cmake", archguard::format_targets(*targets, archguard::Dialect::cmake)},
            {"targets", json::array()}};
-    for (const Target& t : *targets) {
+    for (std::size_t i = 0; i < targets->size(); ++i) {
+      const Target& t = (*targets)[i];
       json loads = json::array();
       for (Version2 cc : archguard::loads_on(t)) loads.push_back(ver(cc));
-      j["targets"].push_back({{"name", archguard::nvcc_name(t.arch, t.kind)},
-                              {"kind", kind_name(t.kind)},
-                              {"arch", archguard::arch_number(t.arch)},
-                              {"loads_on", loads},
-                              {"explanation", archguard::explain_target(t)}});
+      json item{{"name", archguard::nvcc_name(t.arch, t.kind)},
+                {"kind", kind_name(t.kind)},
+                {"arch", archguard::arch_number(t.arch)},
+                {"loads_on", loads},
+                {"explanation", archguard::explain_target(t)}};
+      if (cuda) {
+        item["cuda"] = ver(*cuda);
+        item["accepted"] = support[i].empty();
+        if (!support[i].empty()) item["not_accepted_because"] = support[i];
+      }
+      j["targets"].push_back(item);
     }
     std::cout << j.dump(2) << "\n";
-    return cli::kExitOk;
+    return rc;
   }
-  for (const Target& t : *targets) {
+  for (std::size_t i = 0; i < targets->size(); ++i) {
+    const Target& t = (*targets)[i];
     std::cout << archguard::nvcc_name(t.arch, t.kind) << ": " << archguard::explain_target(t) << "\n";
+    if (cuda) {
+      std::cout << "  CUDA " << ver(*cuda) << ": "
+                << (support[i].empty() ? "nvcc accepts it" : "not accepted: " + support[i]) << "\n";
+    }
   }
-  return cli::kExitOk;
+  return rc;
 }
 
 // ---- normalize -----------------------------------------------------------------------------
@@ -303,6 +343,8 @@ void setup(CLI::App& root, cli::Context& ctx) {
   CLI::App* explain = arch->add_subcommand("explain", "Explain one target token in plain words");
   explain->add_option("token", explain_opt->token, "e.g. sm_100a, 90-real, 8.6, compute_80, Hopper")->required();
   explain->add_flag("--json", explain_opt->json, "Machine-readable output");
+  explain->add_option("--cuda", explain_opt->cuda,
+                      "Also say whether this CUDA release's nvcc accepts it (exit 1 when not), e.g. 12.8");
   explain->callback([explain_opt, &ctx] { ctx.exit_code = run_explain(*explain_opt); });
 
   auto norm_opt = std::make_shared<NormalizeOptions>();

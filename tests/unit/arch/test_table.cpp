@@ -115,3 +115,34 @@ TEST_CASE("arches_of_major lists plain and suffixed targets", "[arch][table]") {
   CHECK(nine == std::vector<std::string>{"90", "90a"});
   CHECK(ten == std::vector<std::string>{"100", "100a", "100f", "101", "101a", "101f", "103", "103a", "103f"});
 }
+
+TEST_CASE("check_release_support explains why a release rejects a target", "[arch][table]") {
+  CHECK(check_release_support({{100, Suffix::f}, CodeKind::sass}, {12, 9}).ok());
+  Status f = check_release_support({{100, Suffix::f}, CodeKind::sass}, {12, 8});
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.message() == "sm_100f: the 'f' variant needs CUDA 12.9 or later, this is CUDA 12.8");
+  Status rn = check_release_support({{101}, CodeKind::sass}, {13, 0});
+  REQUIRE_FALSE(rn.ok());
+  CHECK(rn.message() == "sm_101: renamed sm_110 in CUDA 13.0; CUDA 13.0 accepts only the new name: use 110");
+  Status rna = check_release_support({{101, Suffix::a}, CodeKind::ptx}, {13, 1});
+  REQUIRE_FALSE(rna.ok());
+  CHECK(rna.message().find("renamed compute_110a") != std::string::npos);
+  CHECK(check_release_support({{101}, CodeKind::sass}, {12, 9}).ok());
+  Status gone = check_release_support({{70}, CodeKind::sass}, {13, 0});
+  REQUIRE_FALSE(gone.ok());
+  CHECK(gone.message().find("removed in CUDA 13.0") != std::string::npos);
+  Status early = check_release_support({{89}, CodeKind::sass}, {11, 7});
+  REQUIRE_FALSE(early.ok());
+  CHECK(early.message().find("first CUDA is 11.8") != std::string::npos);
+  CHECK_FALSE(check_release_support({{86, Suffix::a}, CodeKind::sass}, {13, 0}).ok());
+  CHECK_FALSE(check_release_support({{91}, CodeKind::sass}, {13, 0}).ok());
+  // Agrees with supported_by_release everywhere.
+  for (const ArchRow& row : arch_rows()) {
+    for (const ReleaseRow& rel : release_rows()) {
+      for (Suffix s : {Suffix::none, Suffix::a, Suffix::f}) {
+        CHECK(check_release_support({{row.sm, s}, CodeKind::sass}, rel.cuda).ok() ==
+              supported_by_release({row.sm, s}, rel.cuda));
+      }
+    }
+  }
+}
