@@ -3,6 +3,7 @@
 # markers) from architectures.txt, or checks that the page is current.
 #   cmake -DMODE=write -P tests/unit/arch/docs_table.cmake   # after editing architectures.txt
 #   cmake -DMODE=check -P tests/unit/arch/docs_table.cmake   # CTest (label table)
+cmake_minimum_required(VERSION 3.18)  # script mode: set the policies (CMP0007 for list())
 get_filename_component(_root "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 set(_doc "${_root}/docs/architectures.md")
 include("${_root}/cmake/Modules/CudaArchGuardTable.cmake")
