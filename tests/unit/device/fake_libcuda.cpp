@@ -4,6 +4,7 @@
 // paths, error texts and JIT-log plumbing run everywhere. Controlled through the environment:
 //   FAKE_CUDA_INIT_ERROR=<n>   cuInit returns n
 //   FAKE_CUDA_CC=<major>.<minor>  the device's compute capability (default 9.0)
+//   FAKE_CUDA_REJECT_LOADS=<n>  the next n module loads fail with 209 (counted per process)
 // Images whose first bytes are "REJECT" fail to load with 209 and a JIT error log; images whose
 // first bytes are "BADPTX" fail with 222.
 #include <cstddef>
@@ -26,7 +27,11 @@ int g_ctx_marker = 0;
 int g_mod_marker = 0;
 int g_fn_marker = 0;
 int g_ev_marker = 0;
+int g_rejected = 0;
 }  // namespace
+
+// Lets a test reset the refusal counter.
+FAKE_EXPORT void fake_cuda_reset() { g_rejected = 0; }
 
 FAKE_EXPORT CUresult cuInit(unsigned) {
   if (const char* e = env("FAKE_CUDA_INIT_ERROR")) return std::atoi(e);
@@ -104,7 +109,12 @@ FAKE_EXPORT CUresult cuModuleLoadDataEx(void** mod, const void* image, unsigned 
   const char* img = static_cast<const char*>(image);
   int result = 0;
   const char* log = nullptr;
-  if (std::strncmp(img, "REJECT", 6) == 0) {
+  const char* reject = env("FAKE_CUDA_REJECT_LOADS");
+  if (reject != nullptr && g_rejected < std::atoi(reject)) {
+    ++g_rejected;
+    result = 209;
+    log = "fake jit: load refused on purpose";
+  } else if (std::strncmp(img, "REJECT", 6) == 0) {
     result = 209;
     log = "fake jit: no image for sm_90 in this module";
   } else if (std::strncmp(img, "BADPTX", 6) == 0) {
