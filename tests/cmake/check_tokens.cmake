@@ -3,10 +3,11 @@
 check_tokens
 ------------
 
-Runs the CMake-side token normalizer (``CudaArchGuardTokens``) over a corpus of
-``<input>|<canonical CMake form or ERROR>`` lines (``#`` starts a comment) and fails on the first
-disagreement. The C++ ``archguard arch normalize`` is tested against the same corpus, so the two
-parsers cannot drift apart.
+Runs the CMake-side token normalizer (``CudaArchGuardTokens``) over the corpus shared with the
+C++ parser (``tests/data/tokens.txt``: ``<dialect>|<input>|<expected>[|<message fragment>]``,
+``expected`` being the canonical CMake form joined by ``,`` or ``ERROR``) and fails on every
+disagreement, including an error message that lacks the corpus's fragment. The C++
+``archguard arch normalize`` is tested against the same lines, so the two parsers cannot drift.
 
 .. code-block:: console
 
@@ -17,38 +18,45 @@ include("${MODULE_DIR}/CudaArchGuardTokens.cmake")
 if(NOT EXISTS "${CORPUS}")
   message(FATAL_ERROR "check_tokens: corpus '${CORPUS}' does not exist")
 endif()
+# Read by hand: a CMake list treats '[' ... ']' as one element, and the corpus has unbalanced ones.
 file(READ "${CORPUS}" _text)
-string(REPLACE ";" "@SEMI@" _text "${_text}")
+string(REPLACE "[" "@LB@" _text "${_text}")
+string(REPLACE "]" "@RB@" _text "${_text}")
+string(REPLACE ";" "@SC@" _text "${_text}")
 string(REPLACE "\n" ";" _lines "${_text}")
 set(_n 0)
 set(_bad "")
-set(_lineno 0)
 foreach(_l IN LISTS _lines)
-  math(EXPR _lineno "${_lineno} + 1")
-  string(REPLACE "@SEMI@" ";" _l "${_l}")
+  string(REPLACE "@LB@" "[" _l "${_l}")
+  string(REPLACE "@RB@" "]" _l "${_l}")
+  string(REPLACE "@SC@" ";" _l "${_l}")
   if(_l MATCHES "^[ \t]*(#|$)")
     continue()
   endif()
-  string(FIND "${_l}" "|" _bar REVERSE)
-  if(_bar LESS 0)
-    message(FATAL_ERROR "check_tokens: ${CORPUS}:${_lineno}: '${_l}' has no '|'")
+  if(NOT _l MATCHES "^([a-z]+)\\|([^|]*)\\|([^|]*)(\\|(.*))?$")
+    message(FATAL_ERROR "check_tokens: ${CORPUS}: '${_l}' is not <dialect>|<input>|<expected>[|<message>]")
   endif()
-  string(SUBSTRING "${_l}" 0 ${_bar} _input)
-  math(EXPR _from "${_bar} + 1")
-  string(SUBSTRING "${_l}" ${_from} -1 _want)
+  set(_input "${CMAKE_MATCH_2}")
+  set(_want "${CMAKE_MATCH_3}")
+  set(_frag "${CMAKE_MATCH_5}")
   _cag_tokens_parse("${_input}" _items _err)
   if(_err)
     set(_got "ERROR")
   else()
     _cag_tokens_format("${_items}" cmake _got)
+    string(REPLACE ";" "," _got "${_got}")
   endif()
   math(EXPR _n "${_n} + 1")
   if(NOT _got STREQUAL _want)
-    list(APPEND _bad "${CORPUS}:${_lineno}: '${_input}' gives '${_got}', the corpus says '${_want}' (${_err})")
+    string(APPEND _bad "\n  '${_input}' gives '${_got}', the corpus says '${_want}' ${_err}")
+  elseif(_err AND NOT "${_frag}" STREQUAL "")
+    string(FIND "${_err}" "${_frag}" _at)
+    if(_at LESS 0)
+      string(APPEND _bad "\n  '${_input}': the message '${_err}' lacks '${_frag}'")
+    endif()
   endif()
 endforeach()
 if(_bad)
-  string(REPLACE ";" "\n" _bad "${_bad}")
-  message(FATAL_ERROR "check_tokens: the CMake normalizer disagrees with the corpus:\n${_bad}")
+  message(FATAL_ERROR "check_tokens: the CMake normalizer disagrees with ${CORPUS}:${_bad}")
 endif()
-message(STATUS "check_tokens: ${_n} tokens agree")
+message(STATUS "check_tokens: ${_n} corpus lines agree")
