@@ -4,7 +4,7 @@
 # Usage: fake-nvcc.sh <release> <nvcc arguments>. Answers --version, --list-gpu-code,
 # --list-gpu-arch, --help (the --gpu-architecture paragraph) and --dryrun; anything else fails,
 # so a compiled probe "finds no GPU". The lists are test fixtures written from each release's
-# documented targets.
+# documented targets. Pseudo releases: "empty" (lists nothing), anything unknown (--version fails).
 set -u
 release=$1; shift
 case "$release" in
@@ -15,7 +15,8 @@ case "$release" in
         var="90a 100a 100f 101a 101f 103a 103f 120a 120f 121a 121f"; def=52 ;;
   13.0) sms="75 80 86 87 88 89 90 100 110 103 120 121"
         var="90a 100a 100f 103a 103f 110a 110f 120a 120f 121a 121f"; def=75 ;;
-  *) echo "fake-nvcc: unknown release $release" >&2; exit 2 ;;
+  empty) sms=""; var=""; def=75 ;;   # answers --version but lists no GPU code
+  *) echo "fake-nvcc: unknown release $release" >&2; exit 2 ;;   # e.g. "broken": --version fails
 esac
 case "${1:-}" in
   --version)
