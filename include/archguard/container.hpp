@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// \file
-/// Inputs: plain ELF files (memory-mapped, never read whole), `ar` static archives, wheels and
+/// Inputs: plain ELF files (memory-mapped, never read whole), fatbin files (nvcc --fatbin),
+/// `ar` static archives, wheels and
 /// other zip files, tar archives (plain, gz, zst, xz, bz2) through libarchive, and directories
 /// (recursive; files without device code are skipped quietly). Each yields the ELF objects
 /// that carry device code, with their fatbins.
@@ -49,7 +50,7 @@ struct ScanReport {
 /// kind; problems inside archives and directories are collected in ScanReport::errors.
 Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options = {});
 
-/// Reads bytes already in memory: an ELF file or an archive. `name` names them in messages.
+/// Reads bytes already in memory: an ELF file, a fatbin file or an archive. `name` names them in messages.
 /// The bytes must outlive the report.
 Result<ScanReport> scan_bytes(Bytes bytes, const std::string& name, const ScanOptions& options = {});
 

@@ -59,7 +59,7 @@ Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path) {
   return std::shared_ptr<const Storage>(std::make_shared<MappedStorage>(addr, size));
 }
 
-enum class Kind { elf, archive, other };
+enum class Kind { elf, fatbin, archive, other };
 
 bool starts_with(Bytes b, std::initializer_list<unsigned> magic, std::size_t at = 0) {
   if (b.size() < at + magic.size()) return false;
@@ -71,6 +71,7 @@ bool starts_with(Bytes b, std::initializer_list<unsigned> magic, std::size_t at 
 
 Kind classify(Bytes b) {
   if (looks_like_elf(b)) return Kind::elf;
+  if (starts_with(b, {0x50, 0xed, 0x55, 0xba})) return Kind::fatbin;  // nvcc --fatbin output
   if (starts_with(b, {'!', '<', 'a', 'r', 'c', 'h', '>', '\n'}) ||  // ar
       starts_with(b, {'P', 'K', 3, 4}) || starts_with(b, {'P', 'K', 5, 6}) ||  // zip
       starts_with(b, {0x1f, 0x8b}) ||                    // gzip
@@ -112,6 +113,20 @@ struct Scanner {
     obj.member = member;
     obj.elf_type = elf->type();
     obj.machine = elf->machine();
+    obj.fatbins = std::move(*fatbins);
+    report.objects.push_back(std::move(obj));
+  }
+
+  void add_fatbin(Bytes bytes, const std::string& display, const std::string& archive, const std::string& member) {
+    auto fatbins = Fatbin::parse_all(bytes, display, FatbinSection::memory);
+    if (!fatbins) {
+      report.errors.push_back(fatbins.message());
+      return;
+    }
+    ObjectFatbins obj;
+    obj.path = display;
+    obj.archive = archive;
+    obj.member = member;
     obj.fatbins = std::move(*fatbins);
     report.objects.push_back(std::move(obj));
   }
@@ -202,6 +217,8 @@ struct Scanner {
       const bool ar = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_AR;
       if (k == Kind::elf)
         add_elf(mb, member_display, display, member, ar);
+      else if (k == Kind::fatbin)
+        add_fatbin(mb, member_display, display, member);
       else
         scan_archive(mb, member_display, depth + 1);
     }
@@ -211,10 +228,11 @@ struct Scanner {
   Status scan(Bytes bytes, const std::string& display, bool named_directly) {
     switch (classify(bytes)) {
       case Kind::elf: add_elf(bytes, display, {}, {}, named_directly); return Ok{};
+      case Kind::fatbin: add_fatbin(bytes, display, {}, {}); return Ok{};
       case Kind::archive: scan_archive(bytes, display, 1); return Ok{};
       case Kind::other: break;
     }
-    if (named_directly) return Error{display + ": not an elf file or a supported archive (ar, zip, tar)"};
+    if (named_directly) return Error{display + ": not an elf file, a fatbin or a supported archive (ar, zip, tar)"};
     return Ok{};
   }
 };

@@ -92,22 +92,31 @@ Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std:
     }
     return out;
   }
-  // PTX: ".entry <name>" directives, possibly preceded by .visible/.weak on the same line.
+  // PTX: lines "[.visible|.weak|.extern] .entry <name>[(...]", comments removed.
   std::string_view text(reinterpret_cast<const char*>(image.data()), image.size());  // bytes as chars
   if (auto nul = text.find('\0'); nul != std::string_view::npos) text = text.substr(0, nul);
-  std::size_t pos = 0;
-  while ((pos = text.find(".entry", pos)) != std::string_view::npos) {
-    const bool starts_token = pos == 0 || text[pos - 1] == ' ' || text[pos - 1] == '\t' || text[pos - 1] == '\n';
-    pos += 6;
-    if (!starts_token || pos >= text.size() || (text[pos] != ' ' && text[pos] != '\t')) continue;
-    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
-    std::size_t end = pos;
-    while (end < text.size() && is_ident(text[end])) ++end;
-    if (end > pos) {
-      std::string_view n = text.substr(pos, end - pos);
-      out.push_back(Kernel{std::string(n), demangle(n)});
-    }
-    pos = end;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    if (auto c = line.find("//"); c != std::string_view::npos) line = line.substr(0, c);
+    auto next_token = [&line]() {
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t' || line.front() == '\r')) line.remove_prefix(1);
+      std::size_t n = 0;
+      while (n < line.size() && line[n] != ' ' && line[n] != '\t' && line[n] != '\r' && line[n] != '(') ++n;
+      std::string_view t = line.substr(0, n);
+      line.remove_prefix(n);
+      return t;
+    };
+    std::string_view t = next_token();
+    while (t == ".visible" || t == ".weak" || t == ".extern") t = next_token();
+    if (t != ".entry") continue;
+    std::string_view n = next_token();
+    std::size_t len = 0;
+    while (len < n.size() && is_ident(n[len])) ++len;
+    if (len == 0) continue;
+    n = n.substr(0, len);
+    out.push_back(Kernel{std::string(n), demangle(n)});
   }
   return out;
 }
