@@ -7,6 +7,7 @@
 #include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +23,7 @@ struct InspectOptions {
   bool json = false;
   bool kernels = false;
   bool cuobjdump = false;
+  bool all_fatbins = false;
   bool summary = false;
   unsigned threads = 0;
 };
@@ -222,7 +224,7 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
 
 /// cuobjdump's listing: the executable fatbins (.nv_fatbin) of an object, or its relocatable
 /// ones when it has none; LTO-IR is not listed; numbering runs on across archive members.
-int print_like_cuobjdump(const Inputs& in) {
+int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
   for (const auto& r : in.reports) {
     std::error_code ec;
     const std::string shown = r.directory ? r.input : std::filesystem::absolute(r.input, ec).string();
@@ -240,8 +242,12 @@ int print_like_cuobjdump(const Inputs& in) {
         bool has_exec = false;
         for (const auto& fb : o.fatbins) has_exec = has_exec || fb.section != FatbinSection::nv_relfatbin;
         const std::string obj_base = r.directory ? cuobjdump_base(o.path) : base;
-        for (const auto& fb : o.fatbins) {
-          if (has_exec == (fb.section == FatbinSection::nv_relfatbin)) continue;
+        std::vector<const Fatbin*> listed;  // -all: every section, in file order
+        for (const auto& fb : o.fatbins)
+          if (all_fatbins || has_exec != (fb.section == FatbinSection::nv_relfatbin)) listed.push_back(&fb);
+        std::sort(listed.begin(), listed.end(), [](const Fatbin* a, const Fatbin* b) { return a->offset < b->offset; });
+        for (const Fatbin* fbp : listed) {
+          const Fatbin& fb = *fbp;
           for (const auto& e : fb.entries) {
             if (e.kind != kind) continue;
             std::printf("%s file %4zu: %s\n", kind == CodeKind::sass ? "ELF" : "PTX", n + 1,
@@ -267,7 +273,7 @@ int print_like_cuobjdump(const Inputs& in) {
 int run_inspect(const InspectOptions& opt) {
   const Inputs in = read_inputs(opt.files, opt.threads);
   if (opt.cuobjdump) {
-    print_like_cuobjdump(in);
+    print_like_cuobjdump(in, opt.all_fatbins);
     print_errors(in.errors);
     return in.errors.empty() ? kExitOk : kExitUsage;
   }
@@ -302,6 +308,8 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_flag("--summary", opt->summary, "Only the coverage summary per object");
   cmd->add_flag("--list-like-cuobjdump", opt->cuobjdump,
                 "Print the lines of 'cuobjdump --list-elf' then 'cuobjdump --list-ptx'");
+  cmd->add_flag("--all-fatbins", opt->all_fatbins,
+                "With --list-like-cuobjdump: list __nv_relfatbin too, as cuobjdump -all does");
   cmd->add_option("--threads", opt->threads, "Worker threads (default: all cores)");
   cmd->callback([opt, &ctx] { ctx.exit_code = run_inspect(*opt); });
 }
