@@ -32,6 +32,8 @@ struct ScanOptions {
   /// instead of being held in memory.
   std::uint64_t spill_threshold = std::uint64_t{32} << 20;
   unsigned max_depth = 4;  ///< archives nested deeper are not opened
+  /// Archive members that decompress to more than this are refused (decompression bombs).
+  std::uint64_t max_member_size = std::uint64_t{16} << 30;
 };
 
 /// What one input path held.

@@ -46,6 +46,12 @@ class BufferStorage final : public Storage {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
+/// libarchive's message, which may be absent (a null pointer).
+std::string archive_text(archive* a) {
+  const char* m = archive_error_string(a);
+  return m != nullptr ? m : "unknown libarchive error";
+}
+
 Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Error{path + ": cannot stat: " + errno_text(errno)};
@@ -137,14 +143,20 @@ struct Scanner {
     if (size_hint > 0 && static_cast<std::uint64_t>(size_hint) <= options.spill_threshold)
       buf.reserve(static_cast<std::size_t>(size_hint));
     FILE* spill = nullptr;
+    std::uint64_t total = 0;
     char chunk[1 << 16];
     for (;;) {
       const la_ssize_t n = archive_read_data(a, chunk, sizeof chunk);
       if (n < 0) {
         if (spill != nullptr) std::fclose(spill);
-        return Error{name + ": cannot read: " + archive_error_string(a)};
+        return Error{name + ": cannot read: " + archive_text(a)};
       }
       if (n == 0) break;
+      total += static_cast<std::uint64_t>(n);
+      if (total > options.max_member_size) {
+        if (spill != nullptr) std::fclose(spill);
+        return Error{name + ": member larger than the limit " + hex(options.max_member_size)};
+      }
       const auto* p = reinterpret_cast<const std::byte*>(chunk);  // char buffer viewed as bytes
       if (spill == nullptr && buf.size() + static_cast<std::size_t>(n) > options.spill_threshold) {
         spill = std::tmpfile();  // unlinked: disappears with the process
@@ -186,7 +198,7 @@ struct Scanner {
     archive_read_support_format_tar(a);
     archive_read_support_format_gnutar(a);
     if (archive_read_open_memory(a, bytes.data(), bytes.size()) != ARCHIVE_OK) {
-      report.errors.push_back(display + ": not a readable archive: " + archive_error_string(a));
+      report.errors.push_back(display + ": not a readable archive: " + archive_text(a));
       archive_read_free(a);
       return;
     }
@@ -195,7 +207,7 @@ struct Scanner {
       const int rc = archive_read_next_header(a, &entry);
       if (rc == ARCHIVE_EOF) break;
       if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
-        report.errors.push_back(display + ": bad archive entry: " + archive_error_string(a));
+        report.errors.push_back(display + ": bad archive entry: " + archive_text(a));
         break;
       }
       // Deterministic `ar` (the default of GNU ar) stores mode 644 without a file type: 0.
