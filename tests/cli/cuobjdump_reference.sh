@@ -17,7 +17,7 @@ files=()
 for f in "$lib"/*.so* "$lib"/*.a; do [[ -L $f || ! -f $f ]] || files+=("$f"); done
 [[ ${#files[@]} -gt 0 ]] || { echo "nothing to compare: skipped"; exit 77; }
 fails=0 compared=0
-start=$(date +%s.%N)
+start=$(date +%s%N)
 for f in "${files[@]}"; do
   ref=$("$cuobjdump" --list-elf "$f" 2>/dev/null; "$cuobjdump" --list-ptx "$f" 2>/dev/null)
   ours=$("$ag" inspect --list-like-cuobjdump "$f" 2>/dev/null)
@@ -42,6 +42,6 @@ if [[ -f $nccl ]]; then
     echo "same: $nccl -all, $hidden __nv_relfatbin images that the default listing hides"
   fi
 fi
-end=$(date +%s.%N)
-echo "compared $compared files in $(echo "$end - $start" | bc) s; $fails differences"
+end=$(date +%s%N)
+echo "compared $compared files in $(( (end - start) / 1000000 )) ms; $fails differences"
 [[ $fails == 0 ]]
