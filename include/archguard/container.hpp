@@ -21,6 +21,12 @@ class Storage {
  public:
   virtual ~Storage() = default;
   virtual Bytes bytes() const = 0;
+  /// Drops the pages of [offset, offset + length) from memory where that is possible (a
+  /// read-only mapping refetches them on the next access); the bytes stay valid.
+  virtual void release(std::uint64_t offset, std::uint64_t length) const {
+    (void)offset;
+    (void)length;
+  }
 };
 
 /// Maps a file read-only (an empty file gives empty bytes).

@@ -15,6 +15,7 @@
 #include <archguard/elf.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,11 @@ inline constexpr std::uint64_t kEntryFlagCompatExtension = 0x1000000;
 inline constexpr std::uint64_t kMaxImageSize = std::uint64_t{256} << 20;
 
 enum class Compression : std::uint8_t { none, lz4, zstd };
+
+/// Told about byte ranges (offset and length in the file) the parser has finished reading, so
+/// that a memory mapping can drop those pages: on a 500 MB library the entry headers are spread
+/// over every page, and the kernel maps the neighbours of each one it faults in. Optional.
+using ReleaseHook = std::function<void(std::uint64_t offset, std::uint64_t length)>;
 
 /// Where a fatbin came from.
 enum class FatbinSection : std::uint8_t {
@@ -108,7 +114,7 @@ class Fatbin {
   /// `base` is the region's offset in its file (0 for memory).
   static Result<std::vector<Fatbin>> parse_all(Bytes bytes, std::string name,
                                                FatbinSection section = FatbinSection::memory,
-                                               std::uint64_t base = 0);
+                                               std::uint64_t base = 0, const ReleaseHook& release = {});
 
   /// The images as the compatibility engine sees them.
   std::vector<Image> images() const;
@@ -131,7 +137,7 @@ struct ObjectFatbins {
 /// Reads the fatbins of a validated ELF file; an object without device code gives an empty
 /// list. The linked fatbin is found from the .nvFatBinSegment wrappers (version 2); it is
 /// marked device_link when its first SASS image defines no kernel.
-Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf);
+Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {});
 
 // ---- payloads (on demand) --------------------------------------------------------------
 

@@ -29,6 +29,15 @@ class MappedStorage final : public Storage {
   MappedStorage(const MappedStorage&) = delete;
   MappedStorage& operator=(const MappedStorage&) = delete;
   Bytes bytes() const override { return {static_cast<const std::byte*>(addr_), size_}; }
+  void release(std::uint64_t offset, std::uint64_t length) const override {
+    static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    if (offset >= size_) return;
+    const std::uint64_t end = std::min<std::uint64_t>(offset + std::min<std::uint64_t>(length, size_ - offset), size_);
+    const std::uint64_t first = (offset + page - 1) / page * page;  // whole pages inside only
+    const std::uint64_t last = end / page * page;
+    if (last > first)
+      ::madvise(static_cast<char*>(addr_) + first, static_cast<std::size_t>(last - first), MADV_DONTNEED);
+  }
 
  private:
   void* addr_;
@@ -100,14 +109,17 @@ struct Scanner {
   ScanReport& report;
 
   void add_elf(Bytes bytes, const std::string& display, const std::string& archive,
-               const std::string& member, bool named_directly) {
+               const std::string& member, bool named_directly, const Storage* storage = nullptr) {
     if (!named_directly && foreign_elf(bytes)) return;
     auto elf = ElfFile::parse(bytes, display);
     if (!elf) {
       report.errors.push_back(elf.message());
       return;
     }
-    auto fatbins = read_elf_fatbins(*elf);
+    ReleaseHook release;
+    if (storage != nullptr && storage->bytes().data() == bytes.data())
+      release = [storage](std::uint64_t offset, std::uint64_t length) { storage->release(offset, length); };
+    auto fatbins = read_elf_fatbins(*elf, release);
     if (!fatbins) {
       report.errors.push_back(fatbins.message());
       return;
@@ -228,7 +240,7 @@ struct Scanner {
       // Static libraries: every object is listed (as cuobjdump does), with device code or not.
       const bool ar = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_AR;
       if (k == Kind::elf)
-        add_elf(mb, member_display, display, member, ar);
+        add_elf(mb, member_display, display, member, ar, storage->get());
       else if (k == Kind::fatbin)
         add_fatbin(mb, member_display, display, member);
       else
@@ -237,9 +249,9 @@ struct Scanner {
     archive_read_free(a);
   }
 
-  Status scan(Bytes bytes, const std::string& display, bool named_directly) {
+  Status scan(Bytes bytes, const std::string& display, bool named_directly, const Storage* storage = nullptr) {
     switch (classify(bytes)) {
-      case Kind::elf: add_elf(bytes, display, {}, {}, named_directly); return Ok{};
+      case Kind::elf: add_elf(bytes, display, {}, {}, named_directly, storage); return Ok{};
       case Kind::fatbin: add_fatbin(bytes, display, {}, {}); return Ok{};
       case Kind::archive: scan_archive(bytes, display, 1); return Ok{};
       case Kind::other: break;
@@ -270,7 +282,7 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
   }
   report.storage.push_back(*storage);
   Scanner s{options, report};
-  (void)s.scan((*storage)->bytes(), path, false);
+  (void)s.scan((*storage)->bytes(), path, false, storage->get());
 }
 
 }  // namespace
@@ -334,7 +346,7 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   if (!storage) return storage.error();
   report.storage.push_back(*storage);
   Scanner s{options, report};
-  auto st = s.scan((*storage)->bytes(), path, true);
+  auto st = s.scan((*storage)->bytes(), path, true, storage->get());
   if (!st) return st.error();
   return report;
 }

@@ -171,7 +171,7 @@ Result<Fatbin> Fatbin::parse(const ByteReader& r, std::uint64_t offset, std::siz
 }
 
 Result<std::vector<Fatbin>> Fatbin::parse_all(Bytes bytes, std::string name, FatbinSection section,
-                                              std::uint64_t base) {
+                                              std::uint64_t base, const ReleaseHook& release) {
   ByteReader r(bytes, std::move(name), base);
   std::vector<Fatbin> out;
   std::uint64_t pos = 0;
@@ -183,20 +183,21 @@ Result<std::vector<Fatbin>> Fatbin::parse_all(Bytes bytes, std::string name, Fat
     }
     AG_TRY(Fatbin fb, Fatbin::parse(r, pos, out.size()));
     fb.section = section;
+    if (release) release(base + pos, fb.size);
     pos += fb.size;
     out.push_back(std::move(fb));
   }
   return out;
 }
 
-Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf) {
+Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release) {
   std::vector<Fatbin> out;
   for (auto [name, kind] : {std::pair{".nv_fatbin", FatbinSection::nv_fatbin},
                             std::pair{"__nv_relfatbin", FatbinSection::nv_relfatbin}}) {
     const ElfSection* s = elf.find(name);
     if (s == nullptr) continue;
     AG_TRY(Bytes bytes, elf.section_bytes(*s));
-    AG_TRY(std::vector<Fatbin> fbs, Fatbin::parse_all(bytes, elf.name(), kind, s->offset));
+    AG_TRY(std::vector<Fatbin> fbs, Fatbin::parse_all(bytes, elf.name(), kind, s->offset, release));
     if (kind == FatbinSection::nv_fatbin && elf.type() != kElfTypeRel) {
       // Wrappers of version 2 point at the device-link fatbin (rule 9).
       if (const ElfSection* seg = elf.find(".nvFatBinSegment"); seg != nullptr) {
