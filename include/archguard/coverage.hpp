@@ -58,7 +58,8 @@ struct Requirement {
 /// Builds a requirement from `--require` and `--ptx`. `require` is a list in any dialect the
 /// arch parser accepts ("75,80,90,120", "sm_90a", a CMake list "80-real;90"). In a CMake list
 /// (any token with -real or -virtual) a bare "90" means SASS and PTX as CMake does; elsewhere
-/// a bare number means SASS only. `ptx`: "" (only what the list says), "none", "highest", or
+/// a bare number means SASS only. nvcc flags ("-gencode arch=compute_80,code=[sm_80,compute_80]")
+/// require exactly the codes they name. `ptx`: "" (only what the list says), "none", "highest", or
 /// an architecture ("90", "compute_90").
 Result<Requirement> parse_requirement(std::string_view require, std::string_view ptx = {});
 

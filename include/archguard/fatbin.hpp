@@ -139,6 +139,17 @@ struct ObjectFatbins {
 /// marked device_link when its first SASS image defines no kernel.
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {});
 
+/// Reads the fatbins of a memory region laid out as .nv_fatbin (for instance the section of a
+/// loaded module, found with dl_iterate_phdr): the self-check hands over such bytes. Without
+/// the file's .nvFatBinSegment wrappers the device-link fatbin is recognised by its content:
+/// when the region holds several fatbins and the first one defines no kernel, it is marked
+/// device_link. The bytes must outlive the result.
+Result<ObjectFatbins> read_region(Bytes bytes, std::string name);
+
+/// Whether the first SASS image of a fatbin defines no kernel (decodes it). An image that does
+/// not decode counts as defining some: when in doubt a fatbin is judged, not ignored.
+bool defines_no_kernel(const Fatbin& fatbin, std::string_view name);
+
 // ---- payloads (on demand) --------------------------------------------------------------
 
 /// The decompressed image. Refuses sizes above `limit` or inconsistent with the header.

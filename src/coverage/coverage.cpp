@@ -122,18 +122,30 @@ CoverageSummary summarize(const ObjectFatbins& object) {
 
 Result<Requirement> parse_requirement(std::string_view require, std::string_view ptx) {
   Requirement req;
-  const auto tokens = split_list(require);
-  if (tokens.empty()) return Error{"--require: no architecture given"};
-  const bool cmake_list = std::any_of(tokens.begin(), tokens.end(), [](std::string_view t) {
-    return t.ends_with("-real") || t.ends_with("-virtual");
-  });
-  for (std::string_view t : tokens) {
-    auto targets = parse_token(t);
+  if (require.find("arch=") != std::string_view::npos || require.find("-arch") != std::string_view::npos ||
+      require.find("--gpu-") != std::string_view::npos) {
+    // nvcc flags (-gencode arch=compute_80,code=[sm_80,compute_80], -arch=sm_90): their codes
+    // say exactly which SASS and PTX they embed.
+    auto targets = parse_list(require);
     if (!targets) return Error{"--require: " + targets.message()};
-    const bool sass_only = !cmake_list && bare_number(t);
     for (const Target& target : *targets) {
       if (target.kind == CodeKind::sass) req.sass.push_back(target.arch);
-      else if (target.kind == CodeKind::ptx && !sass_only) req.ptx.push_back(target.arch);
+      else if (target.kind == CodeKind::ptx) req.ptx.push_back(target.arch);
+    }
+  } else {
+    const auto tokens = split_list(require);
+    if (tokens.empty()) return Error{"--require: no architecture given"};
+    const bool cmake_list = std::any_of(tokens.begin(), tokens.end(), [](std::string_view t) {
+      return t.ends_with("-real") || t.ends_with("-virtual");
+    });
+    for (std::string_view t : tokens) {
+      auto targets = parse_token(t);
+      if (!targets) return Error{"--require: " + targets.message()};
+      const bool sass_only = !cmake_list && bare_number(t);
+      for (const Target& target : *targets) {
+        if (target.kind == CodeKind::sass) req.sass.push_back(target.arch);
+        else if (target.kind == CodeKind::ptx && !sass_only) req.ptx.push_back(target.arch);
+      }
     }
   }
   if (ptx == "none") {

@@ -110,8 +110,8 @@ Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint6
   return x;
 }
 
-/// Whether the first SASS image of a fatbin defines no kernel (an undecodable one counts as
-/// defining some: when in doubt a fatbin is judged, not ignored).
+}  // namespace
+
 bool defines_no_kernel(const Fatbin& fb, std::string_view name) {
   for (const auto& e : fb.entries) {
     if (e.kind != CodeKind::sass) continue;
@@ -123,7 +123,17 @@ bool defines_no_kernel(const Fatbin& fb, std::string_view name) {
   return false;
 }
 
-}  // namespace
+Result<ObjectFatbins> read_region(Bytes bytes, std::string name) {
+  AG_TRY(std::vector<Fatbin> fbs, Fatbin::parse_all(bytes, name, FatbinSection::nv_fatbin));
+  if (fbs.size() > 1 && defines_no_kernel(fbs.front(), name)) {
+    fbs.front().linked = true;
+    fbs.front().device_link = true;
+  }
+  ObjectFatbins o;
+  o.path = std::move(name);
+  o.fatbins = std::move(fbs);
+  return o;
+}
 
 std::string_view to_string(Compression c) {
   switch (c) {

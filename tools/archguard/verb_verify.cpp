@@ -22,7 +22,7 @@ struct VerifyOptions {
 
 int run_verify(const VerifyOptions& opt) {
   std::string list;
-  for (const auto& r : opt.require) list += (list.empty() ? "" : ";") + r;
+  for (const auto& r : opt.require) list += (list.empty() ? "" : " ") + r;
   auto req = parse_requirement(list, opt.ptx);
   if (!req) {
     std::fprintf(stderr, "archguard verify: %s\n", req.message().c_str());
@@ -104,9 +104,9 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_option("files", opt->files, "Files or directories to check")->required();
   cmd->add_option("--require", opt->require,
                   "Required architectures: 75,80,90,120 | sm_90a | a CMake list such as 80-real;90 "
-                  "(-real: SASS, -virtual: PTX)")
+                  "(-real: SASS, -virtual: PTX) | nvcc flags such as '-gencode arch=compute_80,code=sm_80'")
       ->required()
-      ->delimiter(',');
+      ->allow_extra_args(false);
   cmd->add_option("--ptx", opt->ptx, "PTX requirement: highest | <arch> | none (default: what --require says)");
   cmd->add_flag("--allow-compatible", opt->allow_compatible,
                 "Accept a binary-compatible lower SASS (e.g. sm_80 for 86) and say so");

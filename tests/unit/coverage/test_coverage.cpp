@@ -92,6 +92,10 @@ TEST_CASE("requirement parsing: bare numbers are SASS, CMake lists keep their me
   CHECK(parse_requirement("80", "highest")->ptx_highest);
   CHECK(parse_requirement("80", "90")->ptx == std::vector<Arch>{{90, Suffix::none}});
   CHECK(parse_requirement("sm_90a")->sass == std::vector<Arch>{{90, Suffix::a}});
+  auto g = parse_requirement("-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,code=sm_90");
+  REQUIRE(g.ok());
+  CHECK(g->sass == std::vector<Arch>{{80, Suffix::none}, {90, Suffix::none}});
+  CHECK(g->ptx == std::vector<Arch>{{80, Suffix::none}});
   auto bad = parse_requirement("86a");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.message().starts_with("--require: "));

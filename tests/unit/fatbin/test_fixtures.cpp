@@ -107,6 +107,22 @@ TEST_CASE("shared library: the device-link fatbin comes first and is marked", "[
   CHECK(describe(fbs[0]) == "sass sm_75 none");
   CHECK_FALSE(fbs[1].device_link);
   CHECK(describe(fbs[1]) == "sass sm_80 none; sass sm_90 none; ptx compute_90 zstd");
+
+  // The self-check's path: only the bytes of .nv_fatbin, as a loaded module has them.
+  auto storage = map_file(kDir + "/libplain.so");
+  REQUIRE(storage.ok());
+  auto elf = ElfFile::parse((*storage)->bytes(), "libplain.so");
+  REQUIRE(elf.ok());
+  const ElfSection* section = elf->find(".nv_fatbin");
+  REQUIRE(section != nullptr);
+  auto bytes = elf->section_bytes(*section);
+  REQUIRE(bytes.ok());
+  auto region = read_region(*bytes, "libplain.so (loaded)");
+  REQUIRE(region.ok());
+  REQUIRE(region->fatbins.size() == 2);
+  CHECK(region->fatbins[0].device_link);
+  CHECK_FALSE(region->fatbins[1].device_link);
+  CHECK(describe(region->fatbins[1]) == describe(fbs[1]));
 }
 
 TEST_CASE("static library members", "[fatbin][nvcc]") {
