@@ -67,11 +67,29 @@ const ArchRow* find_arch(unsigned sm);
 const ReleaseRow* find_release(Version2 cuda);
 /// Whether a CUDA release's nvcc accepts a target per the table (suffix included).
 bool supported_by_release(Arch arch, Version2 cuda);
+/// Like supported_by_release, with the reason when not: unknown architecture, not yet (the
+/// release that added it or its suffix), removed (and in which release), or renamed (sm_101 ->
+/// sm_110 in CUDA 13.0). A CUDA release missing from the table is judged by the arch columns.
+Status check_release_support(Target target, Version2 cuda);
 /// Highest PTX ISA a driver accepts (the ISA of the newest release whose minimum driver it
 /// meets); empty when older than every recorded release.
 Version2 ptx_isa_for_driver(DriverVersion driver);
-/// The minimum Linux driver for a PTX ISA version, or "" when unknown.
+/// The minimum Linux driver for a PTX ISA version (that of the oldest release whose ISA is at
+/// least `ptx_isa`), or "" when unknown.
 std::string min_driver_for_ptx_isa(Version2 ptx_isa);
+/// The rename row whose old SM is `sm` (101 -> 110 in CUDA 13.0), or nullptr.
+const RenameRow* find_rename(unsigned old_sm);
+/// The compute capability an SM number denotes: 90 -> 9.0, 121 -> 12.1.
+constexpr Version2 cc_of_sm(unsigned sm) { return Version2{sm / 10, sm % 10}; }
+/// Whether the table knows `arch` with its suffix (the 'a'/'f' variant exists at all).
+bool arch_exists(Arch arch);
+/// Every valid target number of one CC major, plain and suffixed, ascending:
+/// 8 -> 80, 86, 87, 88, 89; 9 -> 90, 90a.
+std::vector<Arch> arches_of_major(unsigned major);
+/// The 'f' family of an arch (the table's family column, e.g. 103 -> 100), 0 when none.
+unsigned family_of(unsigned sm);
+/// A table codename for display: "" when the table has none.
+std::string_view codename_of(const ArchRow& row);
 
 // ---- tokens ----------------------------------------------------------------------------
 
@@ -88,12 +106,21 @@ Result<std::vector<Target>> parse_token(std::string_view token);
 /// Parses a list: separators ';', ',', whitespace; nvcc flags may span several words.
 Result<std::vector<Target>> parse_list(std::string_view text);
 
-/// "sm_90a", "compute_120f".
+/// Parses a dialect name: "cmake", "gencode" or "nvcc", "torch", "tf".
+Result<Dialect> parse_dialect(std::string_view name);
+/// Sorts and removes duplicates (the canonical order of a target set).
+void canonicalize(std::vector<Target>& targets);
+
+/// "sm_90a", "compute_120f", "lto_80".
 std::string nvcc_name(Arch arch, CodeKind kind);
 /// "90a" (no -real/-virtual).
 std::string arch_number(Arch arch);
 /// Formats a target set in a dialect: CMake list "80-real;90", gencode flags, a torch arch
-/// list "8.0;9.0+PTX", TensorFlow "sm_80,compute_90".
+/// list "8.0;9.0+PTX", TensorFlow "sm_80,compute_90". A set the dialect cannot spell exactly
+/// (see check_expressible) is written as the nearest superset it can.
 std::string format_targets(std::span<const Target> targets, Dialect dialect);
+/// Whether a dialect can spell the set exactly: PyTorch has no PTX without SASS, neither
+/// PyTorch nor TensorFlow nor CMake's architecture list has LTO-IR.
+Status check_expressible(std::span<const Target> targets, Dialect dialect);
 
 }  // namespace archguard

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace archguard {
 
@@ -64,5 +65,13 @@ Verdict select_image(std::span<const Image> images, const Device& device,
                      const DriverSettings& settings = {});
 /// A device for a capability, Tegra flag taken from the table.
 Device device_for_cc(Version2 cc);
+
+/// The capabilities in the table on which `target` loads: SASS natively (rules 1, 3, 4), PTX by
+/// JIT (rules 2-4); empty for LTO-IR, which never loads directly.
+std::vector<Version2> loads_on(Target target);
+/// One plain-words sentence about a target, generated from the table, e.g. for sm_100a:
+/// "sass for cc 10.0 only (B200, GB200); does not run on cc 10.3 (B300, GB300); use 100f to
+/// cover the family".
+std::string explain_target(Target target);
 
 }  // namespace archguard

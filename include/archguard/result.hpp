@@ -13,6 +13,7 @@ namespace archguard {
 /// An error: a lower-case message without a final period that names file, offset and values.
 struct Error {
   std::string message;
+  int code = 0;  ///< the underlying API's status (CUresult, nvrtcResult, errno) when one applies, else 0
 };
 
 /// A value of type T or an Error. Access value() only after checking ok().
@@ -37,6 +38,8 @@ class [[nodiscard]] Result {
   /// Precondition: !ok().
   const Error& error() const { return std::get<1>(v_); }
   const std::string& message() const { return std::get<1>(v_).message; }
+  /// Precondition: !ok(). The numeric status of the failing API call, 0 when none applies.
+  int code() const { return std::get<1>(v_).code; }
 
  private:
   std::variant<T, Error> v_;
@@ -47,5 +50,6 @@ struct Ok {};
 using Status = Result<Ok>;
 
 inline Error make_error(std::string message) { return Error{std::move(message)}; }
+inline Error make_error(std::string message, int code) { return Error{std::move(message), code}; }
 
 }  // namespace archguard

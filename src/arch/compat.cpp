@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: Apache-2.0
+// The compatibility engine: which image the CUDA driver loads for a device, or why none.
+// Rule numbers refer to docs/architectures.md (from shared/reference/compatibility.md).
+#include <archguard/compat.hpp>
+
+#include <algorithm>
+
+namespace archguard {
+
+namespace {
+
+std::string cc_text(Version2 cc) { return std::to_string(cc.major) + "." + std::to_string(cc.minor); }
+
+std::string isa_text(Version2 isa) { return isa.empty() ? "unknown" : cc_text(isa); }
+
+bool is_tegra(const Device& device) {
+  if (device.tegra) return true;
+  const ArchRow* row = find_arch(device.cc.packed());
+  return row != nullptr && row->tegra;
+}
+
+bool family_match(Arch arch, const Device& device) {
+  const unsigned fam = family_of(arch.sm);
+  const unsigned dev_sm = device.cc.packed();
+  return fam != 0 && family_of(dev_sm) == fam && dev_sm >= arch.sm;
+}
+
+// Among images of the same kind, the driver prefers the highest arch, and of one arch the
+// arch-specific 'a' over the family 'f' over the plain image (rule 5).
+int suffix_rank(Suffix s) {
+  switch (s) {
+    case Suffix::a: return 2;
+    case Suffix::f: return 1;
+    case Suffix::none: break;
+  }
+  return 0;
+}
+
+bool better(const Image& x, const Image& y) {
+  if (x.arch.sm != y.arch.sm) return x.arch.sm > y.arch.sm;
+  if (x.arch.suffix != y.arch.suffix) return suffix_rank(x.arch.suffix) > suffix_rank(y.arch.suffix);
+  return x.ptx_isa < y.ptx_isa;  // same arch twice: the older ISA is the safer JIT input
+}
+
+std::string image_name(const Image& image) { return nvcc_name(image.arch, image.kind); }
+
+std::string names(std::span<const Image> images, const std::vector<std::size_t>& idx) {
+  std::string out;
+  for (std::size_t i : idx) {
+    if (!out.empty()) out += ", ";
+    out += image_name(images[i]);
+  }
+  return out;
+}
+
+// A CUDA 13.0+ driver reports a renamed part under its new capability (Jetson Thor: 10.1 -> 11.0).
+Device effective_device(const Device& device, const DriverSettings& settings, std::string& note) {
+  Device d = device;
+  d.tegra = is_tegra(device);
+  const RenameRow* rn = find_rename(device.cc.packed());
+  if (rn == nullptr || !settings.driver) return d;
+  const ReleaseRow* rel = find_release(rn->cuda);
+  if (rel == nullptr || *rel->min_driver == '\0') return d;
+  Result<DriverVersion> min = parse_driver_version(rel->min_driver);
+  if (!min || *settings.driver < *min) return d;
+  d.cc = cc_of_sm(rn->new_sm);
+  d.tegra = is_tegra(Device{d.cc, d.tegra});
+  note = "; driver " + format_driver_version(*settings.driver) + " reports this cc " + cc_text(device.cc) +
+         " part as cc " + cc_text(d.cc) + " (sm_" + std::to_string(rn->old_sm) + " was renamed sm_" +
+         std::to_string(rn->new_sm) + " in cuda " + cc_text(rn->cuda) + ")";
+  return d;
+}
+
+// Why the SASS images present do not help, with the sm_101 -> sm_110 hint where it applies.
+std::string rename_hint(std::span<const Image> images, const std::vector<std::size_t>& sass, const Device& d) {
+  for (std::size_t i : sass) {
+    const RenameRow* rn = find_rename(images[i].arch.sm);
+    if (rn != nullptr && d.cc == cc_of_sm(rn->new_sm)) {
+      return "; sm_" + std::to_string(rn->old_sm) + " was renamed sm_" + std::to_string(rn->new_sm) + " in cuda " +
+             cc_text(rn->cuda) + ": rebuild with " + std::to_string(rn->new_sm);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+bool sass_runs_on(Arch arch, const Device& device) {
+  const Version2 acc = cc_of_sm(arch.sm);
+  switch (arch.suffix) {
+    case Suffix::a: return acc == device.cc;  // rule 3: exactly that CC
+    case Suffix::f: return family_match(arch, device);  // rule 4
+    case Suffix::none: break;
+  }
+  if (acc.major != device.cc.major) return false;  // rule 1: never across majors
+  if (acc == device.cc) return true;
+  const ArchRow* row = find_arch(arch.sm);
+  if (is_tegra(device) || (row != nullptr && row->tegra)) return false;  // rule 1: Tegra exception
+  return device.cc.minor >= acc.minor;
+}
+
+bool ptx_targets(Arch arch, const Device& device) {
+  switch (arch.suffix) {
+    case Suffix::a: return cc_of_sm(arch.sm) == device.cc;  // rule 3
+    case Suffix::f: return family_match(arch, device);  // rule 4
+    case Suffix::none: break;
+  }
+  return device.cc.packed() >= arch.sm;  // rule 2
+}
+
+Device device_for_cc(Version2 cc) {
+  const ArchRow* row = find_arch(cc.packed());
+  return Device{cc, row != nullptr && row->tegra};
+}
+
+Verdict select_image(std::span<const Image> images, const Device& device, const DriverSettings& settings) {
+  std::string note;
+  const Device d = effective_device(device, settings, note);
+  const std::string on = "cc " + cc_text(d.cc);
+
+  std::vector<std::size_t> sass_all, sass_ok, ptx_all, ptx_ok;
+  bool relocatable = false;
+  std::size_t considered = 0;
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const Image& im = images[i];
+    if (im.device_link) continue;  // rule 9: the device-link fatbin decides nothing
+    ++considered;
+    relocatable = relocatable || im.relocatable;
+    if (im.kind == CodeKind::sass) {
+      sass_all.push_back(i);
+      if (sass_runs_on(im.arch, d)) sass_ok.push_back(i);
+    } else if (im.kind == CodeKind::ptx) {
+      ptx_all.push_back(i);
+      if (ptx_targets(im.arch, d)) ptx_ok.push_back(i);
+    }
+    // LTO-IR is an nvlink input; the driver never loads it.
+  }
+  auto best_of = [&](const std::vector<std::size_t>& idx) {
+    return *std::min_element(idx.begin(), idx.end(),
+                             [&](std::size_t x, std::size_t y) { return better(images[x], images[y]); });
+  };
+  auto fail = [&](int err, std::string why) {
+    return Verdict{Outcome::fail, err, std::nullopt, std::move(why) + note};
+  };
+
+  if (considered == 0) {
+    return fail(kErrNoKernelImage, "no kernel image for " + on +
+                                       ": there are no images besides the device-link fatbin, which decides nothing");
+  }
+
+  if (!settings.force_ptx_jit && !sass_ok.empty()) {
+    const std::size_t pick = best_of(sass_ok);
+    const Image& im = images[pick];
+    std::string how = im.arch.suffix == Suffix::a   ? "the arch-specific image matches exactly"
+                      : im.arch.suffix == Suffix::f ? "it is of the same family"
+                      : cc_of_sm(im.arch.sm) == d.cc ? "it matches exactly"
+                                                     : "minor-version compatibility";
+    return Verdict{Outcome::native, 0, pick,
+                   "sass " + image_name(im) + " runs natively on " + on + " (" + how + ")" + note};
+  }
+
+  if (ptx_ok.empty()) {
+    if (settings.force_ptx_jit) {
+      return fail(kErrNoKernelImage, "no kernel image for " + on + ": CUDA_FORCE_PTX_JIT=1 ignores the sass (" +
+                                         (sass_all.empty() ? std::string("none") : names(images, sass_all)) +
+                                         ") and no ptx can be jit-compiled for it" +
+                                         (ptx_all.empty() ? "" : " (found " + names(images, ptx_all) + ")"));
+    }
+    if (relocatable && ptx_all.empty()) {
+      // Rule 8: an -rdc executable whose SASS does not match fails when the runtime looks up
+      // the kernel in the linked module, not with 209.
+      return fail(kErrSymbolNotFound, "named symbol not found on " + on + ": the -rdc executable holds only sass (" +
+                                          names(images, sass_all) + ") and none of it runs there" +
+                                          rename_hint(images, sass_all, d));
+    }
+    std::string why = "no kernel image for " + on + ": ";
+    if (sass_all.empty()) {
+      why += "there is no sass";
+    } else {
+      why += "sass " + names(images, sass_all) + " does not run there";
+    }
+    why += ptx_all.empty() ? " and there is no ptx"
+                           : " and ptx " + names(images, ptx_all) + " targets no cc at or below " + cc_text(d.cc);
+    return fail(kErrNoKernelImage, why + rename_hint(images, sass_all, d));
+  }
+
+  if (settings.disable_ptx_jit) {
+    return fail(kErrJitDisabled, "only ptx (" + names(images, ptx_ok) + ") can serve " + on +
+                                     " and CUDA_DISABLE_PTX_JIT=1 forbids the jit");
+  }
+
+  // Rule 6: the driver rejects PTX whose ISA is newer than it knows.
+  std::vector<std::size_t> usable;
+  Version2 max_isa{};
+  if (settings.driver) max_isa = ptx_isa_for_driver(*settings.driver);
+  for (std::size_t i : ptx_ok) {
+    const Image& im = images[i];
+    if (!settings.driver || im.ptx_isa.empty() || im.ptx_isa <= max_isa) usable.push_back(i);
+  }
+  if (usable.empty()) {
+    const std::size_t pick = best_of(ptx_ok);
+    return fail(kErrUnsupportedPtx, "ptx " + image_name(images[pick]) + " has ptx isa " +
+                                         isa_text(images[pick].ptx_isa) + " but driver " +
+                                         format_driver_version(*settings.driver) + " accepts at most " +
+                                         isa_text(max_isa) + " (unsupported toolchain)");
+  }
+  const std::size_t pick = best_of(usable);
+  const Image& im = images[pick];
+  std::string why = "no sass runs on " + on;
+  if (settings.force_ptx_jit) why = "forced jit (CUDA_FORCE_PTX_JIT=1) ignores the sass";
+  return Verdict{Outcome::jit, 0, pick,
+                 why + "; the driver jit-compiles " + image_name(im) + " (ptx isa " + isa_text(im.ptx_isa) + ")" +
+                     (im.relocatable ? " from the relocatable fatbin" : "") + note};
+}
+
+std::vector<Version2> loads_on(Target target) {
+  std::vector<Version2> out;
+  if (target.kind == CodeKind::ltoir) return out;
+  for (const ArchRow& row : arch_rows()) {
+    const Device d = device_for_cc(row.cc);
+    const bool ok = target.kind == CodeKind::sass ? sass_runs_on(target.arch, d) : ptx_targets(target.arch, d);
+    if (ok) out.push_back(row.cc);
+  }
+  return out;
+}
+
+namespace {
+
+std::string cc_with_products(Version2 cc) {
+  std::string out = "CC " + cc_text(cc);
+  const ArchRow* row = find_arch(cc.packed());
+  if (row != nullptr && *row->products != '\0') out += std::string(" (") + row->products + ")";
+  return out;
+}
+
+std::string cc_list(const std::vector<Version2>& ccs, bool products) {
+  std::string out;
+  for (std::size_t i = 0; i < ccs.size(); ++i) {
+    if (i != 0) out += i + 1 == ccs.size() ? " and " : ", ";
+    out += products ? cc_with_products(ccs[i]) : cc_text(ccs[i]);
+  }
+  return out;
+}
+
+std::string release_facts(Arch arch, const ArchRow& row) {
+  std::string out;
+  Version2 since = row.first_cuda;
+  if (arch.suffix == Suffix::a) since = row.a_since;
+  if (arch.suffix == Suffix::f) since = row.f_since;
+  out += "; nvcc accepts it since CUDA " + cc_text(since);
+  if (const RenameRow* rn = find_rename(row.sm)) {
+    out += "; renamed sm_" + std::to_string(rn->new_sm) + " in CUDA " + cc_text(rn->cuda) + ", so CUDA " +
+           cc_text(rn->cuda) + " and later reject it: use " + std::to_string(rn->new_sm) +
+           (arch.suffix == Suffix::none ? "" : std::string(1, arch.suffix == Suffix::a ? 'a' : 'f'));
+  } else if (!row.removed_in.empty()) {
+    out += " until CUDA " + cc_text(row.removed_in) + ", which removed it";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string explain_target(Target target) {
+  const Arch arch = target.arch;
+  const ArchRow* row = find_arch(arch.sm);
+  const std::string name = nvcc_name(arch, target.kind);
+  if (row == nullptr || !arch_exists(arch)) return name + ": not an architecture in the table";
+  const std::vector<Version2> ccs = loads_on(target);
+  std::string out;
+  const std::string tegra = row->tegra ? ", a Tegra part: no minor-version compatibility" : "";
+  // The other members of the arch's family or major that this target misses.
+  std::vector<Version2> missed, missed_tegra;
+  for (const ArchRow& r : arch_rows()) {
+    if (r.cc.major != row->cc.major || r.sm <= row->sm) continue;
+    if (std::find(ccs.begin(), ccs.end(), r.cc) != ccs.end()) continue;
+    (r.tegra == row->tegra ? missed : missed_tegra).push_back(r.cc);
+  }
+  std::string family_hint;
+  if (!row->f_since.empty() && row->family != 0) {
+    bool bigger_family = false;
+    for (const ArchRow& r : arch_rows()) bigger_family = bigger_family || (r.family == row->family && r.sm > row->sm);
+    if (bigger_family) family_hint = "; use " + std::to_string(row->sm) + "f to cover the family";
+  }
+  switch (target.kind) {
+    case CodeKind::ltoir:
+      return "LTO-IR for CC " + cc_text(row->cc) +
+             ": input to link-time optimization (nvlink -dlto); the driver never loads it" + release_facts(arch, *row);
+    case CodeKind::sass:
+      if (arch.suffix == Suffix::a) {
+        out = "SASS for CC " + cc_text(row->cc) + " only";
+        if (*row->products != '\0') out += std::string(" (") + row->products + ")";
+        if (!missed.empty()) {
+          out += "; does not run on " + cc_list(missed, true) + family_hint;
+        } else {
+          out += "; arch-specific: no other GPU runs it, not even a later one";
+        }
+      } else if (arch.suffix == Suffix::f) {
+        out = "SASS for the family of CC " + cc_text(row->cc) + ": runs on " + cc_list(ccs, true);
+      } else {
+        out = "SASS for " + cc_with_products(row->cc) + tegra;
+        std::vector<Version2> others;
+        for (Version2 cc : ccs) {
+          if (cc != row->cc) others.push_back(cc);
+        }
+        if (!others.empty()) out += "; also runs on " + cc_list(others, true) + " (minor-version compatibility)";
+        if (!missed.empty()) out += "; does not run on " + cc_list(missed, true);
+        if (!missed_tegra.empty()) {
+          out += (row->tegra ? "; not on " : "; not on the Tegra part ") + cc_list(missed_tegra, true);
+        }
+        out += "; never on another major";
+      }
+      break;
+    case CodeKind::ptx:
+      if (arch.suffix == Suffix::a) {
+        out = "PTX that compiles only to sm_" + arch_number(arch) + ": JIT on " + cc_with_products(row->cc) + " only";
+      } else if (arch.suffix == Suffix::f) {
+        out = "PTX for the family of CC " + cc_text(row->cc) + ": JIT on " + cc_list(ccs, false);
+      } else {
+        out = "PTX for CC " + cc_text(row->cc) + " and later: the driver JIT-compiles it on any GPU of CC >= " +
+              cc_text(row->cc) + " (first-launch delay) when it accepts the PTX ISA";
+      }
+      break;
+  }
+  return out + release_facts(arch, *row);
+}
+
+}  // namespace archguard

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// Queries over the architecture table compiled in from architectures.txt.
+#include <archguard/arch.hpp>
+#include <archguard/generated/arch_table.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+
+namespace archguard {
+
+std::span<const ArchRow> arch_rows() { return generated::kArchRows; }
+std::span<const ReleaseRow> release_rows() { return generated::kReleaseRows; }
+std::span<const RenameRow> rename_rows() { return generated::kRenameRows; }
+
+const ArchRow* find_arch(unsigned sm) {
+  for (const ArchRow& row : arch_rows()) {
+    if (row.sm == sm) return &row;
+  }
+  return nullptr;
+}
+
+const ReleaseRow* find_release(Version2 cuda) {
+  for (const ReleaseRow& row : release_rows()) {
+    if (row.cuda == cuda) return &row;
+  }
+  return nullptr;
+}
+
+const RenameRow* find_rename(unsigned old_sm) {
+  for (const RenameRow& row : rename_rows()) {
+    if (row.old_sm == old_sm) return &row;
+  }
+  return nullptr;
+}
+
+bool arch_exists(Arch arch) {
+  const ArchRow* row = find_arch(arch.sm);
+  if (row == nullptr) return false;
+  switch (arch.suffix) {
+    case Suffix::none: return true;
+    case Suffix::a: return !row->a_since.empty();
+    case Suffix::f: return !row->f_since.empty();
+  }
+  return false;
+}
+
+std::vector<Arch> arches_of_major(unsigned major) {
+  std::vector<Arch> out;
+  for (const ArchRow& row : arch_rows()) {
+    if (row.cc.major != major) continue;
+    out.push_back({row.sm, Suffix::none});
+    if (!row.a_since.empty()) out.push_back({row.sm, Suffix::a});
+    if (!row.f_since.empty()) out.push_back({row.sm, Suffix::f});
+  }
+  return out;
+}
+
+unsigned family_of(unsigned sm) {
+  const ArchRow* row = find_arch(sm);
+  return row == nullptr ? 0 : row->family;
+}
+
+std::string_view codename_of(const ArchRow& row) {
+  std::string_view name = row.codename;
+  return name == "-" ? std::string_view{} : name;
+}
+
+bool supported_by_release(Arch arch, Version2 cuda) {
+  const ArchRow* row = find_arch(arch.sm);
+  if (row == nullptr) return false;
+  if (cuda < row->first_cuda) return false;
+  if (!row->removed_in.empty() && cuda >= row->removed_in) return false;
+  switch (arch.suffix) {
+    case Suffix::none: return true;
+    case Suffix::a: return !row->a_since.empty() && cuda >= row->a_since;
+    case Suffix::f: return !row->f_since.empty() && cuda >= row->f_since;
+  }
+  return false;
+}
+
+Status check_release_support(Target target, Version2 cuda) {
+  const Arch arch = target.arch;
+  const std::string name = nvcc_name(arch, target.kind);
+  const std::string rel = std::to_string(cuda.major) + "." + std::to_string(cuda.minor);
+  auto v = [](Version2 x) { return std::to_string(x.major) + "." + std::to_string(x.minor); };
+  const ArchRow* row = find_arch(arch.sm);
+  if (row == nullptr) return make_error(name + ": unknown architecture");
+  if (!arch_exists(arch)) return make_error(name + ": no such variant in any CUDA release");
+  if (const RenameRow* rn = find_rename(arch.sm); rn != nullptr && cuda >= rn->cuda) {
+    const Arch now{rn->new_sm, arch.suffix};
+    return make_error(name + ": renamed " + nvcc_name(now, target.kind) + " in CUDA " + v(rn->cuda) + "; CUDA " + rel +
+                      " accepts only the new name: use " + arch_number(now));
+  }
+  if (!row->removed_in.empty() && cuda >= row->removed_in) {
+    return make_error(name + ": removed in CUDA " + v(row->removed_in) + "; the last CUDA that targets it is older than " +
+                      v(row->removed_in));
+  }
+  if (cuda < row->first_cuda) {
+    return make_error(name + ": CUDA " + rel + " predates it; its first CUDA is " + v(row->first_cuda));
+  }
+  const Version2 since = arch.suffix == Suffix::a ? row->a_since : arch.suffix == Suffix::f ? row->f_since : Version2{};
+  if (!since.empty() && cuda < since) {
+    return make_error(name + ": the '" + std::string(1, arch.suffix == Suffix::a ? 'a' : 'f') +
+                      "' variant needs CUDA " + v(since) + " or later, this is CUDA " + rel);
+  }
+  return Ok{};
+}
+
+namespace {
+
+// Parses the table's driver strings; the table is ours, so a bad one is a build-time defect
+// that the table tests catch, and here it simply counts as "not recorded".
+std::optional<DriverVersion> table_driver(const char* text) {
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  Result<DriverVersion> v = parse_driver_version(text);
+  if (!v) return std::nullopt;
+  return *v;
+}
+
+}  // namespace
+
+Version2 ptx_isa_for_driver(DriverVersion driver) {
+  Version2 best{};
+  for (const ReleaseRow& row : release_rows()) {
+    std::optional<DriverVersion> min = table_driver(row.min_driver);
+    if (min && driver >= *min && row.ptx_isa > best) best = row.ptx_isa;
+  }
+  return best;
+}
+
+std::string min_driver_for_ptx_isa(Version2 ptx_isa) {
+  for (const ReleaseRow& row : release_rows()) {  // ascending: the oldest release first
+    if (row.ptx_isa >= ptx_isa) return table_driver(row.min_driver) ? row.min_driver : "";
+  }
+  return "";
+}
+
+Result<DriverVersion> parse_driver_version(std::string_view text) {
+  const std::string_view original = text;
+  auto bad = [&](std::string_view why) {
+    return make_error("driver version '" + std::string(original) + "': " + std::string(why) +
+                      "; expected MAJOR[.MINOR[.PATCH]] such as 580.65.06");
+  };
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' ||
+                           text.back() == '\r')) {
+    text.remove_suffix(1);
+  }
+  if (text.empty()) return bad("empty");
+  unsigned parts[3] = {0, 0, 0};
+  std::size_t n = 0;
+  while (true) {
+    if (n == 3) return bad("more than three numbers");
+    if (text.empty() || text.front() < '0' || text.front() > '9') return bad("a number is missing");
+    std::size_t len = 0;
+    while (len < text.size() && text[len] >= '0' && text[len] <= '9') ++len;
+    if (len > 6) return bad("a number is too long");
+    unsigned value = 0;
+    std::from_chars(text.data(), text.data() + len, value);
+    parts[n++] = value;
+    text.remove_prefix(len);
+    if (text.empty()) break;
+    if (text.front() != '.') return bad("unexpected character '" + std::string(1, text.front()) + "'");
+    text.remove_prefix(1);
+  }
+  return DriverVersion{parts[0], parts[1], parts[2]};
+}
+
+std::string format_driver_version(DriverVersion v) {
+  auto two = [](unsigned x) { return x < 10 ? "0" + std::to_string(x) : std::to_string(x); };
+  if (v.minor == 0 && v.patch == 0) return std::to_string(v.major);
+  std::string out = std::to_string(v.major) + "." + two(v.minor);
+  if (v.patch != 0) out += "." + two(v.patch);
+  return out;
+}
+
+}  // namespace archguard

@@ -1,0 +1,741 @@
+// SPDX-License-Identifier: Apache-2.0
+// The on-disk kernel cache: layout, checks, per-entry locks, atomic publication, LRU bound.
+#include <archguard/cache.hpp>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+namespace archguard::jit {
+namespace {
+
+constexpr char kMagic[8] = {'A', 'G', 'J', 'I', 'T', 'v', '1', '\0'};
+constexpr std::size_t kHeaderSize = 8 + 8 + 32 + 32;  // magic, record size, key, sha256(record)
+constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 31;
+constexpr int kCorrupt = 1;  // Error::code of read_entry when the entry is damaged
+constexpr std::int64_t kAbandonedTempSeconds = 3600;
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+std::string octal_mode(mode_t m) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(m & 07777));
+  return buf;
+}
+
+// An owned file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Ownership and mode rules for a directory we trust. Read-only layers may also belong to root.
+Status check_dir(int fd, const std::string& path, bool readonly_layer) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return make_error("cache dir " + path + ": fstat failed: " + errno_text(errno), errno);
+  if (!S_ISDIR(st.st_mode)) return make_error("cache dir " + path + " is not a directory");
+  const uid_t me = ::geteuid();
+  if (st.st_uid != me && !(readonly_layer && st.st_uid == 0)) {
+    return make_error("cache dir " + path + " is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
+                      std::to_string(me) + "): refusing to trust it; use a directory of your own " +
+                      "(ARCHGUARD_CACHE_DIR) or ARCHGUARD_CACHE_DISABLE=1");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return make_error("cache dir " + path + " is writable by group or others (mode " + octal_mode(st.st_mode) +
+                      "): refusing to trust it; run chmod go-w " + path + " (archguard creates it with 0700)");
+  }
+  return Ok{};
+}
+
+// mkdir -p with mode 0700 for the components it creates.
+Status make_dirs(const std::string& path) {
+  if (path.empty()) return make_error("cache dir: empty path");
+  std::string cur;
+  std::size_t pos = 0;
+  while (pos <= path.size()) {
+    const std::size_t next = path.find('/', pos);
+    cur = path.substr(0, next == std::string::npos ? path.size() : next);
+    if (!cur.empty() && ::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) {
+      return make_error("cache dir " + path + ": mkdir " + cur + " failed: " + errno_text(errno), errno);
+    }
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return Ok{};
+}
+
+// Opens (creating when `create`) a sub-directory of a trusted directory without following links.
+Result<Fd> open_subdir(int parent, const char* name, const std::string& path, bool create, bool readonly_layer) {
+  if (create && ::mkdirat(parent, name, 0700) != 0 && errno != EEXIST) {
+    return make_error("cache dir " + path + ": mkdir failed: " + errno_text(errno), errno);
+  }
+  Fd fd(::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    const int e = errno;
+    if (e == ELOOP || e == ENOTDIR) {
+      return make_error("cache dir " + path + " is a symbolic link or not a directory: refusing to follow it", e);
+    }
+    return make_error("cache dir " + path + ": open failed: " + errno_text(e), e);
+  }
+  if (auto s = check_dir(fd.get(), path, readonly_layer); !s) return s.error();
+  return fd;
+}
+
+Status write_all(int fd, std::span<const std::byte> bytes, const std::string& what) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(what + ": write failed: " + errno_text(errno), errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return Ok{};
+}
+
+Result<std::vector<std::byte>> read_all(int fd, std::size_t size, const std::string& what) {
+  std::vector<std::byte> buf(size);
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, buf.data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(what + ": read failed: " + errno_text(errno), errno);
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  buf.resize(done);
+  return buf;
+}
+
+void put_u64(std::byte* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xffu);
+}
+std::uint64_t get_u64(const std::byte* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= std::to_integer<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+std::string shard_of(const std::string& hex) { return hex.substr(0, 2); }
+
+std::string unique_suffix() {
+  static thread_local std::mt19937_64 rng{std::random_device{}() ^
+                                          static_cast<std::uint64_t>(::getpid()) << 32};
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%d.%016llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(rng()));  // NOLINT(runtime/int)
+  return buf;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Names in a directory (no "." / "..").
+std::vector<std::string> list_dir(int dirfd) {
+  std::vector<std::string> names;
+  const int dup = ::dup(dirfd);
+  if (dup < 0) return names;
+  DIR* d = ::fdopendir(dup);
+  if (d == nullptr) {
+    ::close(dup);
+    return names;
+  }
+  ::rewinddir(d);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  return names;
+}
+
+}  // namespace
+
+struct Cache::Layer {
+  std::string root;
+  bool readonly = false;
+  Fd root_fd, entries_fd, tmp_fd;
+
+  std::string path_of(const std::string& shard, const std::string& name) const {
+    return root + "/v1/entries/" + shard + "/" + name;
+  }
+  // The shard directory for a key; created on demand in the writable layer.
+  Result<Fd> shard(const std::string& hex, bool create) const {
+    const std::string s = shard_of(hex);
+    return open_subdir(entries_fd.get(), s.c_str(), root + "/v1/entries/" + s, create && !readonly, readonly);
+  }
+};
+
+namespace {
+
+// An exclusive flock on an entry's lock file, robust against the file being evicted
+// (unlinked) while we waited: the lock only counts when the path still names our inode.
+class EntryLock {
+ public:
+  static Result<EntryLock> acquire(int shard_fd, const std::string& name, const std::string& path, bool wait) {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      Fd fd(::openat(shard_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+      if (!fd.valid()) return make_error(path + ": open failed: " + errno_text(errno), errno);
+      int r;
+      do {
+        r = ::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB));
+      } while (r != 0 && errno == EINTR);
+      if (r != 0) {
+        if (errno == EWOULDBLOCK) return EntryLock();
+        return make_error(path + ": flock failed: " + errno_text(errno), errno);
+      }
+      struct stat a {}, b {};
+      if (::fstat(fd.get(), &a) == 0 && ::fstatat(shard_fd, name.c_str(), &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+          a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+        EntryLock l;
+        l.fd_ = std::move(fd);
+        return l;
+      }
+    }
+    return make_error(path + ": lock file keeps disappearing");
+  }
+  bool held() const { return fd_.valid(); }
+
+ private:
+  Fd fd_;
+};
+
+}  // namespace
+
+// ---- options ------------------------------------------------------------------------------
+
+Result<CacheOptions> CacheOptions::from_environment() {
+  CacheOptions o;
+  auto env = [](const char* n) -> std::string {
+    const char* v = std::getenv(n);
+    return v != nullptr ? std::string(v) : std::string();
+  };
+  const std::string disable = env("ARCHGUARD_CACHE_DISABLE");
+  o.disabled = !disable.empty() && disable != "0" && disable != "false" && disable != "no";
+  o.dir = env("ARCHGUARD_CACHE_DIR");
+  if (o.dir.empty()) {
+    const std::string xdg = env("XDG_CACHE_HOME");
+    if (!xdg.empty() && xdg.front() == '/') {
+      o.dir = xdg + "/archguard";
+    } else {
+      const std::string home = env("HOME");
+      if (home.empty()) {
+        if (!o.disabled) {
+          return make_error("cache dir: neither ARCHGUARD_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; set one or "
+                            "ARCHGUARD_CACHE_DISABLE=1");
+        }
+      } else {
+        o.dir = home + "/.cache/archguard";
+      }
+    }
+  }
+  const std::string max = env("ARCHGUARD_CACHE_MAX_BYTES");
+  if (!max.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(max.c_str(), &end, 10);  // NOLINT(runtime/int)
+    std::uint64_t mul = 1;
+    std::string suffix = end != nullptr ? std::string(end) : std::string();
+    if (suffix == "K" || suffix == "KiB") mul = 1024;
+    else if (suffix == "M" || suffix == "MiB") mul = 1024 * 1024;
+    else if (suffix == "G" || suffix == "GiB") mul = 1024 * 1024 * 1024;
+    else if (!suffix.empty()) mul = 0;
+    if (errno != 0 || end == max.c_str() || mul == 0 || max.front() == '-') {
+      return make_error("ARCHGUARD_CACHE_MAX_BYTES: '" + max + "' is not a size (bytes, or with K, M or G)");
+    }
+    o.max_bytes = static_cast<std::uint64_t>(v) * mul;
+  }
+  const std::string ro = env("ARCHGUARD_CACHE_READONLY_DIRS");
+  std::size_t pos = 0;
+  while (pos < ro.size()) {
+    std::size_t next = ro.find(':', pos);
+    if (next == std::string::npos) next = ro.size();
+    if (next > pos) o.readonly_dirs.push_back(ro.substr(pos, next - pos));
+    pos = next + 1;
+  }
+  return o;
+}
+
+// ---- open ---------------------------------------------------------------------------------
+
+Cache::~Cache() = default;
+
+std::vector<std::string> Cache::warnings() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return warnings_;
+}
+
+CacheCounters Cache::counters() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return counters_;
+}
+
+void Cache::warn(std::string message) {
+  std::lock_guard<std::mutex> g(mu_);
+  warnings_.push_back(std::move(message));
+}
+
+void Cache::count(std::uint64_t CacheCounters::*field) {
+  std::lock_guard<std::mutex> g(mu_);
+  ++(counters_.*field);
+}
+
+Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
+  if (options.disabled) return make_error("cache: disabled (ARCHGUARD_CACHE_DISABLE)");
+  std::unique_ptr<Cache> c(new Cache());
+  c->dir_ = options.dir;
+  while (c->dir_.size() > 1 && c->dir_.back() == '/') c->dir_.pop_back();
+  c->max_bytes_ = options.max_bytes;
+
+  auto open_layer = [](const std::string& root, bool readonly) -> Result<std::unique_ptr<Layer>> {
+    auto layer = std::make_unique<Layer>();
+    layer->root = root;
+    layer->readonly = readonly;
+    if (!readonly) {
+      if (auto s = make_dirs(root); !s) return s.error();
+    }
+    // The root itself may be reached through links the user set up (a moved ~/.cache);
+    // below it nothing is followed.
+    layer->root_fd = Fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!layer->root_fd.valid()) {
+      return make_error("cache dir " + root + ": open failed: " + errno_text(errno), errno);
+    }
+    if (auto s = check_dir(layer->root_fd.get(), root, readonly); !s) return s.error();
+    auto v1 = open_subdir(layer->root_fd.get(), "v1", root + "/v1", !readonly, readonly);
+    if (!v1) return v1.error();
+    auto entries = open_subdir(v1->get(), "entries", root + "/v1/entries", !readonly, readonly);
+    if (!entries) return entries.error();
+    layer->entries_fd = std::move(*entries);
+    if (!readonly) {
+      auto tmp = open_subdir(v1->get(), "tmp", root + "/v1/tmp", true, false);
+      if (!tmp) return tmp.error();
+      layer->tmp_fd = std::move(*tmp);
+    }
+    return layer;
+  };
+
+  if (c->dir_.empty()) return make_error("cache dir: empty path");
+  auto w = open_layer(c->dir_, false);
+  if (!w) return w.error();
+  c->layers_.push_back(std::move(*w));
+  for (const std::string& ro : options.readonly_dirs) {
+    auto l = open_layer(ro, true);
+    if (!l) {
+      c->warn("read-only cache layer skipped: " + l.message());
+      continue;
+    }
+    c->layers_.push_back(std::move(*l));
+  }
+  return c;
+}
+
+// ---- reading ------------------------------------------------------------------------------
+
+Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& key, bool stamp) {
+  const std::string hex = to_hex(key);
+  auto shard = layer.shard(hex, false);
+  if (!shard) {
+    if (shard.code() == ENOENT) return std::optional<CacheHit>{};
+    return shard.error();
+  }
+  const std::string name = hex + ".bin";
+  const std::string path = layer.path_of(shard_of(hex), name);
+  Fd fd(::openat(shard->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    const int e = errno;
+    if (e == ENOENT) return std::optional<CacheHit>{};
+    if (e == ELOOP) return make_error(path + ": is a symbolic link", kCorrupt);
+    return make_error(path + ": open failed: " + errno_text(e), e);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return make_error(path + ": fstat failed: " + errno_text(errno), errno);
+  if (!S_ISREG(st.st_mode)) return make_error(path + ": not a regular file", kCorrupt);
+  if (st.st_uid != ::geteuid() && !(layer.readonly && st.st_uid == 0)) {
+    return make_error(path + ": owned by uid " + std::to_string(st.st_uid) + ", not by you", kCorrupt);
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size < kHeaderSize || size > kMaxEntryBytes) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ": size 0x%llx is not a valid entry (header is 0x%zx bytes)",
+                  static_cast<unsigned long long>(size), kHeaderSize);  // NOLINT(runtime/int)
+    return make_error(path + buf, kCorrupt);
+  }
+  auto bytes = read_all(fd.get(), static_cast<std::size_t>(size), path);
+  if (!bytes) return bytes.error();
+  const std::byte* p = bytes->data();
+  if (bytes->size() != size || std::memcmp(p, kMagic, sizeof kMagic) != 0) {
+    return make_error(path + ": bad magic at 0x0 (not an archguard cache entry)", kCorrupt);
+  }
+  const std::uint64_t record_size = get_u64(p + 8);
+  if (record_size != size - kHeaderSize) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, ": record size 0x%llx at 0x8 does not match the file (0x%llx bytes after the header)",
+                  static_cast<unsigned long long>(record_size),                 // NOLINT(runtime/int)
+                  static_cast<unsigned long long>(size - kHeaderSize));          // NOLINT(runtime/int)
+    return make_error(path + buf, kCorrupt);
+  }
+  if (std::memcmp(p + 16, key.data(), key.size()) != 0) {
+    return make_error(path + ": key at 0x10 does not match the file name", kCorrupt);
+  }
+  const std::span<const std::byte> record(p + kHeaderSize, static_cast<std::size_t>(record_size));
+  const Digest sum = sha256(record);
+  if (std::memcmp(p + 48, sum.data(), sum.size()) != 0) {
+    return make_error(path + ": checksum at 0x30 does not match the record (corrupt or truncated)", kCorrupt);
+  }
+  auto rec = decode_record(record, path);
+  if (!rec) return make_error(rec.message(), kCorrupt);
+  if (stamp && !layer.readonly) {
+    // The explicit last-used stamp for LRU eviction: the entry's mtime, set on every hit.
+    const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+    (void)::futimens(fd.get(), times);
+  }
+  CacheHit hit;
+  hit.record = std::move(*rec);
+  hit.layer = layer.root;
+  hit.readonly = layer.readonly;
+  return std::optional<CacheHit>(std::move(hit));
+}
+
+Result<std::optional<CacheHit>> Cache::lookup(const Digest& key) {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    Layer& layer = *layers_[i];
+    auto r = read_entry(layer, key, true);
+    if (r.ok()) {
+      if (r->has_value()) {
+        count(&CacheCounters::hits);
+        return r;
+      }
+      continue;
+    }
+    if (r.code() != kCorrupt) return r.error();
+    if (layer.readonly) {
+      warn("read-only cache layer: " + r.message());
+      continue;
+    }
+    // Damaged entry: evict it under its lock unless someone replaced it meanwhile.
+    const std::string hex = to_hex(key);
+    auto shard = layer.shard(hex, true);
+    if (!shard) return shard.error();
+    auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
+    if (!lock) return lock.error();
+    auto again = read_entry(layer, key, true);
+    if (again.ok() && again->has_value()) {
+      count(&CacheCounters::hits);
+      return again;
+    }
+    if (!again.ok() && again.code() != kCorrupt) return again.error();
+    if (!again.ok()) {
+      ::unlinkat(shard->get(), (hex + ".bin").c_str(), 0);
+      ::unlinkat(shard->get(), (hex + ".json").c_str(), 0);
+      count(&CacheCounters::corrupt_evicted);
+      warn("evicted a corrupt cache entry: " + again.message());
+    }
+  }
+  count(&CacheCounters::misses);
+  return std::optional<CacheHit>{};
+}
+
+// ---- writing ------------------------------------------------------------------------------
+
+Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record, std::string_view metadata) {
+  const std::string hex = to_hex(key);
+  auto shard = layer.shard(hex, true);
+  if (!shard) return shard.error();
+  const std::vector<std::byte> body = encode_record(record);
+  std::vector<std::byte> file(kHeaderSize);
+  std::memcpy(file.data(), kMagic, sizeof kMagic);
+  put_u64(file.data() + 8, body.size());
+  std::memcpy(file.data() + 16, key.data(), key.size());
+  const Digest sum = sha256(body);
+  std::memcpy(file.data() + 48, sum.data(), sum.size());
+  file.insert(file.end(), body.begin(), body.end());
+
+  const std::string suffix = unique_suffix();
+  const std::string tmp_bin = hex + "." + suffix + ".bin.tmp";
+  const std::string tmp_json = hex + "." + suffix + ".json.tmp";
+  auto write_tmp = [&](const std::string& name, std::span<const std::byte> bytes) -> Status {
+    const std::string path = layer.root + "/v1/tmp/" + name;
+    Fd fd(::openat(layer.tmp_fd.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return make_error(path + ": create failed: " + errno_text(errno), errno);
+    if (auto s = write_all(fd.get(), bytes, path); !s) return s;
+    if (::fsync(fd.get()) != 0) return make_error(path + ": fsync failed: " + errno_text(errno), errno);
+    return Ok{};
+  };
+  auto cleanup = [&] {
+    ::unlinkat(layer.tmp_fd.get(), tmp_bin.c_str(), 0);
+    ::unlinkat(layer.tmp_fd.get(), tmp_json.c_str(), 0);
+  };
+  const std::span<const std::byte> meta(reinterpret_cast<const std::byte*>(metadata.data()), metadata.size());
+  if (auto s = write_tmp(tmp_json, meta); !s) {
+    cleanup();
+    return s;
+  }
+  if (auto s = write_tmp(tmp_bin, file); !s) {
+    cleanup();
+    return s;
+  }
+  // Metadata first: a published .bin always has its .json beside it.
+  if (::renameat(layer.tmp_fd.get(), tmp_json.c_str(), shard->get(), (hex + ".json").c_str()) != 0 ||
+      ::renameat(layer.tmp_fd.get(), tmp_bin.c_str(), shard->get(), (hex + ".bin").c_str()) != 0) {
+    const int e = errno;
+    cleanup();
+    return make_error(layer.path_of(shard_of(hex), hex + ".bin") + ": rename failed: " + errno_text(e), e);
+  }
+  count(&CacheCounters::stores);
+  return Ok{};
+}
+
+Status Cache::store(const Digest& key, const CacheRecord& record, std::string_view metadata) {
+  Layer& layer = *layers_.front();
+  const std::string hex = to_hex(key);
+  auto shard = layer.shard(hex, true);
+  if (!shard) return shard.error();
+  {
+    auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
+    if (!lock) return lock.error();
+    if (auto s = publish(layer, key, record, metadata); !s) return s;
+  }
+  return enforce_bound();
+}
+
+Result<CacheHit> Cache::get_or_build(const Digest& key, const Builder& build, bool* built) {
+  if (built != nullptr) *built = false;
+  auto hit = lookup(key);
+  if (!hit) return hit.error();
+  if (hit->has_value()) return std::move(**hit);
+
+  Layer& layer = *layers_.front();
+  const std::string hex = to_hex(key);
+  auto shard = layer.shard(hex, true);
+  if (!shard) return shard.error();
+  CacheHit out;
+  {
+    auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
+    if (!lock) return lock.error();
+    // Someone may have built it while we waited for the lock.
+    auto again = read_entry(layer, key, true);
+    if (again.ok() && again->has_value()) {
+      count(&CacheCounters::hits);
+      return std::move(**again);
+    }
+    if (!again.ok() && again.code() != kCorrupt) return again.error();
+    std::string metadata;
+    auto rec = build(metadata);
+    if (!rec) return rec.error();
+    if (built != nullptr) *built = true;
+    if (auto s = publish(layer, key, *rec, metadata); !s) return s.error();
+    out.record = std::move(*rec);
+    out.layer = layer.root;
+  }
+  if (auto s = enforce_bound(); !s) return s.error();
+  return out;
+}
+
+Status Cache::evict(const Digest& key) {
+  Layer& layer = *layers_.front();
+  const std::string hex = to_hex(key);
+  auto shard = layer.shard(hex, false);
+  if (!shard) return shard.code() == ENOENT ? Status(Ok{}) : Status(shard.error());
+  auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
+  if (!lock) return lock.error();
+  ::unlinkat(shard->get(), (hex + ".bin").c_str(), 0);
+  ::unlinkat(shard->get(), (hex + ".json").c_str(), 0);
+  ::unlinkat(shard->get(), (hex + ".lock").c_str(), 0);
+  return Ok{};
+}
+
+// ---- maintenance --------------------------------------------------------------------------
+
+namespace {
+
+struct Found {
+  std::string shard, hex;
+  std::uint64_t bytes = 0;
+  struct timespec mtime {};
+};
+
+// Entries (.bin) of one layer with their sizes (bin + json) and stamps.
+std::vector<Found> scan_entries(int entries_fd) {
+  std::vector<Found> out;
+  for (const std::string& s : list_dir(entries_fd)) {
+    if (s.size() != 2) continue;
+    Fd sd(::openat(entries_fd, s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sd.valid()) continue;
+    for (const std::string& n : list_dir(sd.get())) {
+      if (!ends_with(n, ".bin") || n.size() != 68) continue;
+      struct stat st {};
+      if (::fstatat(sd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      Found f;
+      f.shard = s;
+      f.hex = n.substr(0, 64);
+      f.bytes = static_cast<std::uint64_t>(st.st_size);
+      f.mtime = st.st_mtim;
+      struct stat js {};
+      if (::fstatat(sd.get(), (f.hex + ".json").c_str(), &js, AT_SYMLINK_NOFOLLOW) == 0) {
+        f.bytes += static_cast<std::uint64_t>(js.st_size);
+      }
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status Cache::enforce_bound() {
+  Layer& layer = *layers_.front();
+  const auto now = std::chrono::system_clock::now();
+  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  for (const std::string& n : list_dir(layer.tmp_fd.get())) {
+    struct stat st {};
+    if (::fstatat(layer.tmp_fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        now_s - st.st_mtim.tv_sec > kAbandonedTempSeconds) {
+      ::unlinkat(layer.tmp_fd.get(), n.c_str(), 0);
+    }
+  }
+  std::vector<Found> all = scan_entries(layer.entries_fd.get());
+  std::uint64_t total = 0;
+  for (const Found& f : all) total += f.bytes;
+  if (total <= max_bytes_) return Ok{};
+  std::sort(all.begin(), all.end(), [](const Found& a, const Found& b) {
+    if (a.mtime.tv_sec != b.mtime.tv_sec) return a.mtime.tv_sec < b.mtime.tv_sec;
+    return a.mtime.tv_nsec < b.mtime.tv_nsec;
+  });
+  for (const Found& f : all) {
+    if (total <= max_bytes_) break;
+    Fd sd(::openat(layer.entries_fd.get(), f.shard.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sd.valid()) continue;
+    auto lock = EntryLock::acquire(sd.get(), f.hex + ".lock", layer.path_of(f.shard, f.hex + ".lock"), false);
+    if (!lock || !lock->held()) continue;  // a writer holds it: leave it
+    if (::unlinkat(sd.get(), (f.hex + ".bin").c_str(), 0) == 0) {
+      total -= std::min(total, f.bytes);
+      count(&CacheCounters::evicted_for_size);
+    }
+    ::unlinkat(sd.get(), (f.hex + ".json").c_str(), 0);
+    ::unlinkat(sd.get(), (f.hex + ".lock").c_str(), 0);
+  }
+  return Ok{};
+}
+
+Result<std::vector<CacheEntryInfo>> Cache::list() const {
+  std::vector<CacheEntryInfo> out;
+  for (const auto& lp : layers_) {
+    for (const Found& f : scan_entries(lp->entries_fd.get())) {
+      CacheEntryInfo e;
+      e.key = f.hex;
+      e.layer = lp->root;
+      e.readonly = lp->readonly;
+      e.bytes = f.bytes;
+      e.last_used = f.mtime.tv_sec;
+      Fd sd(::openat(lp->entries_fd.get(), f.shard.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sd.valid()) {
+        Fd j(::openat(sd.get(), (f.hex + ".json").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+        struct stat st {};
+        if (j.valid() && ::fstat(j.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (16 << 20)) {
+          auto b = read_all(j.get(), static_cast<std::size_t>(st.st_size), "");
+          if (b) e.metadata.assign(reinterpret_cast<const char*>(b->data()), b->size());
+        }
+      }
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+Result<CacheStats> Cache::stats() const {
+  CacheStats s;
+  const Layer& layer = *layers_.front();
+  s.dir = layer.root;
+  s.max_bytes = max_bytes_;
+  for (const Found& f : scan_entries(layer.entries_fd.get())) {
+    ++s.entries;
+    s.bytes += f.bytes;
+  }
+  s.temp_files = list_dir(layer.tmp_fd.get()).size();
+  for (std::size_t i = 1; i < layers_.size(); ++i) s.readonly_dirs.push_back(layers_[i]->root);
+  return s;
+}
+
+Result<std::vector<CacheEntryInfo>> Cache::verify(bool evict_bad) {
+  auto entries = list();
+  if (!entries) return entries.error();
+  for (CacheEntryInfo& e : *entries) {
+    auto key = digest_from_hex(e.key);
+    if (!key) continue;
+    Layer* layer = nullptr;
+    for (auto& lp : layers_) {
+      if (lp->root == e.layer) layer = lp.get();
+    }
+    if (layer == nullptr) continue;
+    auto r = read_entry(*layer, *key, false);
+    if (r.ok()) continue;
+    e.problem = r.message();
+    if (evict_bad && !layer->readonly && r.code() == kCorrupt) {
+      if (auto s = evict(*key); !s) return s.error();
+    }
+  }
+  return entries;
+}
+
+Status Cache::clear() {
+  Layer& layer = *layers_.front();
+  for (const Found& f : scan_entries(layer.entries_fd.get())) {
+    auto key = digest_from_hex(f.hex);
+    if (key) {
+      if (auto s = evict(*key); !s) return s;
+    }
+  }
+  // Stray metadata and lock files of entries that were never published.
+  for (const std::string& s : list_dir(layer.entries_fd.get())) {
+    if (s.size() != 2) continue;
+    Fd sd(::openat(layer.entries_fd.get(), s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sd.valid()) continue;
+    for (const std::string& n : list_dir(sd.get())) {
+      if (ends_with(n, ".json")) ::unlinkat(sd.get(), n.c_str(), 0);
+    }
+  }
+  for (const std::string& n : list_dir(layer.tmp_fd.get())) ::unlinkat(layer.tmp_fd.get(), n.c_str(), 0);
+  return Ok{};
+}
+
+}  // namespace archguard::jit

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: Apache-2.0
+// The compiler front: target choice (clamp rule), cache key, cached compile, loading with one
+// evict-and-recompile retry, and the prebuilt-or-JIT fallback.
+#include "jit/includes.hpp"
+#include "jit/nvrtc.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+namespace archguard::jit {
+namespace {
+
+std::string cc_text(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
+
+std::string arch_list(std::span<const unsigned> archs) {
+  std::string s;
+  for (unsigned a : archs) s += (s.empty() ? "" : " ") + std::to_string(a);
+  return s;
+}
+
+// Options that change how NVRTC works but not what it produces: kept out of the key.
+bool output_neutral(const std::string& o) {
+  return o == "-pch" || o == "--pch" || o.rfind("--pch-dir", 0) == 0 || o.rfind("-pch-dir", 0) == 0 ||
+         o.rfind("--pch-verbose", 0) == 0 || o.rfind("-pch-verbose", 0) == 0 ||
+         o.rfind("--pch-messages", 0) == 0 || o.rfind("-pch-messages", 0) == 0;
+}
+
+bool is_arch_option(const std::string& o) {
+  return o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0;
+}
+
+Status check_options(const CompileRequest& request) {
+  for (const std::string& o : request.options) {
+    if (is_arch_option(o)) {
+      return make_error(request.name + ": option '" + o +
+                        "': give the architecture as the request's target, not as an nvrtc option");
+    }
+  }
+  return Ok{};
+}
+
+std::uint32_t kind_code(CodeKind k) { return static_cast<std::uint32_t>(k); }
+
+std::string iso_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// A refusal that a fresh compile may cure (the cached bytes are wrong or stale for this driver).
+bool reload_worthy(int cu) {
+  return cu == device::kCuErrorInvalidImage || cu == device::kCuErrorNoBinaryForGpu ||
+         cu == device::kCuErrorInvalidPtx || cu == device::kCuErrorUnsupportedPtxVersion;
+}
+
+}  // namespace
+
+const std::string* Compiled::lowered(const std::string& expression) const {
+  for (const auto& [e, l] : lowered_names) {
+    if (e == expression) return &l;
+  }
+  return nullptr;
+}
+
+Result<Target> choose_target(const Device& device, std::span<const unsigned> supported, Version2 nvrtc_ptx_isa,
+                             Version2 driver_ptx_isa) {
+  const unsigned dev_sm = device.cc.major * 10 + device.cc.minor;
+  unsigned best = 0;
+  for (unsigned a : supported) {
+    if (a <= dev_sm) best = std::max(best, a);
+  }
+  if (best == 0) {
+    return make_error("no target for a device of compute capability " + cc_text(device.cc) +
+                      ": this nvrtc supports " + arch_list(supported) + ", none of which is <= sm_" +
+                      std::to_string(dev_sm) + "; use an nvrtc from an older CUDA release");
+  }
+  const Arch arch{best, Suffix::none};
+  if (best / 10 == device.cc.major && sass_runs_on(arch, device)) return Target{arch, CodeKind::sass};
+  if (!driver_ptx_isa.empty() && !nvrtc_ptx_isa.empty() && nvrtc_ptx_isa > driver_ptx_isa) {
+    return make_error("no target for a device of compute capability " + cc_text(device.cc) + ": sass from this nvrtc (" +
+                      arch_list(supported) + ") cannot run on it, and its ptx (isa " + cc_text(nvrtc_ptx_isa) +
+                      ") is newer than the driver accepts (isa " + cc_text(driver_ptx_isa) +
+                      "); update the driver or use an nvrtc whose ptx isa is <= " + cc_text(driver_ptx_isa));
+  }
+  return Target{arch, CodeKind::ptx};
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error(path + ": cannot open: " + std::strerror(errno), errno);
+  std::string data;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      return make_error(path + ": read failed: " + std::strerror(e), e);
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return data;
+}
+
+struct Compiler::Impl {
+  NvrtcPtr nvrtc;
+  std::unique_ptr<Cache> cache;
+  bool pch = false;
+
+  std::vector<std::string> final_options(const CompileRequest& request) const {
+    std::vector<std::string> o = request.options;
+    o.push_back("-arch=" + arch_option(request.target));
+    if (request.target.kind == CodeKind::ltoir) o.emplace_back("-dlto");
+    if (pch && std::none_of(o.begin(), o.end(), [](const std::string& x) { return x == "-pch" || x == "--pch"; })) {
+      o.emplace_back("-pch");
+    }
+    return o;
+  }
+};
+
+Compiler::~Compiler() = default;
+
+Result<std::unique_ptr<Compiler>> Compiler::create(const CompilerOptions& options) {
+  std::unique_ptr<Compiler> c(new Compiler());
+  c->impl_ = std::make_unique<Impl>();
+  auto nv = options.nvrtc_library.empty() ? shared_nvrtc() : load_nvrtc(options.nvrtc_library);
+  if (!nv) return nv.error();
+  c->impl_->nvrtc = *nv;
+  c->impl_->pch = options.pch;
+  if (options.use_cache) {
+    CacheOptions co;
+    if (options.cache) {
+      co = *options.cache;
+    } else {
+      auto env = CacheOptions::from_environment();
+      if (!env) return env.error();
+      co = *env;
+    }
+    if (!co.disabled) {
+      auto cache = Cache::open(co);
+      if (!cache) return cache.error();
+      c->impl_->cache = std::move(*cache);
+    }
+  }
+  return c;
+}
+
+const NvrtcInfo& Compiler::nvrtc() const { return impl_->nvrtc->info(); }
+Cache* Compiler::cache() const { return impl_->cache.get(); }
+
+Result<KeyInfo> Compiler::key(const CompileRequest& request) const {
+  if (auto s = check_options(request); !s) return s.error();
+  const NvrtcInfo& nv = impl_->nvrtc->info();
+  const detail::IncludeScan scan = detail::scan_includes(request);
+  Hasher h;
+  h.add_field("format", "archguard-jit-key-1");
+  h.add_field("name", request.name);
+  h.add_field("source", request.source);
+  nlohmann::json headers = nlohmann::json::array();
+  for (const Header& hd : request.headers) {
+    h.add_field("header-name", hd.name);
+    h.add_field("header", hd.content);
+  }
+  nlohmann::json opts = nlohmann::json::array();
+  for (const std::string& o : request.options) {
+    if (output_neutral(o)) continue;
+    h.add_field("option", o);
+    opts.push_back(o);
+  }
+  for (const std::string& e : request.name_expressions) h.add_field("name-expression", e);
+  const std::string target = nvcc_name(request.target.arch, request.target.kind == CodeKind::sass ? CodeKind::sass
+                                                                                                  : CodeKind::ptx) +
+                             (request.target.kind == CodeKind::ltoir ? "+lto" : "");
+  h.add_field("target", target);
+  h.add_field("nvrtc-version", cc_text(nv.version));
+  h.add_field("nvrtc-build", nv.build_id);
+  nlohmann::json fields;
+  if (request.target.kind != CodeKind::sass && request.driver_cuda) {
+    h.add_field("driver", cc_text(*request.driver_cuda));
+    fields["driver_cuda"] = cc_text(*request.driver_cuda);
+  }
+  for (const detail::IncludeDep& d : scan.deps) {
+    h.add_field("include", d.spelling);
+    h.add_field("content", d.digest.empty() ? "unresolved" : d.digest);
+    headers.push_back({{"include", d.spelling},
+                       {"path", d.location.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.location)},
+                       {"sha256", d.digest.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.digest)}});
+  }
+  KeyInfo k;
+  k.digest = h.finish();
+  k.hex = to_hex(k.digest);
+  k.cacheable = scan.complete;
+  k.note = scan.note;
+  fields["name"] = request.name;
+  fields["source_sha256"] = to_hex(sha256(request.source));
+  fields["target"] = target;
+  fields["options"] = opts;
+  fields["name_expressions"] = request.name_expressions;
+  fields["nvrtc_version"] = cc_text(nv.version);
+  fields["nvrtc_build_id"] = nv.build_id;
+  fields["nvrtc_library"] = nv.library;
+  fields["headers"] = headers;
+  k.fields_json = fields.dump();
+  return k;
+}
+
+Result<Compiled> Compiler::compile(const CompileRequest& request) {
+  Compiled out;
+  out.target = request.target;
+  const std::vector<std::string> options = impl_->final_options(request);
+  if (!impl_->cache) {
+    if (auto s = check_options(request); !s) return s.error();
+    auto r = impl_->nvrtc->compile(request, options);
+    if (!r) return r.error();
+    out.image = std::move(r->image);
+    out.lowered_names = std::move(r->lowered);
+    out.log = std::move(r->log);
+    out.compile_ms = r->ms;
+    out.cache_note = "cache disabled";
+    return out;
+  }
+  auto key = this->key(request);
+  if (!key) return key.error();
+  if (!key->cacheable) {
+    auto r = impl_->nvrtc->compile(request, options);
+    if (!r) return r.error();
+    out.image = std::move(r->image);
+    out.lowered_names = std::move(r->lowered);
+    out.log = std::move(r->log);
+    out.compile_ms = r->ms;
+    out.cache_note = key->note;
+    return out;
+  }
+  Nvrtc::Output fresh;
+  auto builder = [&](std::string& metadata) -> Result<CacheRecord> {
+    auto r = impl_->nvrtc->compile(request, options);
+    if (!r) return r.error();
+    nlohmann::json meta = nlohmann::json::parse(key->fields_json);
+    meta["key"] = key->hex;
+    meta["compile_options"] = options;
+    meta["compile_ms"] = r->ms;
+    meta["created"] = iso_now();
+    meta["log"] = r->log;
+    meta["image_bytes"] = r->image.size();
+    meta["kind"] = request.target.kind == CodeKind::sass ? "cubin" : request.target.kind == CodeKind::ptx ? "ptx" : "ltoir";
+    metadata = meta.dump(2) + "\n";
+    CacheRecord rec;
+    rec.kind = kind_code(request.target.kind);
+    rec.names = r->lowered;
+    rec.image = r->image;
+    fresh = std::move(*r);
+    return rec;
+  };
+  bool built = false;
+  auto hit = impl_->cache->get_or_build(key->digest, builder, &built);
+  if (!hit) return hit.error();
+  if (hit->record.kind != kind_code(request.target.kind)) {
+    return make_error("cache entry " + key->hex + " holds a different kind of image than its key says");
+  }
+  out.key = key->hex;
+  out.from_cache = !built;
+  out.image = std::move(hit->record.image);
+  out.lowered_names = std::move(hit->record.names);
+  if (built) {
+    out.log = std::move(fresh.log);
+    out.compile_ms = fresh.ms;
+  }
+  return out;
+}
+
+Result<Target> Compiler::target_for(const Device& device, std::optional<Version2> driver_cuda) const {
+  Version2 driver_isa;
+  if (driver_cuda) {
+    if (const ReleaseRow* rel = find_release(*driver_cuda)) driver_isa = rel->ptx_isa;
+  }
+  const NvrtcInfo& nv = impl_->nvrtc->info();
+  return choose_target(device, nv.supported, nv.ptx_isa, driver_isa);
+}
+
+Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest request, const std::string& kernel) {
+  const Device dev = device_for_cc(ctx.device().cc);
+  std::optional<Version2> driver_cuda;
+  if (auto v = ctx.driver()->cuda_version(); v) driver_cuda = *v;
+  auto target = target_for(dev, driver_cuda);
+  if (!target) return make_error(ctx.device().name + ": " + target.message());
+  request.target = *target;
+  request.driver_cuda = driver_cuda;
+  auto compiled = compile(request);
+  if (!compiled) return compiled.error();
+  const std::string tname = nvcc_name(target->arch, target->kind);
+  auto mod = ctx.load_module(compiled->image);
+  int reloads = 0;
+  if (!mod && compiled->from_cache && reload_worthy(mod.code()) && impl_->cache) {
+    // The cached image is refused: evict it and compile once more before giving up.
+    const std::string first = mod.message();
+    if (auto d = digest_from_hex(compiled->key)) (void)impl_->cache->evict(*d);
+    compiled = compile(request);
+    if (!compiled) return compiled.error();
+    mod = ctx.load_module(compiled->image);
+    reloads = 1;
+    if (!mod) {
+      return make_error(request.name + ": the driver refuses the " + tname + " image even after evicting the cached one (" +
+                            first + ") and compiling again: " + mod.message(),
+                        mod.code());
+    }
+  }
+  if (!mod) return make_error(request.name + ": loading the " + tname + " image: " + mod.message(), mod.code());
+  const std::string* lowered = compiled->lowered(kernel);
+  auto fn = mod->function(lowered != nullptr ? *lowered : kernel);
+  if (!fn) return make_error(request.name + ": " + fn.message(), fn.code());
+  LoadedKernel lk{std::move(*mod), std::move(*fn), std::move(*compiled), LaunchPath::jit, {}, reloads};
+  lk.reason = "jit-compiled " + tname + " for " + ctx.device().name + " (cc " + cc_text(ctx.device().cc) + ")" +
+              (lk.compiled.from_cache ? " from the cache" : "") + (reloads ? " after evicting a refused cached image" : "");
+  return lk;
+}
+
+Result<LoadedKernel> Compiler::load_with_fallback(const device::Context& ctx, const Prebuilt& prebuilt,
+                                                  CompileRequest source, const std::string& kernel) {
+  const Device dev = device_for_cc(ctx.device().cc);
+  DriverSettings settings;
+  if (auto v = ctx.driver()->cuda_version(); v) {
+    if (const ReleaseRow* rel = find_release(*v); rel != nullptr && rel->min_driver != nullptr && *rel->min_driver) {
+      if (auto d = parse_driver_version(rel->min_driver); d) settings.driver = *d;
+    }
+  }
+  auto flag = [](const char* n) {
+    const char* v = std::getenv(n);
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  };
+  settings.force_ptx_jit = flag("CUDA_FORCE_PTX_JIT");
+  settings.disable_ptx_jit = flag("CUDA_DISABLE_PTX_JIT");
+  const Verdict verdict = select_image(prebuilt.images, dev, settings);
+  std::string why;
+  if (verdict.outcome != Outcome::fail && !prebuilt.image.empty()) {
+    auto mod = ctx.load_module(prebuilt.image);
+    if (mod) {
+      auto fn = mod->function(kernel);
+      if (fn) {
+        LoadedKernel lk{std::move(*mod), std::move(*fn), Compiled{}, LaunchPath::prebuilt, {}, 0};
+        lk.reason = "prebuilt image: " + verdict.reason;
+        return lk;
+      }
+      why = "the prebuilt image has no kernel " + kernel + " (" + fn.message() + ")";
+    } else {
+      why = "the driver refused the prebuilt image (" + mod.message() + ")";
+    }
+  } else {
+    why = "no prebuilt image runs on " + ctx.device().name + " (cc " + cc_text(ctx.device().cc) + "): " +
+          (verdict.reason.empty() ? "no images" : verdict.reason);
+  }
+  auto lk = load(ctx, std::move(source), kernel);
+  if (!lk) return make_error(why + "; jit fallback failed: " + lk.message(), lk.code());
+  lk->path = LaunchPath::jit;
+  lk->reason = why + "; " + lk->reason;
+  return lk;
+}
+
+}  // namespace archguard::jit

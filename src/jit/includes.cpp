@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: Apache-2.0
+// The include scan behind the cache key (see includes.hpp for what it promises).
+#include "jit/includes.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+namespace archguard::jit::detail {
+namespace {
+
+struct Directive {
+  std::string operand;  // the text inside "" or <>, or the macro name for a computed include
+  bool angle = false;
+  bool computed = false;
+  unsigned line = 0;
+};
+
+struct Define {
+  std::string name, value;  // value: the full "..." or <...> spelling
+};
+
+bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+
+// Removes comments and joins continued lines, keeping line numbers (a removed newline inside a
+// comment or after a backslash is re-emitted after the joined line).
+std::string strip(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  std::size_t pending_newlines = 0;
+  enum { code, line_comment, block_comment, str, chr } st = code;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    const char n = i + 1 < in.size() ? in[i + 1] : '\0';
+    if (c == '\\' && n == '\n') {  // continuation
+      ++i;
+      ++pending_newlines;
+      continue;
+    }
+    switch (st) {
+      case code:
+        if (c == '/' && n == '/') {
+          st = line_comment;
+          ++i;
+          continue;
+        }
+        if (c == '/' && n == '*') {
+          st = block_comment;
+          out.push_back(' ');
+          ++i;
+          continue;
+        }
+        if (c == '"') st = str;
+        if (c == '\'') st = chr;
+        break;
+      case line_comment:
+        if (c != '\n') continue;
+        st = code;
+        break;
+      case block_comment:
+        if (c == '*' && n == '/') {
+          st = code;
+          ++i;
+        } else if (c == '\n') {
+          ++pending_newlines;
+        }
+        continue;
+      case str:
+      case chr:
+        if (c == '\\' && n != '\0') {
+          out.push_back(c);
+          out.push_back(n);
+          ++i;
+          continue;
+        }
+        if ((st == str && c == '"') || (st == chr && c == '\'') || c == '\n') st = code;
+        break;
+    }
+    out.push_back(c);
+    if (c == '\n') {
+      out.append(pending_newlines, '\n');
+      pending_newlines = 0;
+    }
+  }
+  return out;
+}
+
+void skip_blank(std::string_view s, std::size_t& i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\f' || s[i] == '\v')) ++i;
+}
+
+// Reads "..." or <...> at i; returns false when neither.
+bool read_header_name(std::string_view s, std::size_t& i, std::string& name, bool& angle) {
+  if (i >= s.size() || (s[i] != '"' && s[i] != '<')) return false;
+  const char close = s[i] == '"' ? '"' : '>';
+  angle = s[i] == '<';
+  const std::size_t end = s.find_first_of(std::string{close, '\n'}, i + 1);
+  if (end == std::string_view::npos || s[end] != close) return false;
+  name = std::string(s.substr(i + 1, end - i - 1));
+  i = end + 1;
+  return true;
+}
+
+void scan_text(std::string_view text, std::vector<Directive>& out, std::vector<Define>& defines) {
+  const std::string s = strip(text);
+  unsigned line = 1;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const std::size_t eol = std::min(s.find('\n', i), s.size());
+    const std::string_view ln(s.data() + i, eol - i);
+    std::size_t j = 0;
+    skip_blank(ln, j);
+    if (j < ln.size() && ln[j] == '#') {
+      ++j;
+      skip_blank(ln, j);
+      std::size_t k = j;
+      while (k < ln.size() && is_ident(ln[k])) ++k;
+      const std::string_view word = ln.substr(j, k - j);
+      j = k;
+      skip_blank(ln, j);
+      if (word == "include" || word == "include_next" || word == "import") {
+        Directive d;
+        d.line = line;
+        if (!read_header_name(ln, j, d.operand, d.angle)) {
+          std::size_t m = j;
+          while (m < ln.size() && is_ident(ln[m])) ++m;
+          d.computed = true;
+          d.operand = std::string(ln.substr(j, m - j));
+          if (d.operand.empty()) d.operand = std::string(ln.substr(j));
+        }
+        out.push_back(std::move(d));
+      } else if (word == "define") {
+        std::size_t m = j;
+        while (m < ln.size() && is_ident(ln[m])) ++m;
+        Define def;
+        def.name = std::string(ln.substr(j, m - j));
+        skip_blank(ln, m);
+        std::size_t v = m;
+        std::string name;
+        bool angle = false;
+        if (!def.name.empty() && read_header_name(ln, v, name, angle)) {
+          def.value = std::string(ln.substr(m, v - m));
+          defines.push_back(std::move(def));
+        }
+      }
+    }
+    // __has_include(<x>) / __has_include("x") anywhere: the answer depends on that file.
+    for (std::size_t p = ln.find("__has_include"); p != std::string_view::npos; p = ln.find("__has_include", p + 1)) {
+      std::size_t q = p + 13;
+      if (ln.substr(q, 5) == "_next") q += 5;
+      skip_blank(ln, q);
+      if (q >= ln.size() || ln[q] != '(') continue;
+      ++q;
+      skip_blank(ln, q);
+      Directive d;
+      d.line = line;
+      if (read_header_name(ln, q, d.operand, d.angle)) out.push_back(std::move(d));
+    }
+    i = eol + 1;
+    ++line;
+  }
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string data(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  data.resize(done);
+  return data;
+}
+
+std::string dir_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  if (!name.empty() && name.front() == '/') return name;
+  if (dir.empty() || dir == ".") return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+// Collapses "a/./b" and "a/x/../b" so that one file reached two ways is scanned once.
+std::string normalize(const std::string& path) {
+  std::vector<std::string> parts;
+  const bool absolute = !path.empty() && path.front() == '/';
+  std::size_t i = 0;
+  while (i <= path.size()) {
+    std::size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    const std::string part = path.substr(i, j - i);
+    if (part == "..") {
+      if (!parts.empty() && parts.back() != "..") {
+        parts.pop_back();
+      } else if (!absolute) {
+        parts.push_back(part);
+      }
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    i = j + 1;
+  }
+  std::string out = absolute ? "/" : "";
+  for (std::size_t k = 0; k < parts.size(); ++k) out += (k ? "/" : "") + parts[k];
+  return out.empty() ? "." : out;
+}
+
+}  // namespace
+
+IncludeOptions parse_include_options(const std::vector<std::string>& options) {
+  IncludeOptions r;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& o = options[i];
+    auto value_of = [&](std::string_view flag, std::vector<std::string>& into) {
+      if (o == flag) {
+        if (i + 1 < options.size()) into.push_back(options[++i]);
+        return true;
+      }
+      if (o.size() > flag.size() && o.compare(0, flag.size(), flag) == 0) {
+        std::string v = o.substr(flag.size());
+        if (!v.empty() && v.front() == '=') v.erase(0, 1);
+        into.push_back(v);
+        return true;
+      }
+      return false;
+    };
+    if (o.rfind("--include-path", 0) == 0) {
+      value_of("--include-path", r.dirs);
+    } else if (o.rfind("--pre-include", 0) == 0) {
+      value_of("--pre-include", r.pre_includes);
+    } else if (o == "-include" || o.rfind("-include=", 0) == 0) {
+      value_of("-include", r.pre_includes);
+    } else if (o.rfind("-I", 0) == 0) {
+      value_of("-I", r.dirs);
+    }
+  }
+  return r;
+}
+
+IncludeScan scan_includes(const CompileRequest& request) {
+  const IncludeOptions inc = parse_include_options(request.options);
+  const std::string main_dir = dir_of(request.name);
+
+  std::map<std::string, const Header*> provided;
+  for (const Header& h : request.headers) provided.emplace(h.name, &h);
+
+  struct Work {
+    std::string text;
+    std::string dir;  // "" for provided headers: no directory of their own
+    std::string where;
+  };
+  std::vector<Work> work;
+  work.push_back({request.source, main_dir, request.name});
+  std::set<std::string> visited;
+  std::set<IncludeDep> deps;
+  std::vector<Define> defines;
+  std::vector<std::pair<Directive, std::string>> computed;  // directive, current dir
+  IncludeScan result;
+
+  auto resolve = [&](const std::string& name, bool angle, const std::string& cur_dir) {
+    const std::string spelling = angle ? "<" + name + ">" : "\"" + name + "\"";
+    bool found = false;
+    if (auto it = provided.find(name); it != provided.end()) {
+      found = true;
+      deps.insert({spelling, "provided:" + name, to_hex(sha256(it->second->content))});
+      if (visited.insert("provided:" + name).second) work.push_back({it->second->content, "", "provided:" + name});
+    }
+    std::vector<std::string> dirs;
+    if (!name.empty() && name.front() == '/') {
+      dirs.push_back("");
+    } else {
+      if (!angle) {
+        if (!cur_dir.empty()) dirs.push_back(cur_dir);
+        dirs.push_back(main_dir);
+      }
+      dirs.insert(dirs.end(), inc.dirs.begin(), inc.dirs.end());
+    }
+    for (const std::string& d : dirs) {
+      const std::string path = normalize(join(d, name));
+      if (visited.count("file:" + path) != 0) {
+        found = true;
+        continue;
+      }
+      auto text = read_file(path);
+      if (!text) continue;
+      found = true;
+      visited.insert("file:" + path);
+      deps.insert({spelling, path, to_hex(sha256(*text))});
+      work.push_back({std::move(*text), dir_of(path), path});
+    }
+    if (!found) deps.insert({spelling, "", ""});
+  };
+
+  auto drain = [&] {
+    while (!work.empty()) {
+      Work w = std::move(work.back());
+      work.pop_back();
+      std::vector<Directive> dirs;
+      scan_text(w.text, dirs, defines);
+      for (const Directive& d : dirs) {
+        if (d.computed) {
+          computed.emplace_back(d, w.dir);
+          computed.back().first.operand += "@" + w.where + ":" + std::to_string(d.line);
+          continue;
+        }
+        resolve(d.operand, d.angle, w.dir);
+      }
+    }
+  };
+
+  for (const std::string& pre : inc.pre_includes) resolve(pre, false, main_dir);
+  drain();
+  // Computed includes: resolve through the definitions seen anywhere, until nothing new appears.
+  std::set<std::string> done_macros;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (const auto& [d, cur_dir] : computed) {
+      const std::string macro = d.operand.substr(0, d.operand.find('@'));
+      if (done_macros.count(macro + "|" + cur_dir) != 0) continue;
+      bool any = false;
+      for (const Define& def : defines) {
+        if (def.name != macro) continue;
+        std::size_t i = 0;
+        std::string name;
+        bool angle = false;
+        if (read_header_name(def.value, i, name, angle)) {
+          resolve(name, angle, cur_dir);
+          any = true;
+        }
+      }
+      if (any) {
+        done_macros.insert(macro + "|" + cur_dir);
+        progress = true;
+      }
+    }
+    drain();
+  }
+  for (const auto& [d, cur_dir] : computed) {
+    const std::string macro = d.operand.substr(0, d.operand.find('@'));
+    if (done_macros.count(macro + "|" + cur_dir) == 0) {
+      result.complete = false;
+      result.note = "computed #include " + macro + " at " + d.operand.substr(d.operand.find('@') + 1) +
+                    " could not be resolved: the include tree is unknown, so the result is not cached";
+      break;
+    }
+  }
+  result.deps.assign(deps.begin(), deps.end());
+  return result;
+}
+
+}  // namespace archguard::jit::detail

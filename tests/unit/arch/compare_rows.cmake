@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+# Proves that the C++ side (archguard arch list --rows, from the generated header) and the
+# CMake side (CudaArchGuardTable.cmake -DEMIT=rows) see the same architecture table.
+#   cmake -DARCHGUARD=<archguard> -DMODULE=<CudaArchGuardTable.cmake> -P compare_rows.cmake
+foreach(_v ARCHGUARD MODULE)
+  if(NOT ${_v})
+    message(FATAL_ERROR "compare_rows: -D${_v}=... is required")
+  endif()
+endforeach()
+execute_process(COMMAND "${ARCHGUARD}" arch list --rows
+                RESULT_VARIABLE _cxx_rc OUTPUT_VARIABLE _cxx ERROR_VARIABLE _cxx_err)
+if(NOT _cxx_rc EQUAL 0)
+  message(FATAL_ERROR "compare_rows: '${ARCHGUARD} arch list --rows' failed (${_cxx_rc}): ${_cxx_err}")
+endif()
+execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=rows -P "${MODULE}"
+                RESULT_VARIABLE _cm_rc OUTPUT_VARIABLE _cm ERROR_VARIABLE _cm_err)
+if(NOT _cm_rc EQUAL 0)
+  message(FATAL_ERROR "compare_rows: 'cmake -DEMIT=rows -P ${MODULE}' failed (${_cm_rc}): ${_cm_err}")
+endif()
+if(_cxx STREQUAL "")
+  message(FATAL_ERROR "compare_rows: archguard printed no rows")
+endif()
+if(NOT _cxx STREQUAL _cm)
+  # Name the first line that differs.
+  string(REPLACE "\n" ";" _a "${_cxx}")
+  string(REPLACE "\n" ";" _b "${_cm}")
+  list(LENGTH _a _na)
+  list(LENGTH _b _nb)
+  set(_i 0)
+  while(_i LESS _na AND _i LESS _nb)
+    list(GET _a ${_i} _la)
+    list(GET _b ${_i} _lb)
+    if(NOT _la STREQUAL _lb)
+      math(EXPR _line "${_i} + 1")
+      message(FATAL_ERROR "compare_rows: the tables differ at row ${_line}:\n  archguard: ${_la}\n  cmake:     ${_lb}")
+    endif()
+    math(EXPR _i "${_i} + 1")
+  endwhile()
+  message(FATAL_ERROR "compare_rows: the tables differ in length: archguard ${_na} rows, cmake ${_nb} rows")
+endif()
+string(REGEX MATCHALL "(^|\n)arch\\|" _arch_rows "${_cxx}")
+list(LENGTH _arch_rows _n)
+message(STATUS "compare_rows: C++ and CMake agree on ${_n} architecture rows and all release rows")

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: Apache-2.0
+// NVRTC compiles (no GPU needed), the cache key, and loading through a fake driver.
+#include <archguard/jit.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "jit_test_util.hpp"
+
+using namespace archguard;
+using namespace archguard::jit;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kSaxpy = R"(extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+const char* kTemplate = R"(template <typename T> __global__ void scale(T* p, T f) { p[threadIdx.x] *= f; }
+)";
+
+Target sass(unsigned sm) { return {{sm, Suffix::none}, CodeKind::sass}; }
+Target ptx(unsigned sm) { return {{sm, Suffix::none}, CodeKind::ptx}; }
+
+std::unique_ptr<Compiler> compiler_in(const std::string& cache_dir) {
+  CompilerOptions o;
+  CacheOptions c;
+  c.dir = cache_dir;
+  o.cache = c;
+  auto r = Compiler::create(o);
+  REQUIRE(r.ok());
+  return std::move(*r);
+}
+
+CompileRequest request(const char* src, Target t, std::string name = "saxpy.cu") {
+  CompileRequest r;
+  r.name = std::move(name);
+  r.source = src;
+  r.target = t;
+  return r;
+}
+
+bool is_elf(const std::vector<std::byte>& b) {
+  return b.size() > 4 && b[0] == std::byte{0x7f} && b[1] == std::byte{'E'} && b[2] == std::byte{'L'} &&
+         b[3] == std::byte{'F'};
+}
+
+std::string text_of(const std::vector<std::byte>& b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+
+Device dev(unsigned major, unsigned minor) { return device_for_cc({major, minor}); }
+
+}  // namespace
+
+TEST_CASE("the clamp rule picks sass of the device's major, else ptx the driver accepts", "[jit]") {
+  const std::vector<unsigned> nv13 = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
+  const Version2 isa90{9, 0};
+  CHECK(*choose_target(dev(9, 0), nv13, isa90, {}) == sass(90));
+  CHECK(*choose_target(dev(8, 6), nv13, isa90, {}) == sass(86));
+  CHECK(*choose_target(dev(8, 9), nv13, isa90, {}) == sass(89));
+  CHECK(*choose_target(dev(8, 7), nv13, isa90, {}) == sass(87));
+  CHECK(*choose_target(dev(10, 3), nv13, isa90, {}) == sass(103));
+  CHECK(*choose_target(dev(12, 1), nv13, isa90, {}) == sass(121));
+  // An nvrtc that stops at 90 on a Blackwell device: no sass of major 10, so PTX compute_90.
+  const std::vector<unsigned> nv12_4 = {50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90};
+  CHECK(*choose_target(dev(10, 0), nv12_4, {8, 4}, {8, 8}) == ptx(90));
+  CHECK(*choose_target(dev(12, 0), nv12_4, {8, 4}, {}) == ptx(90));
+  // The same with a driver too old for that PTX.
+  auto old_driver = choose_target(dev(10, 0), nv12_4, {9, 0}, {8, 8});
+  REQUIRE_FALSE(old_driver.ok());
+  CHECK(old_driver.message().find("its ptx (isa 9.0) is newer than the driver accepts (isa 8.8)") != std::string::npos);
+  // A device below everything NVRTC supports.
+  auto too_old = choose_target(dev(7, 0), nv13, isa90, {});
+  REQUIRE_FALSE(too_old.ok());
+  CHECK(too_old.message().find("none of which is <= sm_70") != std::string::npos);
+}
+
+TEST_CASE("nvrtc is found and reports itself", "[jit]") {
+  auto missing = load_nvrtc("libarchguard-no-such-nvrtc.so");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.message().rfind("no nvrtc: tried libarchguard-no-such-nvrtc.so (", 0) == 0);
+  auto nv = shared_nvrtc();
+  REQUIRE(nv.ok());
+  const NvrtcInfo& info = nvrtc_info(**nv);
+  CHECK(info.version.major >= 12);
+  CHECK_FALSE(info.supported.empty());
+  CHECK(std::is_sorted(info.supported.begin(), info.supported.end()));
+  CHECK(info.build_id.size() >= 16);
+  CHECK(info.library.find("nvrtc") != std::string::npos);
+}
+
+TEST_CASE("compiles to cubin and ptx for several architectures", "[jit]") {
+  TempDir t;
+  auto c = compiler_in(t.path + "/cache");
+  for (unsigned sm : {75u, 90u, 120u}) {
+    if (std::find(c->nvrtc().supported.begin(), c->nvrtc().supported.end(), sm) == c->nvrtc().supported.end()) continue;
+    auto r = c->compile(request(kSaxpy, sass(sm)));
+    REQUIRE(r.ok());
+    CHECK(is_elf(r->image));
+    CHECK_FALSE(r->from_cache);
+  }
+  auto p = c->compile(request(kSaxpy, ptx(80)));
+  REQUIRE(p.ok());
+  const std::string text = text_of(p->image);
+  CHECK(text.find(".target sm_80") != std::string::npos);
+  CHECK(text.find(".visible .entry saxpy") != std::string::npos);
+  CHECK(text.find(".version " + std::to_string(c->nvrtc().ptx_isa.major)) != std::string::npos);
+}
+
+TEST_CASE("a second compile hits the cache; a changed option or target misses", "[jit]") {
+  TempDir t;
+  auto c = compiler_in(t.path + "/cache");
+  auto first = c->compile(request(kSaxpy, sass(90)));
+  REQUIRE(first.ok());
+  CHECK_FALSE(first->from_cache);
+  CHECK(first->compile_ms > 0);
+  auto second = c->compile(request(kSaxpy, sass(90)));
+  REQUIRE(second.ok());
+  CHECK(second->from_cache);
+  CHECK(second->image == first->image);
+  CHECK(second->key == first->key);
+  auto opt = request(kSaxpy, sass(90));
+  opt.options = {"-lineinfo"};
+  auto third = c->compile(opt);
+  REQUIRE(third.ok());
+  CHECK_FALSE(third->from_cache);
+  CHECK(third->key != first->key);
+  auto other = c->compile(request(kSaxpy, sass(80)));
+  REQUIRE(other.ok());
+  CHECK_FALSE(other->from_cache);
+  // -pch does not change the output, so it does not change the key
+  auto pch = request(kSaxpy, sass(90));
+  pch.options = {"-pch"};
+  CHECK(c->key(pch)->hex == first->key);
+  // metadata beside the entry
+  auto listed = c->cache()->list();
+  REQUIRE(listed.ok());
+  bool found = false;
+  for (const auto& e : *listed) {
+    if (e.key != first->key) continue;
+    found = true;
+    CHECK(e.metadata.find("\"target\": \"sm_90\"") != std::string::npos);
+    CHECK(e.metadata.find("\"nvrtc_build_id\"") != std::string::npos);
+    CHECK(e.metadata.find("\"compile_ms\"") != std::string::npos);
+  }
+  CHECK(found);
+}
+
+TEST_CASE("the key follows included headers' content, not their mtime", "[jit]") {
+  TempDir t;
+  fs::create_directories(t.path + "/inc/sub");
+  write_file(t.path + "/inc/params.h", "#pragma once\n#include \"sub/more.h\"\n#define FACTOR 2\n");
+  write_file(t.path + "/inc/sub/more.h", "#define OFFSET 1\n");
+  auto c = compiler_in(t.path + "/cache");
+  CompileRequest r = request("#include <params.h>\n__global__ void k(int* p) { *p = FACTOR + OFFSET; }\n", sass(90), "k.cu");
+  r.options = {"-I" + t.path + "/inc"};
+  auto k1 = c->key(r);
+  REQUIRE(k1.ok());
+  CHECK(k1->cacheable);
+  CHECK(k1->fields_json.find("sub/more.h") != std::string::npos);
+  auto first = c->compile(r);
+  REQUIRE(first.ok());
+
+  // Touch only the mtime of the nested header: same key, a hit.
+  const std::string nested = t.path + "/inc/sub/more.h";
+  struct timeval tv[2] = {{1000000000, 0}, {1000000000, 0}};
+  REQUIRE(::utimes(nested.c_str(), tv) == 0);
+  auto k2 = c->key(r);
+  REQUIRE(k2.ok());
+  CHECK(k2->hex == k1->hex);
+  auto again = c->compile(r);
+  REQUIRE(again.ok());
+  CHECK(again->from_cache);
+
+  // Change the nested header's content: a new key and a new compile.
+  write_file(nested, "#define OFFSET 5\n");
+  auto k3 = c->key(r);
+  REQUIRE(k3.ok());
+  CHECK(k3->hex != k1->hex);
+  auto changed = c->compile(r);
+  REQUIRE(changed.ok());
+  CHECK_FALSE(changed->from_cache);
+
+  // A header that appears where the scan looks first changes the key too.
+  write_file(t.path + "/params.h", "#define FACTOR 3\n");
+  CompileRequest rel = r;
+  rel.name = t.path + "/k.cu";
+  rel.source = "#include \"params.h\"\n__global__ void k(int* p) { *p = FACTOR; }\n";
+  auto before = c->key(rel);
+  fs::remove(t.path + "/params.h");
+  auto after = c->key(rel);
+  REQUIRE(before.ok());
+  REQUIRE(after.ok());
+  CHECK(before->hex != after->hex);
+}
+
+TEST_CASE("provided header strings and computed includes", "[jit]") {
+  TempDir t;
+  auto c = compiler_in(t.path + "/cache");
+  CompileRequest r = request("#include \"cfg.h\"\n__global__ void k(int* p) { *p = V; }\n", sass(90), "k.cu");
+  r.headers = {{"cfg.h", "#define V 1\n"}};
+  auto a = c->key(r);
+  r.headers[0].content = "#define V 2\n";
+  auto b = c->key(r);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->hex != b->hex);
+  auto built = c->compile(r);
+  REQUIRE(built.ok());
+
+  CompileRequest m = request("#define HDR \"cfg.h\"\n#include HDR\n__global__ void k(int* p) { *p = V; }\n", sass(90), "m.cu");
+  m.headers = {{"cfg.h", "#define V 3\n"}};
+  auto km = c->key(m);
+  REQUIRE(km.ok());
+  CHECK(km->cacheable);
+  CompileRequest u = request("#include SOMEWHERE\n__global__ void k(int* p) { *p = 1; }\n", sass(90), "u.cu");
+  u.options = {"-DSOMEWHERE=\"cfg.h\""};
+  u.headers = {{"cfg.h", "\n"}};
+  auto ku = c->key(u);
+  REQUIRE(ku.ok());
+  CHECK_FALSE(ku->cacheable);
+  CHECK(ku->note.find("computed #include SOMEWHERE at u.cu:1") != std::string::npos);
+  auto cu = c->compile(u);
+  REQUIRE(cu.ok());
+  CHECK_FALSE(cu->from_cache);
+  CHECK(cu->key.empty());
+  CHECK(cu->cache_note == ku->note);
+}
+
+TEST_CASE("name expressions give lowered names, also from the cache", "[jit]") {
+  TempDir t;
+  auto c = compiler_in(t.path + "/cache");
+  CompileRequest r = request(kTemplate, sass(90), "scale.cu");
+  r.name_expressions = {"scale<float>", "scale<int>"};
+  auto first = c->compile(r);
+  REQUIRE(first.ok());
+  REQUIRE(first->lowered("scale<float>") != nullptr);
+  CHECK(*first->lowered("scale<float>") == "_Z5scaleIfEvPT_S0_");
+  CHECK(first->lowered("scale<double>") == nullptr);
+  auto second = c->compile(r);
+  REQUIRE(second.ok());
+  CHECK(second->from_cache);
+  CHECK(second->lowered_names == first->lowered_names);
+}
+
+TEST_CASE("a failed compile carries the log, the options and the numbered source lines", "[jit]") {
+  TempDir t;
+  auto c = compiler_in(t.path + "/cache");
+  CompileRequest r = request("__global__ void k(int* p) {\n  int x = 1;\n  *p = undefined_name + x;\n}\n", sass(90), "broken.cu");
+  r.options = {"-std=c++17"};
+  auto e = c->compile(r);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.code() == 6);  // NVRTC_ERROR_COMPILATION
+  CHECK(e.message().rfind("nvrtc: broken.cu: compiling for sm_90 failed: NVRTC_ERROR_COMPILATION (6)", 0) == 0);
+  CHECK(e.message().find("options: -std=c++17 -arch=sm_90") != std::string::npos);
+  CHECK(e.message().find("identifier \"undefined_name\" is undefined") != std::string::npos);
+  CHECK(e.message().find("source lines:\n  broken.cu:3:   *p = undefined_name + x;") != std::string::npos);
+  auto s = c->cache()->stats();
+  REQUIRE(s.ok());
+  CHECK(s->entries == 0);
+
+  CompileRequest arch = request(kSaxpy, sass(90));
+  arch.options = {"-arch=sm_80"};
+  auto a = c->compile(arch);
+  REQUIRE_FALSE(a.ok());
+  CHECK(a.message().find("give the architecture as the request's target") != std::string::npos);
+}
+
+TEST_CASE("the cache can be disabled", "[jit]") {
+  CompilerOptions o;
+  CacheOptions co;
+  co.disabled = true;
+  o.cache = co;
+  auto c = Compiler::create(o);
+  REQUIRE(c.ok());
+  CHECK((*c)->cache() == nullptr);
+  auto r = (*c)->compile(request(kSaxpy, sass(90)));
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->from_cache);
+  CHECK(r->cache_note == "cache disabled");
+}
+
+// ---- loading through a fake driver (tests/unit/device/fake_libcuda.cpp) ------------------
+
+namespace {
+
+device::DriverPtr fake_driver() {
+  auto d = device::Driver::open({ARCHGUARD_FAKE_LIBCUDA, true});
+  REQUIRE(d.ok());
+  return *d;
+}
+
+void reset_fake(const device::DriverPtr& d) {
+  void* p = d->symbol("fake_cuda_reset");
+  REQUIRE(p != nullptr);
+  void (*fn)() = nullptr;
+  std::memcpy(&fn, &p, sizeof fn);
+  fn();
+}
+
+}  // namespace
+
+TEST_CASE("load compiles for the device, and a refused cached image is evicted and rebuilt once", "[jit]") {
+  TempDir t;
+  auto c = compiler_in(t.path + "/cache");
+  auto drv = fake_driver();
+  reset_fake(drv);
+  auto ctx = device::Context::primary(drv, 0);
+  REQUIRE(ctx.ok());
+  auto k = c->load(*ctx, request(kSaxpy, sass(75)), "saxpy");
+  REQUIRE(k.ok());
+  CHECK(k->compiled.target == sass(90));  // the fake device is CC 9.0
+  CHECK(k->path == LaunchPath::jit);
+  CHECK(k->reloads == 0);
+  CHECK(k->function.name() == "saxpy");
+
+  {
+    ScopedEnv reject("FAKE_CUDA_REJECT_LOADS", "1");
+    reset_fake(drv);
+    auto again = c->load(*ctx, request(kSaxpy, sass(75)), "saxpy");
+    REQUIRE(again.ok());
+    CHECK(again->reloads == 1);
+    CHECK_FALSE(again->compiled.from_cache);
+    CHECK(again->reason.find("after evicting a refused cached image") != std::string::npos);
+  }
+  {
+    ScopedEnv reject("FAKE_CUDA_REJECT_LOADS", "2");
+    reset_fake(drv);
+    auto fails = c->load(*ctx, request(kSaxpy, sass(75)), "saxpy");
+    REQUIRE_FALSE(fails.ok());
+    CHECK(fails.code() == device::kCuErrorNoBinaryForGpu);
+    CHECK(fails.message().find("even after evicting the cached one") != std::string::npos);
+    CHECK(fails.message().find("fake jit: load refused on purpose") != std::string::npos);
+  }
+  reset_fake(drv);
+}
+
+TEST_CASE("fallback: prebuilt when it runs on the device, jit otherwise", "[jit]") {
+  TempDir t;
+  auto c = compiler_in(t.path + "/cache");
+  auto drv = fake_driver();
+  reset_fake(drv);
+  auto ctx = device::Context::primary(drv, 0);
+  REQUIRE(ctx.ok());
+  const std::string fake_image = "a prebuilt fatbin";
+  Prebuilt pb;
+  pb.image = std::span(reinterpret_cast<const std::byte*>(fake_image.data()), fake_image.size());
+
+  pb.images = {Image{CodeKind::sass, {80, Suffix::none}, {}, false, false}};
+  auto jit = c->load_with_fallback(*ctx, pb, request(kSaxpy, sass(75)), "saxpy");
+  REQUIRE(jit.ok());
+  CHECK(jit->path == LaunchPath::jit);
+  CHECK(jit->compiled.target == sass(90));
+  CHECK(jit->reason.find("no prebuilt image runs on Fake GPU (cc 9.0)") != std::string::npos);
+
+  pb.images = {Image{CodeKind::sass, {80, Suffix::none}, {}, false, false},
+               Image{CodeKind::sass, {90, Suffix::none}, {}, false, false}};
+  auto native = c->load_with_fallback(*ctx, pb, request(kSaxpy, sass(75)), "saxpy");
+  REQUIRE(native.ok());
+  CHECK(native->path == LaunchPath::prebuilt);
+  CHECK(native->compiled.image.empty());
+
+  // The engine says yes but the driver refuses: JIT, and the reason says so.
+  ScopedEnv reject("FAKE_CUDA_REJECT_LOADS", "1");
+  reset_fake(drv);
+  auto refused = c->load_with_fallback(*ctx, pb, request(kSaxpy, sass(75)), "saxpy");
+  REQUIRE(refused.ok());
+  CHECK(refused->path == LaunchPath::jit);
+  CHECK(refused->reason.find("the driver refused the prebuilt image") != std::string::npos);
+  reset_fake(drv);
+}

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: Apache-2.0
+// archguard arch list | explain | normalize: the architecture table, what a target means, and
+// a target list in canonical form. Parses flags, calls the library, renders.
+#include "cli.hpp"
+
+#include <archguard/arch.hpp>
+#include <archguard/compat.hpp>
+#include <archguard/toolkit.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using archguard::Arch;
+using archguard::ArchRow;
+using archguard::CodeKind;
+using archguard::Suffix;
+using archguard::Target;
+using archguard::Version2;
+using nlohmann::json;
+namespace cli = archguard::cli;
+
+std::string ver(Version2 v) { return v.empty() ? "-" : std::to_string(v.major) + "." + std::to_string(v.minor); }
+
+std::string kind_name(CodeKind k) {
+  switch (k) {
+    case CodeKind::sass: return "sass";
+    case CodeKind::ptx: return "ptx";
+    case CodeKind::ltoir: return "ltoir";
+  }
+  return "?";
+}
+
+void fail_usage(const std::string& message) { std::cerr << "archguard: " << message << "\n"; }
+
+// ---- list ----------------------------------------------------------------------------------
+
+struct ListOptions {
+  bool json = false;
+  bool rows = false;
+  std::string nvcc;
+};
+
+// The canonical rows, in exactly the line format of CudaArchGuardTable.cmake -DEMIT=rows.
+int print_rows() {
+  auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
+  for (const ArchRow& r : archguard::arch_rows()) {
+    std::cout << "arch|" << r.sm << "|" << ver(r.cc) << "|" << r.codename << "|" << dash(r.products) << "|"
+              << (r.tegra ? 1 : 0) << "|" << ver(r.a_since) << "|" << ver(r.f_since) << "|" << ver(r.first_cuda)
+              << "|" << ver(r.removed_in) << "|" << (r.family == 0 ? "-" : std::to_string(r.family)) << "\n";
+  }
+  for (const archguard::RenameRow& r : archguard::rename_rows()) {
+    std::cout << "rename|" << r.old_sm << "|" << r.new_sm << "|" << ver(r.cuda) << "\n";
+  }
+  for (const archguard::ReleaseRow& r : archguard::release_rows()) {
+    std::cout << "release|" << ver(r.cuda) << "|" << ver(r.ptx_isa) << "|" << dash(r.min_driver) << "\n";
+  }
+  return cli::kExitOk;
+}
+
+std::string nvcc_marks(const archguard::NvccInfo& info, const ArchRow& r) {
+  const bool sm = info.supports({{r.sm}, CodeKind::sass});
+  const bool ptx = info.supports({{r.sm}, CodeKind::ptx});
+  if (!sm && !ptx) return "no";
+  std::string out = sm && ptx ? "yes" : sm ? "sm only" : "compute only";
+  if (info.supports({{r.sm, Suffix::a}, CodeKind::sass})) out += " +a";
+  if (info.supports({{r.sm, Suffix::f}, CodeKind::sass})) out += " +f";
+  return out;
+}
+
+std::string note_of(const ArchRow& r) {
+  if (const archguard::RenameRow* rn = archguard::find_rename(r.sm)) {
+    return "renamed sm_" + std::to_string(rn->new_sm) + " in " + ver(rn->cuda);
+  }
+  if (r.tegra) return "Tegra";
+  return "";
+}
+
+// Targets the nvcc accepts that the table does not know: the table needs an update.
+std::vector<std::string> unknown_to_table(const archguard::NvccInfo& info) {
+  std::vector<std::string> out;
+  auto scan = [&](const std::vector<Arch>& v, CodeKind k) {
+    for (Arch a : v) {
+      if (!archguard::arch_exists(a)) out.push_back(archguard::nvcc_name(a, k));
+    }
+  };
+  scan(info.sass, CodeKind::sass);
+  scan(info.ptx, CodeKind::ptx);
+  scan(info.ltoir, CodeKind::ltoir);
+  return out;
+}
+
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  }
+}
+
+int run_list(const ListOptions& opt) {
+  if (opt.rows) return print_rows();
+  archguard::Result<archguard::NvccInfo> nvcc = archguard::query_nvcc(opt.nvcc);
+  if (!nvcc && !opt.nvcc.empty()) {  // asked for that nvcc explicitly: its failure is an error
+    fail_usage(nvcc.message());
+    return cli::kExitUsage;
+  }
+  if (opt.json) {
+    json j;
+    if (nvcc) {
+      auto list = [](const std::vector<Arch>& v, CodeKind k) {
+        json a = json::array();
+        for (Arch x : v) a.push_back(archguard::nvcc_name(x, k));
+        return a;
+      };
+      j["nvcc"] = {{"path", nvcc->path},
+                   {"release", ver(nvcc->release)},
+                   {"build", nvcc->build},
+                   {"sass", list(nvcc->sass, CodeKind::sass)},
+                   {"ptx", list(nvcc->ptx, CodeKind::ptx)},
+                   {"ltoir", list(nvcc->ltoir, CodeKind::ltoir)},
+                   {"unknown_to_table", unknown_to_table(*nvcc)}};
+    } else {
+      j["nvcc"] = nullptr;
+      j["nvcc_error"] = nvcc.message();
+    }
+    j["architectures"] = json::array();
+    for (const ArchRow& r : archguard::arch_rows()) {
+      json products = json::array();
+      std::stringstream ss(r.products);
+      for (std::string p; std::getline(ss, p, ',');) {
+        p.erase(0, p.find_first_not_of(' '));
+        if (!p.empty()) products.push_back(p);
+      }
+      json a = {{"sm", r.sm},
+                {"cc", ver(r.cc)},
+                {"codename", std::string(archguard::codename_of(r))},
+                {"products", products},
+                {"tegra", r.tegra},
+                {"a_since", r.a_since.empty() ? json(nullptr) : json(ver(r.a_since))},
+                {"f_since", r.f_since.empty() ? json(nullptr) : json(ver(r.f_since))},
+                {"first_cuda", ver(r.first_cuda)},
+                {"removed_in", r.removed_in.empty() ? json(nullptr) : json(ver(r.removed_in))},
+                {"family", r.family == 0 ? json(nullptr) : json(r.family)}};
+      if (const archguard::RenameRow* rn = archguard::find_rename(r.sm)) {
+        a["renamed"] = {{"to", rn->new_sm}, {"in", ver(rn->cuda)}};
+      }
+      if (nvcc) {
+        a["nvcc"] = {{"sm", nvcc->supports({{r.sm}, CodeKind::sass})},
+                     {"compute", nvcc->supports({{r.sm}, CodeKind::ptx})},
+                     {"a", nvcc->supports({{r.sm, Suffix::a}, CodeKind::sass})},
+                     {"f", nvcc->supports({{r.sm, Suffix::f}, CodeKind::sass})}};
+      }
+      j["architectures"].push_back(a);
+    }
+    j["releases"] = json::array();
+    for (const archguard::ReleaseRow& r : archguard::release_rows()) {
+      j["releases"].push_back({{"cuda", ver(r.cuda)},
+                               {"ptx_isa", ver(r.ptx_isa)},
+                               {"min_driver", *r.min_driver == '\0' ? json(nullptr) : json(r.min_driver)}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return cli::kExitOk;
+  }
+  if (nvcc) {
+    std::cout << "nvcc: " << nvcc->path << " (release " << ver(nvcc->release)
+              << (nvcc->build.empty() ? "" : ", V" + nvcc->build) << ")\n\n";
+  } else {
+    std::cerr << "archguard: " << nvcc.message() << "; the nvcc column is left out\n";
+  }
+  const std::string nvcc_head = nvcc ? "nvcc " + ver(nvcc->release) : "";
+  std::vector<std::vector<std::string>> rows{
+      {"SM", "CC", "CODENAME", "a", "f", "FAMILY", "FIRST", "REMOVED", "NOTE", "EXAMPLES"}};
+  if (nvcc) rows[0].insert(rows[0].begin() + 2, nvcc_head);
+  for (const ArchRow& r : archguard::arch_rows()) {
+    std::string family = r.family == 0 ? "-" : std::to_string(r.family) + "f";
+    std::vector<std::string> row{std::to_string(r.sm),
+                                 ver(r.cc),
+                                 archguard::codename_of(r).empty() ? "-" : std::string(archguard::codename_of(r)),
+                                 ver(r.a_since),
+                                 ver(r.f_since),
+                                 family,
+                                 ver(r.first_cuda),
+                                 ver(r.removed_in),
+                                 note_of(r).empty() ? "-" : note_of(r),
+                                 *r.products == '\0' ? "-" : r.products};
+    if (nvcc) row.insert(row.begin() + 2, nvcc_marks(*nvcc, r));
+    rows.push_back(std::move(row));
+  }
+  print_table(rows);
+  if (nvcc) {
+    const std::vector<std::string> extra = unknown_to_table(*nvcc);
+    if (!extra.empty()) {
+      std::cout << "\nnvcc also accepts targets the table does not know (update architectures.txt):";
+      for (const std::string& e : extra) std::cout << " " << e;
+      std::cout << "\n";
+    }
+  }
+  std::cout << "\n";
+  std::vector<std::vector<std::string>> rel{{"CUDA", "PTX ISA", "MIN DRIVER (Linux)"}};
+  for (const archguard::ReleaseRow& r : archguard::release_rows()) {
+    rel.push_back({ver(r.cuda), ver(r.ptx_isa), *r.min_driver == '\0' ? "-" : r.min_driver});
+  }
+  print_table(rel);
+  return cli::kExitOk;
+}
+
+// ---- explain -------------------------------------------------------------------------------
+
+struct ExplainOptions {
+  bool json = false;
+  std::string token;
+  std::string cuda;  ///< "X.Y": also say whether that CUDA release's nvcc accepts each target
+};
+
+std::optional<Version2> parse_release(const std::string& text) {
+  unsigned major = 0, minor = 0;
+  char dot = 0;
+  std::istringstream in(text);
+  if (!(in >> major >> dot >> minor) || dot != '.' || !in.eof() || major == 0 || major > 99 || minor > 99) {
+    return std::nullopt;
+  }
+  return Version2{major, minor};
+}
+
+int run_explain(const ExplainOptions& opt) {
+  std::optional<Version2> cuda;
+  if (!opt.cuda.empty()) {
+    cuda = parse_release(opt.cuda);
+    if (!cuda) {
+      fail_usage("--cuda '" + opt.cuda + "': expected a CUDA release such as 12.9");
+      return cli::kExitUsage;
+    }
+  }
+  archguard::Result<std::vector<Target>> targets = archguard::parse_token(opt.token);
+  if (!targets) {
+    if (opt.json) std::cout << json{{"token", opt.token}, {"error", targets.message()}}.dump(2) << "\n";
+    fail_usage(targets.message());
+    return cli::kExitUsage;
+  }
+  int rc = cli::kExitOk;
+  std::vector<std::string> support;  // per target: "" when accepted, else why not
+  if (cuda) {
+    for (const Target& t : *targets) {
+      archguard::Status st = archguard::check_release_support(t, *cuda);
+      support.push_back(st ? "" : st.message());
+      if (!st) rc = cli::kExitProblem;
+    }
+  }
+  if (opt.json) {
+    json j{{"token", opt.token},
+           {"cmake", archguard::format_targets(*targets, archguard::Dialect::cmake)},
+           {"targets", json::array()}};
+    for (std::size_t i = 0; i < targets->size(); ++i) {
+      const Target& t = (*targets)[i];
+      json loads = json::array();
+      for (Version2 cc : archguard::loads_on(t)) loads.push_back(ver(cc));
+      json item{{"name", archguard::nvcc_name(t.arch, t.kind)},
+                {"kind", kind_name(t.kind)},
+                {"arch", archguard::arch_number(t.arch)},
+                {"loads_on", loads},
+                {"explanation", archguard::explain_target(t)}};
+      if (cuda) {
+        item["cuda"] = ver(*cuda);
+        item["accepted"] = support[i].empty();
+        if (!support[i].empty()) item["not_accepted_because"] = support[i];
+      }
+      j["targets"].push_back(item);
+    }
+    std::cout << j.dump(2) << "\n";
+    return rc;
+  }
+  for (std::size_t i = 0; i < targets->size(); ++i) {
+    const Target& t = (*targets)[i];
+    std::cout << archguard::nvcc_name(t.arch, t.kind) << ": " << archguard::explain_target(t) << "\n";
+    if (cuda) {
+      std::cout << "  CUDA " << ver(*cuda) << ": "
+                << (support[i].empty() ? "nvcc accepts it" : "not accepted: " + support[i]) << "\n";
+    }
+  }
+  return rc;
+}
+
+// ---- normalize -----------------------------------------------------------------------------
+
+struct NormalizeOptions {
+  std::string format = "cmake";
+  std::vector<std::string> tokens;
+};
+
+int run_normalize(const NormalizeOptions& opt) {
+  archguard::Result<archguard::Dialect> dialect = archguard::parse_dialect(opt.format);
+  if (!dialect) {
+    fail_usage(dialect.message());
+    return cli::kExitUsage;
+  }
+  std::string text;
+  for (const std::string& t : opt.tokens) text += (text.empty() ? "" : " ") + t;
+  archguard::Result<std::vector<Target>> targets = archguard::parse_list(text);
+  if (!targets) {
+    fail_usage(targets.message());
+    return cli::kExitUsage;
+  }
+  if (archguard::Status st = archguard::check_expressible(*targets, *dialect); !st) {
+    fail_usage(st.message());
+    return cli::kExitUsage;
+  }
+  std::cout << archguard::format_targets(*targets, *dialect) << "\n";
+  return cli::kExitOk;
+}
+
+void setup(CLI::App& root, cli::Context& ctx) {
+  CLI::App* arch = root.add_subcommand("arch", "Architectures: the table, what a target means, canonical forms");
+  arch->require_subcommand(1);
+
+  auto list_opt = std::make_shared<ListOptions>();
+  CLI::App* list = arch->add_subcommand(
+      "list", "Print the architecture table and mark what the installed nvcc accepts (asked of nvcc itself)");
+  list->add_flag("--json", list_opt->json, "Machine-readable output");
+  list->add_flag("--rows", list_opt->rows,
+                 "Print the canonical table rows, as 'cmake -DEMIT=rows -P CudaArchGuardTable.cmake' does");
+  list->add_option("--nvcc", list_opt->nvcc, "The nvcc to ask (default: PATH, then /usr/local/cuda/bin)");
+  list->callback([list_opt, &ctx] { ctx.exit_code = run_list(*list_opt); });
+
+  auto explain_opt = std::make_shared<ExplainOptions>();
+  CLI::App* explain = arch->add_subcommand("explain", "Explain one target token in plain words");
+  explain->add_option("token", explain_opt->token, "e.g. sm_100a, 90-real, 8.6, compute_80, Hopper")->required();
+  explain->add_flag("--json", explain_opt->json, "Machine-readable output");
+  explain->add_option("--cuda", explain_opt->cuda,
+                      "Also say whether this CUDA release's nvcc accepts it (exit 1 when not), e.g. 12.8");
+  explain->callback([explain_opt, &ctx] { ctx.exit_code = run_explain(*explain_opt); });
+
+  auto norm_opt = std::make_shared<NormalizeOptions>();
+  CLI::App* normalize = arch->add_subcommand(
+      "normalize", "Print targets (any dialect, nvcc flags included) in canonical form");
+  normalize->add_option("--format", norm_opt->format, "Output dialect: cmake (default), gencode, torch or tf");
+  // nvcc flags (-arch=sm_86, -gencode ...) are not archguard options: from the first word that
+  // is not --format on, everything is kept in order and --format picked out by hand.
+  normalize->prefix_command();
+  normalize->callback([norm_opt, normalize, &ctx] {
+    NormalizeOptions opt = *norm_opt;
+    const std::vector<std::string> words = normalize->remaining();
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      if (words[i] == "--") continue;
+      if (words[i] == "--format" && i + 1 < words.size()) {
+        opt.format = words[++i];
+      } else if (words[i].rfind("--format=", 0) == 0) {
+        opt.format = words[i].substr(9);
+      } else {
+        opt.tokens.push_back(words[i]);
+      }
+    }
+    if (opt.tokens.empty()) {
+      fail_usage("arch normalize: give at least one target, e.g. 'archguard arch normalize 80 sm_90a'");
+      ctx.exit_code = cli::kExitUsage;
+      return;
+    }
+    ctx.exit_code = run_normalize(opt);
+  });
+}
+
+}  // namespace
+
+ARCHGUARD_VERB(setup);
