@@ -32,15 +32,15 @@
 
 namespace archguard::doctor {
 
-enum class Status : std::uint8_t { pass, warn, fail, skip };
+enum class Level : std::uint8_t { pass, warn, fail, skip };
 /// "pass", "warn", "fail", "skip".
-std::string_view to_string(Status status);
+std::string_view to_string(Level level);
 /// The worse of two statuses (fail > warn > pass > skip).
-Status worst(Status a, Status b);
+Level worst(Level a, Level b);
 
 /// One observation of a step.
 struct Finding {
-  Status status = Status::pass;
+  Level status = Level::pass;
   std::string subject;  ///< what was looked at: "device 0", "CUDA_CACHE_PATH", "libfoo.so"
   std::string message;  ///< what was found, one line, lower case
   std::string fix;      ///< the concrete remedy; empty when nothing needs fixing
@@ -51,7 +51,7 @@ struct Step {
   std::string name;  ///< "devices", "versions", "binaries", "environment", "smoke test"
   std::vector<Finding> findings;
   /// The worst status among the findings (skip when there are none).
-  Status status() const;
+  Level status() const;
 };
 
 /// A device as the doctor saw it, with the cross-checks.
@@ -97,7 +97,7 @@ struct Report {
   std::vector<Fix> fixes;  ///< the final verdict, most important first
   double elapsed_ms = 0;
   /// The worst status over every step.
-  Status overall() const;
+  Level overall() const;
 };
 
 /// Reads one environment variable; nullopt when unset (an empty value is set).

@@ -22,7 +22,7 @@ Step step_binaries(Session& s, Report& report) {
   step.number = 3;
   step.name = "binaries";
   if (s.options->files.empty()) {
-    step.findings.push_back({Status::skip, "binaries", "no FILE given (archguard doctor FILE... checks binaries, "
+    step.findings.push_back({Level::skip, "binaries", "no FILE given (archguard doctor FILE... checks binaries, "
                                                        "libraries, wheels and directories such as torch/lib)", ""});
     return step;
   }
@@ -34,20 +34,20 @@ Step step_binaries(Session& s, Report& report) {
   for (const auto& file : s.options->files) {
     auto scan = scan_path(file);
     if (!scan) {
-      step.findings.push_back({Status::fail, file, scan.message(), "check the path (a binary, library, archive, "
+      step.findings.push_back({Level::fail, file, scan.message(), "check the path (a binary, library, archive, "
                                                                     "wheel or directory)"});
       continue;
     }
-    for (const auto& e : scan->errors) step.findings.push_back({Status::warn, file, "not read: " + e, ""});
+    for (const auto& e : scan->errors) step.findings.push_back({Level::warn, file, "not read: " + e, ""});
     std::vector<const ObjectFatbins*> with_code;
     for (const auto& o : scan->objects)
       if (!units_of(o).empty()) with_code.push_back(&o);
     if (with_code.empty()) {
-      step.findings.push_back({Status::pass, file, "no cuda device code (nothing that can fail with 209)", ""});
+      step.findings.push_back({Level::pass, file, "no cuda device code (nothing that can fail with 209)", ""});
       continue;
     }
     if (report.devices.empty()) {
-      step.findings.push_back({Status::skip, file,
+      step.findings.push_back({Level::skip, file,
                                std::to_string(with_code.size()) +
                                    " object(s) with device code; no visible device to judge them against",
                                "run `archguard check --cc X.Y " + file + "` for the gpu it must run on"});
@@ -98,12 +98,12 @@ Step step_binaries(Session& s, Report& report) {
         else if (first_error == kErrUnsupportedPtx) fix = "install a newer driver (the ptx is newer than it accepts)";
         else if (settings.force_ptx_jit && first_error == kErrNoKernelImage) fix = "unset CUDA_FORCE_PTX_JIT";
         else fix = "rebuild for cc " + v2(d.cc);
-        step.findings.push_back({Status::fail, who,
+        step.findings.push_back({Level::fail, who,
                                  "cc " + v2(d.cc) + ": " + counts + " (error " + std::to_string(first_error) +
                                      " at first launch): " + failures + (failed > shown ? "; ..." : ""),
                                  fix});
       } else {
-        step.findings.push_back({jit > 0 ? Status::warn : Status::pass, who,
+        step.findings.push_back({jit > 0 ? Level::warn : Level::pass, who,
                                  "cc " + v2(d.cc) + ": " + counts +
                                      (jit > 0 ? " (each jit costs start-up time at first launch)" : ""),
                                  jit > 0 ? "rebuild for cc " + v2(d.cc) + " to skip the jit" : ""});

@@ -35,12 +35,18 @@ Step step_devices(Session& s, Report& report) {
     report.driver_found = false;
     report.driver_problem = driver.message();
     std::string fix = "install the NVIDIA driver";
-    if (const auto* rel = find_release(Version2{13, 0}); rel != nullptr && *rel->min_driver != '\0')
-      fix += " (CUDA 13.0 binaries need >= " + std::string(rel->min_driver) + ")";
+    // The newest release the table knows a minimum driver for.
+    for (auto it = release_rows().rbegin(); it != release_rows().rend(); ++it)
+      if (*it->min_driver != '\0') {
+        fix += " (CUDA " + cc_text(it->cuda) + " binaries need >= " + it->min_driver + ")";
+        break;
+      }
     fix += "; in a container, run it with the GPU exposed (docker --gpus all)";
-    step.findings.push_back({Status::fail, "driver", "no cuda driver found: " + driver.message(), fix});
+    std::string why = driver.message();
+    if (why.rfind("no cuda driver: ", 0) == 0) why.erase(0, 16);
+    step.findings.push_back({Level::fail, "driver", "no cuda driver found: " + why, fix});
     if (machine_gpus(s) > 0)
-      step.findings.push_back({Status::warn, "driver",
+      step.findings.push_back({Level::warn, "driver",
                                "nvidia-smi/NVML see " + std::to_string(machine_gpus(s)) +
                                    " gpu(s) but libcuda.so.1 could not be loaded by this process",
                                "add the driver's library directory to the loader path (ldconfig, LD_LIBRARY_PATH)"});
@@ -49,7 +55,7 @@ Step step_devices(Session& s, Report& report) {
   s.driver = *driver;
   report.driver_found = true;
   if (auto v = s.driver->cuda_version()) report.driver_cuda = *v;
-  step.findings.push_back({Status::pass, "driver",
+  step.findings.push_back({Level::pass, "driver",
                            "loaded " + s.driver->library_path() +
                                (report.driver_cuda ? ", supports cuda " + cc_text(*report.driver_cuda) : ""),
                            ""});
@@ -61,12 +67,12 @@ Step step_devices(Session& s, Report& report) {
   if (!s.driver->init_status().ok()) {
     const auto& e = s.driver->init_status();
     if (visible && machine_gpus(s) > 0) {
-      step.findings.push_back({Status::fail, "CUDA_VISIBLE_DEVICES",
+      step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES",
                                "CUDA_VISIBLE_DEVICES='" + *visible + "' hides every gpu: the machine has " +
                                    std::to_string(machine_gpus(s)) + " but cuInit says: " + e.message(),
                                hidden_fix()});
     } else {
-      step.findings.push_back({Status::fail, "driver", "cuInit failed: " + e.message(),
+      step.findings.push_back({Level::fail, "driver", "cuInit failed: " + e.message(),
                                e.code() == device::kCuErrorNoDevice
                                    ? "check that the gpu is visible to this process (nvidia-smi, container --gpus)"
                                    : "check the driver installation (dmesg, nvidia-smi); reboot after a driver update"});
@@ -76,18 +82,18 @@ Step step_devices(Session& s, Report& report) {
 
   auto devices = s.driver->devices();
   if (!devices) {
-    step.findings.push_back({Status::fail, "driver", "listing devices failed: " + devices.message(),
+    step.findings.push_back({Level::fail, "driver", "listing devices failed: " + devices.message(),
                              "check the driver installation (nvidia-smi)"});
     return step;
   }
   if (devices->empty()) {
     if (visible && machine_gpus(s) > 0)
-      step.findings.push_back({Status::fail, "CUDA_VISIBLE_DEVICES",
+      step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES",
                                "CUDA_VISIBLE_DEVICES='" + *visible + "' hides every gpu (the machine has " +
                                    std::to_string(machine_gpus(s)) + ")",
                                hidden_fix()});
     else
-      step.findings.push_back({Status::fail, "devices", "the driver reports no cuda device",
+      step.findings.push_back({Level::fail, "devices", "the driver reports no cuda device",
                                "check that the gpu is visible to this process (nvidia-smi, container --gpus)"});
     return step;
   }
@@ -108,10 +114,10 @@ Step step_devices(Session& s, Report& report) {
     msg += f.tegra ? ", integrated (tegra: no sass minor-version compatibility)" : "";
     msg += ", " + std::to_string(d.multiprocessors) + " sms, " +
            std::to_string(d.total_memory >> 20) + " MiB, pci " + d.pci_bus_id;
-    Status status = Status::pass;
+    Level status = Level::pass;
     std::string fix;
     if (row == nullptr) {
-      status = Status::warn;
+      status = Level::warn;
       msg += "; this capability is not in archguard's architecture table (newer than this release?)";
       fix = "update archguard; meanwhile only ptx the driver can jit-compile will run";
     }
@@ -121,7 +127,7 @@ Step step_devices(Session& s, Report& report) {
       if (*cc == d.cc) {
         agree.push_back(who);
       } else {
-        status = worst(status, Status::warn);
+        status = worst(status, Level::warn);
         msg += std::string("; ") + who + " says " + cc_text(*cc) + ", the driver says " + cc_text(d.cc);
         fix = "trust the driver's value (it decides which image loads); a mismatch points at a mixed driver "
               "installation: reinstall the driver";
@@ -138,14 +144,14 @@ Step step_devices(Session& s, Report& report) {
     report.devices.push_back(std::move(f));
   }
   if (machine_gpus(s) > devices->size()) {
-    step.findings.push_back({Status::pass, "CUDA_VISIBLE_DEVICES",
+    step.findings.push_back({Level::pass, "CUDA_VISIBLE_DEVICES",
                              "this process sees " + std::to_string(devices->size()) + " of the machine's " +
                                  std::to_string(machine_gpus(s)) + " gpus" +
                                  (visible ? " (CUDA_VISIBLE_DEVICES='" + *visible + "')" : ""),
                              ""});
   }
   if (!s.smi.available && !s.nvml.available)
-    step.findings.push_back({Status::skip, "cross-check", "neither nvidia-smi nor NVML answered: " + s.smi.problem, ""});
+    step.findings.push_back({Level::skip, "cross-check", "neither nvidia-smi nor NVML answered: " + s.smi.problem, ""});
   return step;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <set>
 
 namespace archguard::doctor::detail {
@@ -59,25 +60,25 @@ Step step_versions(Session& s, Report& report) {
     std::string msg = "driver " + format_driver_version(*report.driver_version);
     if (report.driver_cuda) msg += ", supports cuda " + v2(*report.driver_cuda);
     msg += max_isa.empty() ? ", older than every release in the table" : ", accepts ptx isa up to " + v2(max_isa);
-    step.findings.push_back({Status::pass, "driver", msg, ""});
+    step.findings.push_back({Level::pass, "driver", msg, ""});
   } else if (report.driver_cuda) {
-    step.findings.push_back({Status::pass, "driver",
+    step.findings.push_back({Level::pass, "driver",
                              "supports cuda " + v2(*report.driver_cuda) +
                                  " (its version number is unknown: no NVML, nvidia-smi or /proc/driver/nvidia/version)",
                              ""});
   } else {
-    step.findings.push_back({Status::skip, "driver", "no driver found: driver and cuda versions unknown", ""});
+    step.findings.push_back({Level::skip, "driver", "no driver found: driver and cuda versions unknown", ""});
   }
 
   auto tool = [&](const char* name, const ToolVersion& t) {
     if (!t.version) {
-      step.findings.push_back({Status::skip, name, t.problem, ""});
+      step.findings.push_back({Level::skip, name, t.problem, ""});
       return;
     }
     const ReleaseRow* rel = find_release(*t.version);
     std::string msg = std::string(name) + " " + v2(*t.version) + " (" + t.where + ")";
     if (rel == nullptr) {
-      step.findings.push_back({Status::warn, name, msg + ": a release archguard's table does not know",
+      step.findings.push_back({Level::warn, name, msg + ": a release archguard's table does not know",
                                "update archguard"});
       return;
     }
@@ -85,14 +86,14 @@ Step step_versions(Session& s, Report& report) {
     if (!max_isa.empty() && rel->ptx_isa > max_isa) {
       const std::string need = min_driver_for_ptx_isa(rel->ptx_isa);
       step.findings.push_back(
-          {Status::warn, name,
+          {Level::warn, name,
            msg + ": this driver accepts up to " + v2(max_isa) +
                ", so ptx it builds fails to load (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222) unless sass for the gpu is "
                "built too",
            "install driver >= " + (need.empty() ? std::string("the one of cuda ") + v2(*t.version) : need) +
                ", or build sass for this gpu (see the rebuild fix)"});
     } else {
-      step.findings.push_back({Status::pass, name, msg, ""});
+      step.findings.push_back({Level::pass, name, msg, ""});
     }
   };
   tool("nvcc", probe_nvcc(s.options->nvcc));
@@ -119,16 +120,16 @@ Step step_versions(Session& s, Report& report) {
       }
     }
     if (!first_error.empty()) {
-      step.findings.push_back({Status::fail, file, first_error, "check the path"});
+      step.findings.push_back({Level::fail, file, first_error, "check the path"});
       continue;
     }
     if (elf_files == 0) {
-      step.findings.push_back({Status::skip, file,
+      step.findings.push_back({Level::skip, file,
                                "no elf file to read a dynamic section from" + note + " (wheels are examined in step 3)", ""});
       continue;
     }
     std::string msg;
-    Status status = Status::pass;
+    Level status = Level::pass;
     std::string fix;
     if (majors.empty()) {
       msg = device_code > 0 ? "device code without libcudart.so in DT_NEEDED: the cuda runtime is linked statically "
@@ -140,7 +141,7 @@ Step step_versions(Session& s, Report& report) {
       if (statically > 0) msg += "; " + std::to_string(statically) + " file(s) with device code link it statically";
       const unsigned newest = *majors.rbegin();
       if (report.driver_cuda && newest > report.driver_cuda->major) {
-        status = Status::fail;
+        status = Level::fail;
         const ReleaseRow* rel = find_release(Version2{newest, 0});
         msg += ": the cuda " + std::to_string(newest) + " runtime refuses a driver for cuda " + v2(*report.driver_cuda) +
                " (cudaErrorInsufficientDriver, 35)";
@@ -164,7 +165,7 @@ std::vector<Fix> collect_fixes(const Report& report) {
     fixes.push_back({kind, text, std::move(details)});
   };
   // Failures first, then warnings; within each, step order.
-  for (Status wanted : {Status::fail, Status::warn}) {
+  for (Level wanted : {Level::fail, Level::warn}) {
     for (const Step& step : report.steps) {
       for (const Finding& f : step.findings) {
         if (f.status != wanted || f.fix.empty()) continue;
@@ -172,7 +173,7 @@ std::vector<Fix> collect_fixes(const Report& report) {
         if (step.number == 4 || f.fix.rfind("unset ", 0) == 0) kind = FixKind::environment;
         else if (f.fix.find("driver") != std::string::npos) kind = FixKind::driver;
         else if (f.fix.rfind("rebuild", 0) == 0) kind = FixKind::rebuild;
-        if (step.number == 3 && f.status == Status::fail) {
+        if (step.number == 3 && f.status == Level::fail) {
           // Step 3's failures name the device; the rebuild fix spells out the targets.
           for (const auto& d : report.devices) {
             if (f.message.find("cc " + v2(d.cc)) == std::string::npos) continue;

@@ -2,6 +2,8 @@
 #include "doctor/probes.hpp"
 
 #include <archguard/doctor.hpp>
+#include <archguard/jit.hpp>
+#include <archguard/toolkit.hpp>
 
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -198,43 +200,39 @@ std::optional<DriverVersion> probe_proc_driver_version() {
 }
 
 ToolVersion probe_nvcc(const std::string& program) {
+  // Only the release matters here: `nvcc --version` alone (query_nvcc also runs --help and the
+  // target lists, which doctor does not need and which cost time).
   ToolVersion t;
-  std::vector<std::string> candidates;
-  if (!program.empty()) candidates.push_back(program);
-  else candidates = {"nvcc", "/usr/local/cuda/bin/nvcc"};
-  for (const auto& c : candidates) {
-    auto out = run_capture(shell_quote(c) + " --version");
-    if (!out) continue;
-    auto at = out->find("release ");
-    if (at == std::string::npos) continue;
-    auto v = parse_cc(out->substr(at + 8, out->find(',', at) - (at + 8)));
-    if (v) {
-      t.version = v;
-      t.where = c;
-      return t;
-    }
+  auto path = find_nvcc(program);
+  if (!path) {
+    t.problem = path.message();
+    return t;
   }
-  t.problem = "nvcc not found (not on PATH, not in /usr/local/cuda/bin)";
+  auto out = run_capture(shell_quote(*path) + " --version");
+  if (!out) {
+    t.problem = *path + " --version failed";
+    return t;
+  }
+  auto v = parse_nvcc_version(*out);
+  if (!v) {
+    t.problem = v.message();
+    return t;
+  }
+  t.version = *v;
+  t.where = *path;
   return t;
 }
 
 ToolVersion probe_nvrtc() {
   ToolVersion t;
-  const char* names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"};
-  for (const char* n : names) {
-    void* lib = ::dlopen(n, RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) continue;
-    using VersionFn = int (*)(int*, int*);
-    auto version = sym<VersionFn>(lib, "nvrtcVersion");
-    int major = 0, minor = 0;
-    if (version && version(&major, &minor) == 0 && major > 0) {
-      t.version = Version2{static_cast<unsigned>(major), static_cast<unsigned>(minor)};
-      t.where = n;
-    }
-    ::dlclose(lib);
-    if (t.version) return t;
+  auto nvrtc = jit::shared_nvrtc();
+  if (!nvrtc) {
+    t.problem = nvrtc.message();
+    return t;
   }
-  t.problem = "libnvrtc.so not found by the dynamic loader nor in /usr/local/cuda/lib64";
+  const jit::NvrtcInfo& info = jit::nvrtc_info(**nvrtc);
+  t.version = info.version;
+  t.where = info.library;
   return t;
 }
 

@@ -42,9 +42,9 @@ struct ToolVersion {
   std::string where;                ///< path / library used
   std::string problem;              ///< why unknown
 };
-/// `nvcc --version` ("release 13.0"). Empty program: nvcc on PATH, else /usr/local/cuda/bin/nvcc.
+/// `nvcc --version` ("release 13.0"), nvcc located by find_nvcc (PATH, then /usr/local/cuda/bin).
 ToolVersion probe_nvcc(const std::string& program);
-/// nvrtcVersion() of libnvrtc.so (tries libnvrtc.so, the versioned names, /usr/local/cuda/lib64).
+/// nvrtcVersion() of the NVRTC the jit layer loads (ARCHGUARD_NVRTC, libnvrtc.so.13, ...).
 ToolVersion probe_nvrtc();
 
 /// Runs a command through /bin/sh and returns its standard output (stderr discarded), or

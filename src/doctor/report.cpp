@@ -8,12 +8,12 @@
 
 namespace archguard::doctor {
 
-std::string_view to_string(Status status) {
-  switch (status) {
-    case Status::pass: return "pass";
-    case Status::warn: return "warn";
-    case Status::fail: return "fail";
-    case Status::skip: return "skip";
+std::string_view to_string(Level level) {
+  switch (level) {
+    case Level::pass: return "pass";
+    case Level::warn: return "warn";
+    case Level::fail: return "fail";
+    case Level::skip: return "skip";
   }
   return "?";
 }
@@ -29,27 +29,27 @@ std::string_view to_string(FixKind kind) {
 }
 
 namespace {
-int rank(Status s) {
+int rank(Level s) {
   switch (s) {
-    case Status::skip: return 0;
-    case Status::pass: return 1;
-    case Status::warn: return 2;
-    case Status::fail: return 3;
+    case Level::skip: return 0;
+    case Level::pass: return 1;
+    case Level::warn: return 2;
+    case Level::fail: return 3;
   }
   return 0;
 }
 }  // namespace
 
-Status worst(Status a, Status b) { return rank(a) >= rank(b) ? a : b; }
+Level worst(Level a, Level b) { return rank(a) >= rank(b) ? a : b; }
 
-Status Step::status() const {
-  Status s = Status::skip;
+Level Step::status() const {
+  Level s = Level::skip;
   for (const Finding& f : findings) s = worst(s, f.status);
   return s;
 }
 
-Status Report::overall() const {
-  Status s = Status::skip;
+Level Report::overall() const {
+  Level s = Level::skip;
   for (const Step& step : steps) s = worst(s, step.status());
   return s;
 }

@@ -88,11 +88,11 @@ struct DeviceRun {
           fix = "run with CUDA_LAUNCH_BLOCKING=1 and check dmesg for Xid errors";
       }
     }
-    step.findings.push_back({Status::fail, who, what + ": " + e.message, fix});
+    step.findings.push_back({Level::fail, who, what + ": " + e.message, fix});
   }
   void mismatch(const std::string& what, const std::string& detail) {
     ok = false;
-    step.findings.push_back({Status::fail, who, what + " computed wrong results: " + detail,
+    step.findings.push_back({Level::fail, who, what + " computed wrong results: " + detail,
                              "the gpu or driver is faulty: check nvidia-smi -q for ecc errors and dmesg for Xid"});
   }
 };
@@ -101,7 +101,7 @@ void run_device(Session& s, int ordinal, Step& step, Report& report) {
   auto ctx = device::Context::primary(s.driver, ordinal);
   const std::string who = "device " + std::to_string(ordinal);
   if (!ctx) {
-    step.findings.push_back({Status::fail, who, "creating the context failed: " + ctx.message(),
+    step.findings.push_back({Level::fail, who, "creating the context failed: " + ctx.message(),
                              "check nvidia-smi for the gpu's state (compute mode, xid errors)"});
     return;
   }
@@ -267,7 +267,7 @@ void run_device(Session& s, int ordinal, Step& step, Report& report) {
                 "%.2f ms, first launch %.2f ms, second %.3f ms, matmul %.0f GFLOP/s",
                 tensor ? "plain and tensor cores" : "plain", timing.image.c_str(), cluster_note.c_str(),
                 timing.module_load_ms, timing.first_launch_ms, timing.second_launch_ms, timing.matmul_gflops);
-  step.findings.push_back({Status::pass, who, buf, ""});
+  step.findings.push_back({Level::pass, who, buf, ""});
   report.timings.push_back(timing);
 }
 
@@ -278,15 +278,15 @@ Step step_smoke(Session& s, Report& report) {
   step.number = 5;
   step.name = "smoke test";
   if (!s.options->smoke) {
-    step.findings.push_back({Status::skip, "smoke test", "not asked (--no-smoke)", ""});
+    step.findings.push_back({Level::skip, "smoke test", "not asked (--no-smoke)", ""});
     return step;
   }
   if (!s.driver || report.devices.empty()) {
-    step.findings.push_back({Status::skip, "smoke test", "no usable cuda device (see step 1)", ""});
+    step.findings.push_back({Level::skip, "smoke test", "no usable cuda device (see step 1)", ""});
     return step;
   }
   if (smoke_fatbin().empty()) {
-    step.findings.push_back({Status::skip, "smoke test", "this archguard was built without nvcc: no smoke-test fatbin",
+    step.findings.push_back({Level::skip, "smoke test", "this archguard was built without nvcc: no smoke-test fatbin",
                              "rebuild archguard on a machine with the cuda toolkit"});
     return step;
   }

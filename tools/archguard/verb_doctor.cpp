@@ -20,14 +20,14 @@ using namespace archguard::doctor;
 
 std::string v2(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
 
-std::string badge(Status s, bool colour) {
+std::string badge(Level s, bool colour) {
   const char* text = "";
   const char* code = "";
   switch (s) {
-    case Status::pass: text = "PASS"; code = "\033[32m"; break;
-    case Status::warn: text = "WARN"; code = "\033[33m"; break;
-    case Status::fail: text = "FAIL"; code = "\033[31m"; break;
-    case Status::skip: text = "SKIP"; code = "\033[90m"; break;
+    case Level::pass: text = "PASS"; code = "\033[32m"; break;
+    case Level::warn: text = "WARN"; code = "\033[33m"; break;
+    case Level::fail: text = "FAIL"; code = "\033[31m"; break;
+    case Level::skip: text = "SKIP"; code = "\033[90m"; break;
   }
   return colour ? std::string(code) + text + "\033[0m" : std::string(text);
 }
@@ -74,7 +74,7 @@ void render(const Report& r, std::ostream& out, bool colour) {
     out << "[" << s.number << "] " << s.name << ": " << badge(s.status(), colour) << "\n";
     for (const auto& f : s.findings) {
       out << "    " << badge(f.status, colour) << "  " << f.subject << ": " << f.message << "\n";
-      if (!f.fix.empty() && (f.status == Status::fail || f.status == Status::warn))
+      if (!f.fix.empty() && (f.status == Level::fail || f.status == Level::warn))
         out << "          fix: " << f.fix << "\n";
     }
   }
@@ -115,7 +115,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     const Report r = run(o);
     int code = archguard::cli::kExitOk;
     if (!r.driver_found) code = archguard::cli::kExitNoDriver;
-    else if (r.overall() == Status::fail) code = archguard::cli::kExitProblem;
+    else if (r.overall() == Level::fail) code = archguard::cli::kExitProblem;
     if (opts->json) std::cout << to_json(r, code).dump(2) << "\n";
     else render(r, std::cout, archguard::cli::stdout_is_tty());
     ctx.exit_code = code;

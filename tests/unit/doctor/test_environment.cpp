@@ -45,7 +45,7 @@ TEST_CASE("a clean environment passes step 4", "[doctor]") {
   TempDir home;
   const Step s = check_environment(env_of({{"HOME", home.path.string()}}));
   CHECK(s.number == 4);
-  CHECK(s.status() == Status::pass);
+  CHECK(s.status() == Level::pass);
   REQUIRE(find(s, "default cache") != nullptr);
   CHECK(find(s, "default cache")->message.find("created on first use") != std::string::npos);
 }
@@ -56,7 +56,7 @@ TEST_CASE("ptx jit switches are flagged with the variable to unset", "[doctor]")
     const Step s = check_environment(env_of({{"HOME", home.path.string()}, {"CUDA_DISABLE_PTX_JIT", "1"}}));
     const Finding* f = find(s, "CUDA_DISABLE_PTX_JIT");
     REQUIRE(f != nullptr);
-    CHECK(f->status == Status::warn);
+    CHECK(f->status == Level::warn);
     CHECK(f->message.find("223") != std::string::npos);
     CHECK(f->fix == "unset CUDA_DISABLE_PTX_JIT");
   }
@@ -64,18 +64,18 @@ TEST_CASE("ptx jit switches are flagged with the variable to unset", "[doctor]")
     const Step s = check_environment(env_of({{"HOME", home.path.string()}, {"CUDA_FORCE_PTX_JIT", "1"}}));
     const Finding* f = find(s, "CUDA_FORCE_PTX_JIT");
     REQUIRE(f != nullptr);
-    CHECK(f->status == Status::warn);
+    CHECK(f->status == Level::warn);
     CHECK(f->message.find("209") != std::string::npos);
     CHECK(f->fix == "unset CUDA_FORCE_PTX_JIT");
   }
   SECTION("both is a failure") {
     const Step s = check_environment(
         env_of({{"HOME", home.path.string()}, {"CUDA_FORCE_PTX_JIT", "1"}, {"CUDA_DISABLE_PTX_JIT", "1"}}));
-    CHECK(s.status() == Status::fail);
+    CHECK(s.status() == Level::fail);
   }
   SECTION("0 means off") {
     const Step s = check_environment(env_of({{"HOME", home.path.string()}, {"CUDA_FORCE_PTX_JIT", "0"}}));
-    CHECK(find(s, "CUDA_FORCE_PTX_JIT")->status == Status::pass);
+    CHECK(find(s, "CUDA_FORCE_PTX_JIT")->status == Level::pass);
   }
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("the jit cache directory is checked for writability and fullness", "[d
     const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}}));
     const Finding* f = find(s, "CUDA_CACHE_PATH");
     REQUIRE(f != nullptr);
-    CHECK(f->status == Status::pass);
+    CHECK(f->status == Level::pass);
     CHECK(f->message.find("writable") != std::string::npos);
     CHECK(f->message.find("in 1 files") != std::string::npos);
   }
@@ -101,28 +101,28 @@ TEST_CASE("the jit cache directory is checked for writability and fullness", "[d
     const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}, {"CUDA_CACHE_MAXSIZE", "1000"}}));
     const Finding* f = find(s, "CUDA_CACHE_PATH");
     REQUIRE(f != nullptr);
-    CHECK(f->status == Status::warn);
+    CHECK(f->status == Level::warn);
     CHECK(f->message.find("nearly full") != std::string::npos);
   }
   SECTION("a file where the directory should be fails") {
     { std::ofstream f(dir.path / "file"); }
     const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", (dir.path / "file").string()}}));
-    CHECK(find(s, "CUDA_CACHE_PATH")->status == Status::fail);
+    CHECK(find(s, "CUDA_CACHE_PATH")->status == Level::fail);
   }
   SECTION("a bad CUDA_CACHE_MAXSIZE is a warning") {
     const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}, {"CUDA_CACHE_MAXSIZE", "lots"}}));
-    CHECK(find(s, "CUDA_CACHE_MAXSIZE")->status == Status::warn);
+    CHECK(find(s, "CUDA_CACHE_MAXSIZE")->status == Level::warn);
   }
   SECTION("disabled cache") {
     const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}, {"CUDA_CACHE_DISABLE", "1"}}));
-    CHECK(find(s, "CUDA_CACHE_DISABLE")->status == Status::warn);
+    CHECK(find(s, "CUDA_CACHE_DISABLE")->status == Level::warn);
   }
   if (::geteuid() != 0) {
     SECTION("an unwritable cache is a warning") {
       std::filesystem::permissions(dir.path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
       const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}}));
       std::filesystem::permissions(dir.path, std::filesystem::perms::owner_all);
-      CHECK(find(s, "CUDA_CACHE_PATH")->status == Status::warn);
+      CHECK(find(s, "CUDA_CACHE_PATH")->status == Level::warn);
     }
   }
 }
@@ -131,12 +131,12 @@ TEST_CASE("module loading, launch blocking and visible devices", "[doctor]") {
   TempDir home;
   const std::string h = home.path.string();
   CHECK(find(check_environment(env_of({{"HOME", h}, {"CUDA_MODULE_LOADING", "EAGER"}})), "CUDA_MODULE_LOADING")->status ==
-        Status::pass);
+        Level::pass);
   CHECK(find(check_environment(env_of({{"HOME", h}, {"CUDA_MODULE_LOADING", "lazy-ish"}})), "CUDA_MODULE_LOADING")->status ==
-        Status::warn);
+        Level::warn);
   CHECK(find(check_environment(env_of({{"HOME", h}, {"CUDA_LAUNCH_BLOCKING", "1"}})), "CUDA_LAUNCH_BLOCKING")->status ==
-        Status::warn);
+        Level::warn);
   const Step hidden = check_environment(env_of({{"HOME", h}, {"CUDA_VISIBLE_DEVICES", ""}}));
-  CHECK(find(hidden, "CUDA_VISIBLE_DEVICES")->status == Status::fail);
+  CHECK(find(hidden, "CUDA_VISIBLE_DEVICES")->status == Level::fail);
   CHECK(find(hidden, "CUDA_VISIBLE_DEVICES")->fix.find("unset CUDA_VISIBLE_DEVICES") == 0);
 }

@@ -7,14 +7,14 @@ using namespace archguard;
 using namespace archguard::doctor;
 
 TEST_CASE("statuses order fail > warn > pass > skip", "[doctor]") {
-  CHECK(worst(Status::pass, Status::fail) == Status::fail);
-  CHECK(worst(Status::warn, Status::pass) == Status::warn);
-  CHECK(worst(Status::skip, Status::pass) == Status::pass);
+  CHECK(worst(Level::pass, Level::fail) == Level::fail);
+  CHECK(worst(Level::warn, Level::pass) == Level::warn);
+  CHECK(worst(Level::skip, Level::pass) == Level::pass);
   Step s;
-  CHECK(s.status() == Status::skip);
-  s.findings.push_back({Status::pass, "a", "b", ""});
-  s.findings.push_back({Status::warn, "a", "b", "c"});
-  CHECK(s.status() == Status::warn);
+  CHECK(s.status() == Level::skip);
+  s.findings.push_back({Level::pass, "a", "b", ""});
+  s.findings.push_back({Level::warn, "a", "b", "c"});
+  CHECK(s.status() == Level::warn);
 }
 
 TEST_CASE("nvidia-smi's compute_cap column parses", "[doctor]") {

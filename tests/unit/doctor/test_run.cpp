@@ -28,15 +28,15 @@ TEST_CASE("without a driver doctor still runs steps 2-4 and says so", "[doctor]"
   CHECK(r.driver_problem.find("libcuda.so.1") != std::string::npos);
   REQUIRE(r.steps.size() == 5);
   CHECK(r.steps[0].number == 1);
-  CHECK(r.steps[0].status() == Status::fail);
+  CHECK(r.steps[0].status() == Level::fail);
   CHECK(r.steps[0].findings[0].message.find("no cuda driver found") == 0);
   CHECK(r.steps[1].name == "versions");
   CHECK_FALSE(r.steps[1].findings.empty());
   CHECK(r.steps[2].name == "binaries");
   CHECK(r.steps[3].name == "environment");
   CHECK(r.steps[4].name == "smoke test");
-  CHECK(r.steps[4].status() == Status::skip);
-  CHECK(r.overall() == Status::fail);
+  CHECK(r.steps[4].status() == Level::skip);
+  CHECK(r.overall() == Level::fail);
   // Fixes: the driver first (a failure), then the environment warning.
   REQUIRE(r.fixes.size() >= 2);
   CHECK(r.fixes[0].kind == FixKind::driver);
@@ -52,8 +52,8 @@ TEST_CASE("files are read in step 2 even without a driver", "[doctor]") {
   const Step& versions = r.steps[1];
   bool self = false, missing = false;
   for (const auto& f : versions.findings) {
-    if (f.subject == "/proc/self/exe") self = f.status == Status::pass && f.message.find("does not need the cuda runtime") == 0;
-    if (f.subject == "/nonexistent/app") missing = f.status == Status::fail;
+    if (f.subject == "/proc/self/exe") self = f.status == Level::pass && f.message.find("does not need the cuda runtime") == 0;
+    if (f.subject == "/nonexistent/app") missing = f.status == Level::fail;
   }
   CHECK(self);
   CHECK(missing);
