@@ -92,6 +92,7 @@ struct Report {
   std::optional<DriverVersion> driver_version; ///< 580.159.04 (NVML, /proc or nvidia-smi)
   std::optional<Version2> driver_cuda;         ///< cuDriverGetVersion, e.g. 13.0
   std::vector<DeviceFacts> devices;
+  std::vector<Version2> assumed_cc;  ///< Options::assume_cc, judged in step 3 as well
   std::vector<Step> steps;
   std::vector<SmokeTiming> timings;
   std::vector<Fix> fixes;  ///< the final verdict, most important first
@@ -113,6 +114,9 @@ struct Options {
   std::string libnvml = "libnvidia-ml.so.1";  ///< empty: skip the NVML cross-check
   std::string nvidia_smi = "nvidia-smi";      ///< empty: skip the nvidia-smi cross-check
   std::string nvcc;                ///< empty: nvcc on PATH, else /usr/local/cuda/bin/nvcc
+  /// Step 3 also judges the FILEs for these capabilities (a GPU they must run on that this
+  /// machine does not have; no driver needed).
+  std::vector<Version2> assume_cc;
 };
 
 /// Runs every step. Never fails as a whole: problems become findings.

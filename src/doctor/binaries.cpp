@@ -46,16 +46,25 @@ Step step_binaries(Session& s, Report& report) {
       step.findings.push_back({Level::pass, file, "no cuda device code (nothing that can fail with 209)", ""});
       continue;
     }
-    if (report.devices.empty()) {
+    struct Judged {
+      std::string who;
+      Version2 cc;
+      bool tegra;
+    };
+    std::vector<Judged> targets;
+    for (const auto& d : report.devices)
+      targets.push_back({file + " on device " + std::to_string(d.ordinal), d.cc, d.tegra});
+    for (const auto& cc : report.assumed_cc) targets.push_back({file + " for cc " + v2(cc) + " (--cc)", cc, false});
+    if (targets.empty()) {
       step.findings.push_back({Level::skip, file,
                                std::to_string(with_code.size()) +
                                    " object(s) with device code; no visible device to judge them against",
-                               "run `archguard check --cc X.Y " + file + "` for the gpu it must run on"});
+                               "run `archguard doctor --cc X.Y " + file + "` for the gpu it must run on"});
       continue;
     }
-    for (const auto& d : report.devices) {
+    for (const auto& d : targets) {
       Device dev = device_for_cc(d.cc);
-      dev.tegra = d.tegra;
+      dev.tegra = dev.tegra || d.tegra;
       std::size_t native = 0, jit = 0, failed = 0;
       std::string failures;
       int first_error = 0;
@@ -88,7 +97,7 @@ Step step_binaries(Session& s, Report& report) {
           failures += ")";
         }
       }
-      const std::string who = file + " on device " + std::to_string(d.ordinal);
+      const std::string& who = d.who;
       std::string counts = std::to_string(with_code.size()) + " object(s) with device code: " +
                            std::to_string(native) + " native, " + std::to_string(jit) + " through ptx jit, " +
                            std::to_string(failed) + " without a usable image";

@@ -175,9 +175,11 @@ std::vector<Fix> collect_fixes(const Report& report) {
         else if (f.fix.rfind("rebuild", 0) == 0) kind = FixKind::rebuild;
         if (step.number == 3 && f.status == Level::fail) {
           // Step 3's failures name the device; the rebuild fix spells out the targets.
-          for (const auto& d : report.devices) {
-            if (f.message.find("cc " + v2(d.cc)) == std::string::npos) continue;
-            Fix rf = rebuild_fix(d.cc, f.subject);
+          std::vector<Version2> ccs = report.assumed_cc;
+          for (const auto& d : report.devices) ccs.push_back(d.cc);
+          for (const auto& cc : ccs) {
+            if (f.message.rfind("cc " + v2(cc) + ":", 0) != 0) continue;
+            Fix rf = rebuild_fix(cc, f.subject);
             add(FixKind::rebuild, rf.text, rf.details);
           }
           if (f.fix.rfind("rebuild", 0) == 0) continue;
@@ -198,6 +200,7 @@ Report run(const Options& options) {
   Report report;
   detail::Session s;
   s.options = &options;
+  report.assumed_cc = options.assume_cc;
   s.env = options.env ? options.env : process_environment();
   s.smi = detail::probe_nvidia_smi(options.nvidia_smi);
   s.nvml = detail::probe_nvml(options.libnvml);

@@ -123,14 +123,14 @@ Fix rebuild_fix(Version2 cc, std::string_view why) {
   const auto targets = targets_for(cc);
   Fix fix;
   fix.kind = FixKind::rebuild;
-  fix.text = "rebuild with sass and ptx for compute capability " + std::to_string(cc.major) + "." +
-             std::to_string(cc.minor);
+  fix.text = "add sass and ptx for compute capability " + std::to_string(cc.major) + "." + std::to_string(cc.minor) +
+             " to the build's targets";
   if (!why.empty()) fix.text += " (" + std::string(why) + ")";
-  fix.details.push_back("CMake: CMAKE_CUDA_ARCHITECTURES=\"" + format_targets(targets, Dialect::cmake) +
-                        "\"");
-  fix.details.push_back("nvcc: " + format_targets(targets, Dialect::nvcc));
-  fix.details.push_back("PyTorch extensions: TORCH_CUDA_ARCH_LIST=\"" +
-                        format_targets(targets, Dialect::torch) + "\"");
+  fix.details.push_back("CMake: add \"" + format_targets(targets, Dialect::cmake) +
+                        "\" to CMAKE_CUDA_ARCHITECTURES, or let include(CudaArchGuard) choose (-DARCH_POLICY=all-major)");
+  fix.details.push_back("nvcc: add " + format_targets(targets, Dialect::nvcc));
+  fix.details.push_back("PyTorch extensions: add \"" + format_targets(targets, Dialect::torch) +
+                        "\" to TORCH_CUDA_ARCH_LIST");
   return fix;
 }
 

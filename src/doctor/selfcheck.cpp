@@ -10,6 +10,7 @@
 #include <link.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,9 @@ int collect(dl_phdr_info* info, std::size_t /*size*/, void* data) {
   std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
   if (name.empty()) {
     if (!out->empty()) return 0;  // only the first unnamed object is the executable
-    name = "/proc/self/exe";
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    name = ec ? std::string("/proc/self/exe") : exe.string();
   }
   if (name.find("linux-vdso") != std::string::npos || name.find("linux-gate") != std::string::npos) return 0;
   out->push_back({name});
@@ -64,7 +67,7 @@ Result<Report> check_current_process(const Device& device, const DriverSettings&
   ScanOptions scan_options;
   scan_options.threads = 1;
   for (const auto& l : loaded) {
-    if (!include.empty() && l.path.find(include) == std::string::npos && l.path != "/proc/self/exe") continue;
+    if (!include.empty() && l.path.find(include) == std::string::npos) continue;
     auto scan = scan_path(l.path, scan_options);
     if (!scan) {
       report.errors.push_back(scan.message());
@@ -75,7 +78,7 @@ Result<Report> check_current_process(const Device& device, const DriverSettings&
       if (units_of(object).empty()) continue;
       const ObjectVerdict v = check_object(object, device, settings);
       ObjectResult r;
-      r.path = l.path == "/proc/self/exe" ? object.path : l.path;
+      r.path = object.path;
       r.outcome = v.outcome;
       r.cuda_error = v.cuda_error;
       for (const auto& u : v.units)

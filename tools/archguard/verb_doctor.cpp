@@ -99,6 +99,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     std::vector<std::string> files;
     bool json = false;
     bool no_smoke = false;
+    std::vector<std::string> cc;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = root.add_subcommand(
@@ -106,11 +107,22 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
   cmd->add_option("FILE", opts->files, "binaries, libraries, wheels or directories to check against the GPUs");
   cmd->add_flag("--json", opts->json, "print the report as JSON");
   cmd->add_flag("--no-smoke", opts->no_smoke, "skip step 5 (the kernels that really run)");
+  cmd->add_option("--cc", opts->cc, "also judge the FILEs for this compute capability (e.g. 9.0; repeatable)")
+      ->allow_extra_args(false);
   cmd->footer(
       "Exit codes: 0 nothing failed, 1 a step failed, 2 bad usage, 3 no CUDA driver (steps 2-4 still ran).");
   cmd->callback([opts, &ctx]() {
     Options o;
     o.files = opts->files;
+    for (const auto& text : opts->cc) {
+      auto cc = parse_cc(text);
+      if (!cc) {
+        std::cerr << "archguard doctor: --cc '" << text << "' is not a compute capability such as 9.0\n";
+        ctx.exit_code = archguard::cli::kExitUsage;
+        return;
+      }
+      o.assume_cc.push_back(*cc);
+    }
     o.smoke = !opts->no_smoke;
     const Report r = run(o);
     int code = archguard::cli::kExitOk;
