@@ -503,6 +503,19 @@ function(cuda_arch_guard_resolve_policy)
     endif()
   endif()
   _cag_items_sort("${_items}" _items)
+  # nvcc (13.0) refuses sm_X and sm_Xf in one compile: "The same GPU code (`sm_Xf`) generated for
+  # non family-specific and family-specific GPU arch". Say so before nvcc does.
+  foreach(_it IN LISTS _items)
+    if(_it MATCHES "^sass:([0-9]+)f$")
+      set(_x ${CMAKE_MATCH_1})
+    else()
+      continue()
+    endif()
+    if("sass:${_x}" IN_LIST _items)
+      message(FATAL_ERROR "${_who}: sm_${_x} and sm_${_x}f are the same GPU code and nvcc refuses to build both "
+                          "in one compile; keep ${_x}f (it also runs on the later members of the family) or ${_x}, not both")
+    endif()
+  endforeach()
   _cag_policy_check_a_only("${_items}" "${_who}")
 
   _cag_tokens_format("${_items}" cmake _cmake)

@@ -22,7 +22,7 @@ file and what is missing, instead of a user's "no kernel image is available" mon
   Overrides the PTX requirement: ``none`` (SASS only), ``highest`` (PTX for the highest
   required architecture) or an architecture (``90``).
 
-The check runs ``archguard verify <file> --require <list> --ptx <arch|none>`` when
+The check runs ``archguard verify <file> --require <SASS as X-real list> --ptx <X-virtual list|none>`` when
 ``CudaArchGuard_EXECUTABLE`` names the tool (a path, or a target of this build, which is then
 built first); otherwise ``cuobjdump --list-elf/--list-ptx`` (``CudaArchGuard_CUOBJDUMP``, found
 on ``PATH`` and beside nvcc); with neither, ``cuda_arch_guard_verify`` says at configure time
@@ -77,20 +77,25 @@ function(_cag_verify_run)
   if(NOT _files)
     message(FATAL_ERROR "CudaArchGuard: target '${TARGET}': nothing to verify (no files)")
   endif()
+  # archguard verify: --require takes the SASS as a CMake list (X-real), --ptx the PTX (X-virtual
+  # list, or none), so that neither reading of a bare number can blur the two.
   set(_sass_req "")
-  set(_ptx_req "none")
+  set(_ptx_req "")
   foreach(_it IN LISTS _require)
     if(_it MATCHES "^sass:(.*)$")
       list(APPEND _sass_req "${CMAKE_MATCH_1}-real")
     elseif(_it MATCHES "^ptx:(.*)$")
-      set(_ptx_req "${CMAKE_MATCH_1}")
+      list(APPEND _ptx_req "${CMAKE_MATCH_1}-virtual")
     endif()
   endforeach()
+  if(NOT _ptx_req)
+    set(_ptx_req none)
+  endif()
   _cag_tokens_format("${_require}" cmake _req_text)
   set(_failures "")
   foreach(_f IN LISTS _files)
     if(ARCHGUARD)
-      execute_process(COMMAND "${ARCHGUARD}" verify "${_f}" --require "${_sass_req}" --ptx "${_ptx_req}"
+      execute_process(COMMAND "${ARCHGUARD}" verify "${_f}" --require "${_sass_req}" --ptx "${_ptx_req}" --quiet
                       RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
       if(_rc EQUAL 0)
         continue()
@@ -190,7 +195,7 @@ function(_cag_verify_tool)
     elseif(EXISTS "${CudaArchGuard_EXECUTABLE}")
       # A tool from before the verify verb existed cannot check: ask it once per process.
       get_property(_ok GLOBAL PROPERTY _CAG_TOOL_OK_${CudaArchGuard_EXECUTABLE})
-      if(_ok STREQUAL "")
+      if("${_ok}" STREQUAL "")
         execute_process(COMMAND "${CudaArchGuard_EXECUTABLE}" verify --help
                         RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
         if(_rc EQUAL 0)

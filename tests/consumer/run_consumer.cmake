@@ -9,7 +9,10 @@ build output so that the test can match the verify step's line.
 
 .. code-block:: console
 
-  cmake -DCMAKE_UNDER_TEST=<cmake> -DSOURCE=<dir> -DBUILD=<dir> -DOPTIONS=<-Da;-Db> -P run_consumer.cmake
+  cmake -DCMAKE_UNDER_TEST=<cmake> -DSOURCE=<dir> -DBUILD=<dir> -DOPTIONS=<-Da;-Db>
+        [-DEXPECT=<regex|regex>] [-DFORBID=<regex>] -P run_consumer.cmake
+
+``EXPECT``: regexes that must all match the build output; ``FORBID``: one that must not.
 #]=======================================================================]
 cmake_policy(VERSION 3.18)
 file(REMOVE_RECURSE "${BUILD}")
@@ -18,7 +21,18 @@ execute_process(COMMAND "${CMAKE_UNDER_TEST}" -S "${SOURCE}" -B "${BUILD}" -G Ni
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "run_consumer: configuring ${SOURCE} with ${CMAKE_UNDER_TEST} failed (exit ${_rc})")
 endif()
-execute_process(COMMAND "${CMAKE_UNDER_TEST}" --build "${BUILD}" RESULT_VARIABLE _rc)
+execute_process(COMMAND "${CMAKE_UNDER_TEST}" --build "${BUILD}" RESULT_VARIABLE _rc
+                OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+message("${_out}${_err}")
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "run_consumer: building ${SOURCE} with ${CMAKE_UNDER_TEST} failed (exit ${_rc})")
+endif()
+string(REPLACE "|" ";" _expect "${EXPECT}")
+foreach(_re IN LISTS _expect)
+  if(NOT "${_out}${_err}" MATCHES "${_re}")
+    message(FATAL_ERROR "run_consumer: the build output lacks '${_re}'")
+  endif()
+endforeach()
+if(FORBID AND "${_out}${_err}" MATCHES "${FORBID}")
+  message(FATAL_ERROR "run_consumer: the build output matches '${FORBID}', which it must not")
 endif()

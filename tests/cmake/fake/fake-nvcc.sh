@@ -7,6 +7,7 @@
 # documented targets. Pseudo releases: "empty" (lists nothing), anything unknown (--version fails).
 set -u
 release=$1; shift
+version=$release
 case "$release" in
   11.8) sms="35 37 50 52 53 60 61 62 70 72 75 80 86 87 89 90"; var=""; def=52 ;;
   12.4) sms="50 52 53 60 61 62 70 72 75 80 86 87 89 90"; var="90a"; def=52 ;;
@@ -15,13 +16,13 @@ case "$release" in
         var="90a 100a 100f 101a 101f 103a 103f 120a 120f 121a 121f"; def=52 ;;
   13.0) sms="75 80 86 87 88 89 90 100 110 103 120 121"
         var="90a 100a 100f 103a 103f 110a 110f 120a 120f 121a 121f"; def=75 ;;
-  empty) sms=""; var=""; def=75 ;;   # answers --version but lists no GPU code
+  empty) sms=""; var=""; def=75; version=13.0 ;;   # answers --version but lists no GPU code
   *) echo "fake-nvcc: unknown release $release" >&2; exit 2 ;;   # e.g. "broken": --version fails
 esac
 case "${1:-}" in
   --version)
     echo "nvcc: NVIDIA (R) Cuda compiler driver"
-    echo "Cuda compilation tools, release $release, V$release.0" ;;
+    echo "Cuda compilation tools, release $version, V$version.0" ;;
   --list-gpu-code) for s in $sms; do echo "sm_$s"; done ;;
   --list-gpu-arch) for s in $sms; do echo "compute_$s"; done ;;
   --help)
