@@ -22,8 +22,8 @@ execution on the device" is caught by the build instead of by users.
 
 Cache entries (documented where declared below): ``ARCH_POLICY`` (``auto``), ``ARCH_PTX``
 (``highest``), ``ARCH_MIN``, ``CudaArchGuard_VERIFY`` (``ON``), ``CudaArchGuard_NVIDIA_SMI``,
-``CudaArchGuard_CUOBJDUMP``, ``CudaArchGuard_NVCC_THREADS`` (``0``: nvcc ``--threads`` per CPU
-on every CUDA target, unless it already sets ``--threads``); ``CudaArchGuard_EXECUTABLE`` (a path or the name of a target that
+``CudaArchGuard_CUOBJDUMP``, ``CudaArchGuard_NVCC_THREADS`` (``auto``: nvcc ``--threads`` of
+CPUs / CUDA files on every CUDA target, unless it already sets ``--threads``); ``CudaArchGuard_EXECUTABLE`` (a path or the name of a target that
 builds ``archguard``) may also be a normal variable. See ``CudaArchGuardPolicy`` for the
 policies and docs/policy.md for the full reference.
 
@@ -78,9 +78,10 @@ set_property(CACHE ARCH_PTX PROPERTY STRINGS highest all none)
 set(ARCH_MIN "" CACHE STRING "CudaArchGuard: drop architectures older than this compute capability (e.g. 8.0)")
 # Verify each CUDA target's binary after it is built.
 option(CudaArchGuard_VERIFY "CudaArchGuard: verify the architectures of every CUDA target after building it" ON)
-# nvcc --threads for CUDA targets that build several images: 0 = one thread per CPU (nvcc
-# compiles the architectures of one file in parallel); empty or 1 leaves nvcc serial.
-set(CudaArchGuard_NVCC_THREADS "0" CACHE STRING "CudaArchGuard: nvcc --threads for CUDA targets (0 = per CPU, empty = off)")
+# nvcc --threads for CUDA targets (nvcc compiles one file's architectures in parallel): auto
+# (default) = CPUs / CUDA source files, capped at the number of images; N; 0 = one per CPU;
+# empty or 1 leaves nvcc serial.
+set(CudaArchGuard_NVCC_THREADS "auto" CACHE STRING "CudaArchGuard: nvcc --threads for CUDA targets (auto = CPUs / CUDA files, N, 0 = one per CPU, empty or 1 = off)")
 # nvidia-smi to ask for the visible GPUs (native / auto); empty: search PATH.
 set(CudaArchGuard_NVIDIA_SMI "" CACHE FILEPATH "CudaArchGuard: nvidia-smi used to detect GPUs (empty: PATH)")
 # cuobjdump, the verify step's fallback when the archguard tool is not available.
@@ -178,26 +179,46 @@ function(_cag_finish)
   get_property(_apply GLOBAL PROPERTY _CAG_APPLY_POLICY)
   get_property(_default GLOBAL PROPERTY _CAG_CMAKE_DEFAULT)
   _cag_collect_targets("${CMAKE_SOURCE_DIR}" _targets)
+  set(_cuda_targets "")
+  set(_files 0)
   foreach(_t IN LISTS _targets)
     get_target_property(_type ${_t} TYPE)
     if(NOT _type MATCHES "^(EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY|STATIC_LIBRARY|OBJECT_LIBRARY)$")
       continue()
     endif()
-    _cag_target_has_cuda(${_t} _cuda)
-    if(NOT _cuda)
-      continue()
+    _cag_target_has_cuda(${_t} _cuda _n)
+    if(_cuda)
+      list(APPEND _cuda_targets ${_t})
+      math(EXPR _files "${_files} + ${_n}")
     endif()
+  endforeach()
+  # nvcc >= 11.2 compiles one file's architectures in parallel (--threads). "auto" gives each file
+  # its share of the CPUs (CPUs / CUDA files, at most one thread per image), so that a project
+  # with fewer files than CPUs gains and one that already fills them with -j is not oversubscribed.
+  set(_threads "${CudaArchGuard_NVCC_THREADS}")
+  if(_threads STREQUAL "auto")
+    cmake_host_system_information(RESULT _cpus QUERY NUMBER_OF_LOGICAL_CORES)
+    list(LENGTH CudaArchGuard_GENCODE_FLAGS _images)
+    set(_threads 1)
+    if(_files GREATER 0)
+      math(EXPR _threads "(${_cpus} + ${_files} - 1) / ${_files}")
+    endif()
+    if(_threads GREATER _images)
+      set(_threads ${_images})
+    endif()
+  endif()
+  if(NOT _threads MATCHES "^[0-9]+$" OR _threads EQUAL 1 OR CudaArchGuard_NVCC_VERSION VERSION_LESS 11.2)
+    set(_threads "")
+  endif()
+  foreach(_t IN LISTS _cuda_targets)
     get_target_property(_archs ${_t} CUDA_ARCHITECTURES)
     if(_apply AND "${_archs}" STREQUAL "${_default}")
       set_property(TARGET ${_t} PROPERTY CUDA_ARCHITECTURES "${CudaArchGuard_ARCHITECTURES}")
     endif()
-    # nvcc >= 11.2 compiles a file's architectures in parallel with --threads.
-    if(NOT "${CudaArchGuard_NVCC_THREADS}" STREQUAL "" AND NOT "${CudaArchGuard_NVCC_THREADS}" STREQUAL "1"
-       AND CudaArchGuard_NVCC_VERSION VERSION_GREATER_EQUAL 11.2)
+    if(_threads)
       get_target_property(_opts ${_t} COMPILE_OPTIONS)
       if(NOT "${_opts}" MATCHES "--threads|(^|;)-t[ =0-9]")
-        set_property(TARGET ${_t} APPEND PROPERTY COMPILE_OPTIONS
-                     "$<$<COMPILE_LANGUAGE:CUDA>:--threads=${CudaArchGuard_NVCC_THREADS}>")
+        set_property(TARGET ${_t} APPEND PROPERTY COMPILE_OPTIONS "$<$<COMPILE_LANGUAGE:CUDA>:--threads=${_threads}>")
       endif()
     endif()
     get_target_property(_want ${_t} CUDA_ARCH_GUARD_VERIFY)
