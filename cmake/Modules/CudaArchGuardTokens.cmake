@@ -695,6 +695,20 @@ function(_cag_tokens_parse text out_items out_error)
   set(${out_error} "" PARENT_SCOPE)
 endfunction()
 
+# The highest SM with SASS among items ("" when none): PTX "for the highest" is its plain
+# compute_XY, since an 'a'/'f' PTX does not run forward.
+function(_cag_items_highest_sass items out_var)
+  set(_hi "")
+  foreach(_it IN LISTS items)
+    if(_it MATCHES "^sass:([0-9]+)")
+      if(_hi STREQUAL "" OR CMAKE_MATCH_1 GREATER _hi)
+        set(_hi ${CMAKE_MATCH_1})
+      endif()
+    endif()
+  endforeach()
+  set(${out_var} "${_hi}" PARENT_SCOPE)
+endfunction()
+
 # "120" -> "12.0" (table CC when known, else SM / 10).
 function(_cag_sm_to_cc sm out_var)
   _cag_tokens_table()
