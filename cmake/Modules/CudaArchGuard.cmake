@@ -106,7 +106,7 @@ elseif(NOT "${CMAKE_CUDA_ARCHITECTURES}" STREQUAL "${_cag_cached}")
   set(_cag_user "set() in the project")
   set(_cag_user_value "${CMAKE_CUDA_ARCHITECTURES}")
 elseif(NOT _cag_help MATCHES "^(CUDA architectures|Default GPU architectures for CUDA compilation)$"
-       OR NOT "${_cag_cached}" STREQUAL "${_CAG_NVCC_DEFAULT}")
+       OR (NOT "${_CAG_NVCC_DEFAULT}" STREQUAL "" AND NOT "${_cag_cached}" STREQUAL "${_CAG_NVCC_DEFAULT}"))
   set(_cag_user "the cache (-DCMAKE_CUDA_ARCHITECTURES)")
   set(_cag_user_value "${_cag_cached}")
 endif()
