@@ -561,6 +561,24 @@ endfunction()
 
 # Script mode -------------------------------------------------------------------------------
 if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
+  # cmake applies -D only before -P; accept "cmake -P CudaArchGuardPolicy.cmake -DARCH_POLICY=..." too.
+  set(_cag_after OFF)
+  math(EXPR _cag_last "${CMAKE_ARGC} - 1")
+  foreach(_cag_i RANGE 1 ${_cag_last})
+    set(_cag_a "${CMAKE_ARGV${_cag_i}}")
+    if(_cag_after)
+      if(_cag_a MATCHES "^-D([A-Za-z_][A-Za-z0-9_]*)(:[A-Z]+)?=(.*)$")
+        set(${CMAKE_MATCH_1} "${CMAKE_MATCH_3}")
+      elseif(NOT _cag_a STREQUAL "--")
+        message(FATAL_ERROR "CudaArchGuardPolicy: unknown argument '${_cag_a}'; give settings as -D<name>=<value> "
+                            "(ARCH_POLICY, ARCH_PTX, ARCH_MIN, EXACT, FORMAT, NVCC, NVIDIA_SMI, CACHE_DIR, QUIET, NORMALIZE)")
+      endif()
+    elseif(_cag_a STREQUAL "-P")
+      math(EXPR _cag_skip "${_cag_i} + 1")
+    elseif(DEFINED _cag_skip AND _cag_i EQUAL _cag_skip)
+      set(_cag_after ON)  # the script's own path; what follows is ours
+    endif()
+  endforeach()
   if(DEFINED NORMALIZE)
     _cag_tokens_parse("${NORMALIZE}" _items _err)
     if(_err)

@@ -9,10 +9,11 @@ Runs one CudaArchGuard scenario and checks its exit status and output (rapids-cm
 .. code-block:: console
 
   cmake -DCMAKE_UNDER_TEST=<cmake> -DEXPECT=pass|fail -DMATCH=<regex> [-DNOT_MATCH=<regex>]
-        [-DENV=<k=v|k=v>] [-DPROJECT=<dir> -DBUILD=<dir>] -DARGS=<-Da=b|-Dc=d> -P run_scenario.cmake
+        [-DENV=<k=v|k=v>] [-DPROJECT=<dir> -DBUILD=<dir>] [-DAFTER=ON] -DARGS=<-Da=b|-Dc=d> -P run_scenario.cmake
 
 Without ``PROJECT`` it runs ``<cmake> <ARGS> -P CudaArchGuardPolicy.cmake`` (script mode,
-nothing compiled); with it, it configures that tiny project. In ``MATCH``/``NOT_MATCH`` an ``@``
+nothing compiled), or with ``AFTER=ON`` ``<cmake> -P CudaArchGuardPolicy.cmake <ARGS>``; with
+``PROJECT`` it configures that tiny project. In ``MATCH``/``NOT_MATCH`` an ``@``
 stands for ``;``. The output checked is stdout and stderr together (in either order).
 #]=======================================================================]
 cmake_policy(VERSION 3.18)
@@ -41,9 +42,15 @@ if(PROJECT)
                           "${CMAKE_UNDER_TEST}" -S "${PROJECT}" -B "${BUILD}" -G Ninja "-DCAG_MODULE_DIR=${MODULE_DIR}" ${_args}
                   RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
 else()
-  execute_process(COMMAND "${CMAKE_COMMAND}" -E env ${_env}
-                          "${CMAKE_UNDER_TEST}" ${_args} -P "${MODULE_DIR}/CudaArchGuardPolicy.cmake"
-                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+  if(AFTER)  # "cmake -P script -Da=b", as the documentation writes it
+    execute_process(COMMAND "${CMAKE_COMMAND}" -E env ${_env}
+                            "${CMAKE_UNDER_TEST}" -P "${MODULE_DIR}/CudaArchGuardPolicy.cmake" ${_args}
+                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+  else()
+    execute_process(COMMAND "${CMAKE_COMMAND}" -E env ${_env}
+                            "${CMAKE_UNDER_TEST}" ${_args} -P "${MODULE_DIR}/CudaArchGuardPolicy.cmake"
+                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+  endif()
 endif()
 # stdout and stderr are captured apart, so a regex spanning both is tried in both orders.
 set(_all "${_out}${_err}")
