@@ -4,8 +4,8 @@
 # doctor`, the samples by hand and the benchmark; write the logs under $OUT (8 files at most).
 #   OUT=<dir> (default ./gpu-validation-out)   JOBS=<n> (default nproc)
 # Missing build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4, OpenSSL
-# headers) are taken from Debian packages in .gpu-carry/debs when present (unpacked under /tmp,
-# never into /).
+# headers) are taken from Debian packages in $DEBS (default .gpu-carry/debs) when present
+# (unpacked under /tmp, never into /).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -36,9 +36,10 @@ for h in /usr/include/CLI/CLI.hpp /usr/include/nlohmann/json.hpp /usr/include/ca
          /usr/include/archive.h /usr/include/zstd.h /usr/include/lz4.h /usr/include/openssl/sha.h; do
   have_dev "$h" || { missing=1; say "- missing on this machine: $h"; }
 done
-if [ "$missing" = 1 ] && ls .gpu-carry/debs/*.deb >/dev/null 2>&1; then
+debs_dir="${DEBS:-.gpu-carry/debs}"
+if [ "$missing" = 1 ] && ls "$debs_dir"/*.deb >/dev/null 2>&1; then
   rm -rf "$deps" && mkdir -p "$deps"
-  for d in .gpu-carry/debs/*.deb; do dpkg -x "$d" "$deps"; done
+  for d in "$debs_dir"/*.deb; do dpkg -x "$d" "$deps"; done
   for pc in "$deps"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$deps"/usr/share/pkgconfig/*.pc; do
     [ -f "$pc" ] && sed -i "s|^prefix=/usr|prefix=$deps/usr|" "$pc"
   done
@@ -48,7 +49,7 @@ if [ "$missing" = 1 ] && ls .gpu-carry/debs/*.deb >/dev/null 2>&1; then
   export CPATH="$deps/usr/include${CPATH:+:$CPATH}"
   export LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
   extra=(-DOPENSSL_ROOT_DIR="$deps/usr")
-  say "- build dependencies taken from .gpu-carry/debs ($(ls .gpu-carry/debs | wc -l) Debian 12 packages, unpacked in $deps)"
+  say "- build dependencies taken from $debs_dir ($(ls "$debs_dir" | wc -l) Debian 12 packages, unpacked in $deps)"
 else
   extra=()
 fi
