@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU validation in one go (docs/gpu-validation.md): build CudaArchGuard from source on the GPU
-# machine, run the gpu- and samples-labelled tests, the fatbin-composition matrix, `archguard
-# doctor`, the samples by hand and the benchmark; write the logs under $OUT (8 files at most).
+# machine, run `archguard doctor`, the gpu- and samples-labelled tests (the fatbin-composition
+# matrix among them), the samples by hand and the benchmark; write the logs under $OUT: summary.md,
+# build.log, doctor.log, doctor.json, ctest.log, matrix.md, samples.log, bench.log.
 #   OUT=<dir> (default ./gpu-validation-out)   JOBS=<n> (default nproc)
 # Missing build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4, OpenSSL
 # headers) are taken from Debian packages in $DEBS (default .gpu-carry/debs) when present
@@ -26,7 +27,7 @@ say "- host: $(uname -srm), $(nproc) cores"
 say "- gpu: $(nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 4 | tr '\n' ';')"
 say "- nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*, V[0-9.]*' || echo 'not found')"
 say "- cmake: $(cmake --version | head -n1), ninja $(ninja --version 2>/dev/null || echo missing), $(g++ --version | head -n1)"
-say "- commit: $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "- commit: ${GIT_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 
 # ---- dependencies -------------------------------------------------------------------------
 deps=/tmp/archguard-deps
@@ -88,11 +89,20 @@ grep -E "^run [0-9]" "$OUT/doctor.log" | sed 's/^/- /' | tee -a "$summary"
 python3 - "$OUT/doctor.json" <<'PY' | tee -a "$summary"
 import json, sys
 r = json.load(open(sys.argv[1]))
-print("- verdict %s, elapsed %.0f ms inside doctor" % (r["verdict"], r["elapsed_ms"]))
+print("- verdict %s, elapsed %.0f ms inside doctor (%s)" % (r["verdict"], r["elapsed_ms"],
+      ", ".join("%s %.0f ms" % (s["name"], s["elapsed_ms"]) for s in r["steps"])))
 for t in r["timings"]:
     print("- device %d: module load %.2f ms, first launch %.2f ms, second %.3f ms, image %s, matmul %.0f GFLOP/s"
           % (t["ordinal"], t["module_load_ms"], t["first_launch_ms"], t["second_launch_ms"], t["image"], t["matmul_gflops"]))
 PY
+
+# ---- gpu- and samples-labelled tests (the matrix among them) --------------------------------
+say ""
+say "## ctest -L 'gpu|samples' ($(stamp))"
+timeout 300 ctest --test-dir "$build" -L 'gpu|samples' --output-on-failure > "$OUT/ctest.log" 2>&1
+say "- ctest exit $? (log: ctest.log)"
+grep -E "tests passed|tests failed|Not Run|\*\*\*Failed|Skipped" "$OUT/ctest.log" | head -n 20 | sed 's/^/  /' | tee -a "$summary"
+cp "$build/tests/gpu/matrix/matrix.md" "$OUT/matrix.md" 2>/dev/null && head -n 1 "$OUT/matrix.md" | sed 's/^/- matrix: /' | tee -a "$summary"
 
 # ---- samples by hand ----------------------------------------------------------------------
 say ""
@@ -110,19 +120,12 @@ say "## samples ($(stamp))"
 } > "$OUT/samples.log" 2>&1
 grep -E "^\\$|^exit|picked|correct|209|path:" "$OUT/samples.log" | head -n 40 | sed 's/^/    /' | tee -a "$summary"
 
-# ---- gpu- and samples-labelled tests (the matrix among them) --------------------------------
-say ""
-say "## ctest -L 'gpu|samples' ($(stamp))"
-timeout 300 ctest --test-dir "$build" -L 'gpu|samples' --output-on-failure > "$OUT/ctest.log" 2>&1
-say "- ctest exit $? (log: ctest.log)"
-grep -E "tests passed|tests failed|Not Run|\*\*\*Failed|Skipped" "$OUT/ctest.log" | head -n 20 | sed 's/^/  /' | tee -a "$summary"
-cp "$build/tests/gpu/matrix/matrix.md" "$OUT/matrix.md" 2>/dev/null && head -n 1 "$OUT/matrix.md" | sed 's/^/- matrix: /' | tee -a "$summary"
-
 # ---- benchmark ----------------------------------------------------------------------------
 say ""
 say "## benchmark ($(stamp))"
-CUDA_CACHE_DISABLE=1 timeout 180 "$build/tests/gpu/bench/archguard_bench_gpu" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+CUDA_CACHE_DISABLE=1 timeout 180 "$build/tests/gpu/bench/archguard_bench_gpu" --json /tmp/archguard-bench.json > "$OUT/bench.log" 2>&1
 say "- exit $?"
+{ echo; echo "--- json"; cat /tmp/archguard-bench.json; } >> "$OUT/bench.log" 2>&1
 sed 's/^/    /' "$OUT/bench.log" | tee -a "$summary"
 say ""
 say "done in $(stamp)"

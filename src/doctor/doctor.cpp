@@ -202,14 +202,22 @@ Report run(const Options& options) {
   s.options = &options;
   report.assumed_cc = options.assume_cc;
   s.env = options.env ? options.env : process_environment();
-  s.smi = detail::probe_nvidia_smi(options.nvidia_smi);
-  s.nvml = detail::probe_nvml(options.libnvml);
-
-  report.steps.push_back(detail::step_devices(s, report));
-  report.steps.push_back(detail::step_versions(s, report));
-  report.steps.push_back(detail::step_binaries(s, report));
-  report.steps.push_back(check_environment(s.env));
-  report.steps.push_back(detail::step_smoke(s, report));
+  auto timed = [&](auto&& step_fn) {
+    const auto t = std::chrono::steady_clock::now();
+    Step st = step_fn();
+    st.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+    report.steps.push_back(std::move(st));
+  };
+  timed([&] {
+    // The second opinions count towards step 1, which is the step that uses them.
+    s.smi = detail::probe_nvidia_smi(options.nvidia_smi);
+    s.nvml = detail::probe_nvml(options.libnvml);
+    return detail::step_devices(s, report);
+  });
+  timed([&] { return detail::step_versions(s, report); });
+  timed([&] { return detail::step_binaries(s, report); });
+  timed([&] { return check_environment(s.env); });
+  timed([&] { return detail::step_smoke(s, report); });
   report.fixes = detail::collect_fixes(report);
   report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return report;
