@@ -116,9 +116,11 @@ say "## samples ($(stamp))"
   done
   echo "\$ CUDA_FORCE_PTX_JIT=1 arch-specific/arch_specific"; CUDA_FORCE_PTX_JIT=1 "$s/arch-specific/arch_specific"; echo "exit $?"; echo
   echo "\$ archguard check --cc 9.0 --force-ptx-jit arch-specific/arch_specific"; "$ag" check --cc 9.0 --force-ptx-jit "$s/arch-specific/arch_specific"; echo "exit $?"; echo
-  echo "\$ archguard check --cc 9.0 no-kernel-image/no_kernel_image_broken"; "$ag" check --cc 9.0 "$s/no-kernel-image/no_kernel_image_broken"; echo "exit $?"
+  echo "\$ archguard check --cc 9.0 no-kernel-image/no_kernel_image_broken"; "$ag" check --cc 9.0 "$s/no-kernel-image/no_kernel_image_broken"; echo "exit $?"; echo
+  echo "\$ gpu_selfcheck (self-check prediction against a real launch, nvcc-built libraries)"
+  "$build/tests/gpu/doctor/gpu_selfcheck" "$build/tests/gpu/doctor"; echo "exit $?"
 } > "$OUT/samples.log" 2>&1
-grep -E "^\\$|^exit|picked|correct|209|path:" "$OUT/samples.log" | head -n 40 | sed 's/^/    /' | tee -a "$summary"
+grep -E "^\\$|^exit|picked|correct|209|path:|agree" "$OUT/samples.log" | head -n 60 | sed 's/^/    /' | tee -a "$summary"
 
 # ---- benchmark ----------------------------------------------------------------------------
 say ""
