@@ -79,6 +79,7 @@ expect 1 'has no PTX >= 90' -- "$ag" verify compress-default.o --require 80,90 -
 expect 1 'has no PTX for compute_90' -- "$ag" verify libfixture.a --require '80-real;90-virtual'
 expect 2 "no 'a' variant" -- "$ag" verify plain.o --require 86a
 expect 2 '-' -- "$ag" verify plain.o
+expect 0 'no device code in the given files' -- "$ag" verify "$(command -v bash)" --require 80
 "$ag" verify --json libplain.so --require 75,80,90 > "$tmp/verify.json"; rc=$?
 python3 -c "
 import json,sys; d=json.load(open(sys.argv[1])); assert d['schema']=='archguard.verify/1' and not d['passed']
