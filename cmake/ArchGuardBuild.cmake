@@ -13,7 +13,8 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
 endif()
 if(ARCHGUARD_SANITIZE)
   set(_cag_san -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
-  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:${_cag_san}>)
+  # Quoted: the flags are a list, and an unquoted generator expression would be split at its ";".
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${_cag_san}>")
   add_link_options(${_cag_san})
 endif()
 

@@ -493,12 +493,15 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
   const std::string suffix = unique_suffix();
   const std::string tmp_bin = hex + "." + suffix + ".bin.tmp";
   const std::string tmp_json = hex + "." + suffix + ".json.tmp";
-  auto write_tmp = [&](const std::string& name, std::span<const std::byte> bytes) -> Status {
+  // The record is synced before it is renamed into place, so a crash never publishes a torn
+  // entry (and the checksum would catch one anyway). The metadata is advisory (nothing reads it
+  // to decide anything) and is not synced: that halves the cost of a store.
+  auto write_tmp = [&](const std::string& name, std::span<const std::byte> bytes, bool sync) -> Status {
     const std::string path = layer.root + "/v1/tmp/" + name;
     Fd fd(::openat(layer.tmp_fd.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return make_error(path + ": create failed: " + errno_text(errno), errno);
     if (auto s = write_all(fd.get(), bytes, path); !s) return s;
-    if (::fsync(fd.get()) != 0) return make_error(path + ": fsync failed: " + errno_text(errno), errno);
+    if (sync && ::fsync(fd.get()) != 0) return make_error(path + ": fsync failed: " + errno_text(errno), errno);
     return Ok{};
   };
   auto cleanup = [&] {
@@ -506,11 +509,11 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
     ::unlinkat(layer.tmp_fd.get(), tmp_json.c_str(), 0);
   };
   const std::span<const std::byte> meta(reinterpret_cast<const std::byte*>(metadata.data()), metadata.size());
-  if (auto s = write_tmp(tmp_json, meta); !s) {
+  if (auto s = write_tmp(tmp_json, meta, false); !s) {
     cleanup();
     return s;
   }
-  if (auto s = write_tmp(tmp_bin, file); !s) {
+  if (auto s = write_tmp(tmp_bin, file, true); !s) {
     cleanup();
     return s;
   }

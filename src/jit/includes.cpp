@@ -7,8 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <set>
 
 namespace archguard::jit::detail {
@@ -186,6 +191,83 @@ std::optional<std::string> read_file(const std::string& path) {
   return data;
 }
 
+// What a scan of one text yields; shared by the memo below.
+struct TextScan {
+  std::string digest;  // hex SHA-256 of the content
+  std::vector<Directive> directives;
+  std::vector<Define> defines;
+};
+using TextScanPtr = std::shared_ptr<const TextScan>;
+
+TextScanPtr scan_content(std::string_view text) {
+  auto t = std::make_shared<TextScan>();
+  t->digest = to_hex(sha256(text));
+  scan_text(text, t->directives, t->defines);
+  return t;
+}
+
+// Process-wide memo of file scans, validated by stat on every use: a file is re-read unless its
+// device, inode, size, mtime and ctime all match the recorded ones AND its ctime was more than
+// two seconds older than the moment it was read (a write within the file system's timestamp
+// granularity after the read could otherwise go unnoticed; ctime cannot be set back by utimes).
+// A changed mtime alone therefore costs one re-read and leaves the digest, and the key, as is.
+struct FileMemo {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  struct timespec mtime {}, ctime {};
+  std::chrono::system_clock::time_point read_at;
+  TextScanPtr scan;
+};
+
+std::mutex g_memo_mu;
+std::atomic<std::int64_t> g_racy_window_ns{2'000'000'000};
+std::unordered_map<std::string, FileMemo>& memo() {
+  static auto* m = new std::unordered_map<std::string, FileMemo>();  // lives for the process
+  return *m;
+}
+
+bool same_time(const struct timespec& a, const struct timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+// The scan of a file, or nullptr when it is not a readable regular file.
+TextScanPtr scan_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+  {
+    std::lock_guard<std::mutex> g(g_memo_mu);
+    auto it = memo().find(path);
+    if (it != memo().end()) {
+      const FileMemo& m = it->second;
+      const auto ctime_at = std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::seconds(st.st_ctim.tv_sec) + std::chrono::nanoseconds(st.st_ctim.tv_nsec)));
+      if (m.dev == st.st_dev && m.ino == st.st_ino && m.size == st.st_size && same_time(m.mtime, st.st_mtim) &&
+          same_time(m.ctime, st.st_ctim) &&
+          ctime_at + std::chrono::nanoseconds(g_racy_window_ns.load()) < m.read_at) {
+        return m.scan;
+      }
+    }
+  }
+  const auto read_at = std::chrono::system_clock::now();
+  auto text = read_file(path);
+  if (!text) return nullptr;
+  TextScanPtr scan = scan_content(*text);
+  FileMemo m;
+  m.dev = st.st_dev;
+  m.ino = st.st_ino;
+  m.size = st.st_size;
+  m.mtime = st.st_mtim;
+  m.ctime = st.st_ctim;
+  m.read_at = read_at;
+  m.scan = scan;
+  std::lock_guard<std::mutex> g(g_memo_mu);
+  if (memo().size() > 100000) memo().clear();
+  memo()[path] = std::move(m);
+  return scan;
+}
+
 std::string dir_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -226,6 +308,8 @@ std::string normalize(const std::string& path) {
 
 }  // namespace
 
+void set_memo_racy_window(std::chrono::nanoseconds window) { g_racy_window_ns.store(window.count()); }
+
 IncludeOptions parse_include_options(const std::vector<std::string>& options) {
   IncludeOptions r;
   for (std::size_t i = 0; i < options.size(); ++i) {
@@ -264,14 +348,15 @@ IncludeScan scan_includes(const CompileRequest& request) {
   for (const Header& h : request.headers) provided.emplace(h.name, &h);
 
   struct Work {
-    std::string text;
+    TextScanPtr scan;
     std::string dir;  // "" for provided headers: no directory of their own
     std::string where;
   };
   std::vector<Work> work;
-  work.push_back({request.source, main_dir, request.name});
+  work.push_back({scan_content(request.source), main_dir, request.name});
   std::set<std::string> visited;
   std::set<IncludeDep> deps;
+  std::map<std::string, std::string> provided_digest;
   std::vector<Define> defines;
   std::vector<std::pair<Directive, std::string>> computed;  // directive, current dir
   IncludeScan result;
@@ -281,8 +366,12 @@ IncludeScan scan_includes(const CompileRequest& request) {
     bool found = false;
     if (auto it = provided.find(name); it != provided.end()) {
       found = true;
-      deps.insert({spelling, "provided:" + name, to_hex(sha256(it->second->content))});
-      if (visited.insert("provided:" + name).second) work.push_back({it->second->content, "", "provided:" + name});
+      if (visited.insert("provided:" + name).second) {
+        TextScanPtr t = scan_content(it->second->content);
+        provided_digest[name] = t->digest;
+        work.push_back({t, "", "provided:" + name});
+      }
+      deps.insert({spelling, "provided:" + name, provided_digest[name]});
     }
     std::vector<std::string> dirs;
     if (!name.empty() && name.front() == '/') {
@@ -300,12 +389,12 @@ IncludeScan scan_includes(const CompileRequest& request) {
         found = true;
         continue;
       }
-      auto text = read_file(path);
-      if (!text) continue;
+      TextScanPtr t = scan_file(path);
+      if (!t) continue;
       found = true;
       visited.insert("file:" + path);
-      deps.insert({spelling, path, to_hex(sha256(*text))});
-      work.push_back({std::move(*text), dir_of(path), path});
+      deps.insert({spelling, path, t->digest});
+      work.push_back({std::move(t), dir_of(path), path});
     }
     if (!found) deps.insert({spelling, "", ""});
   };
@@ -314,9 +403,8 @@ IncludeScan scan_includes(const CompileRequest& request) {
     while (!work.empty()) {
       Work w = std::move(work.back());
       work.pop_back();
-      std::vector<Directive> dirs;
-      scan_text(w.text, dirs, defines);
-      for (const Directive& d : dirs) {
+      defines.insert(defines.end(), w.scan->defines.begin(), w.scan->defines.end());
+      for (const Directive& d : w.scan->directives) {
         if (d.computed) {
           computed.emplace_back(d, w.dir);
           computed.back().first.operand += "@" + w.where + ":" + std::to_string(d.line);

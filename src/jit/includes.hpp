@@ -12,6 +12,7 @@
 #include <archguard/cache.hpp>
 #include <archguard/jit.hpp>
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,10 @@ struct IncludeOptions {
   std::vector<std::string> pre_includes;
 };
 IncludeOptions parse_include_options(const std::vector<std::string>& options);
+
+/// Files are memoised per process and re-read unless stat shows them unchanged and their ctime
+/// lies more than `window` (default 2 s) before the moment they were read. Tests shrink it.
+void set_memo_racy_window(std::chrono::nanoseconds window);
 
 /// Scans the request's source and everything it can reach.
 IncludeScan scan_includes(const CompileRequest& request);

@@ -3,6 +3,7 @@
 # (stdout and stderr together) against a regular expression.
 #   cmake -DARCHGUARD=<exe> "-DARGS=arch|explain|86a" -DEXPECT_RC=2 "-DEXPECT_REGEX=..." \
 #         [-DREJECT_REGEX=...] -P check_cli.cmake
+cmake_minimum_required(VERSION 3.18)  # script mode: set the policies (CMP0007 for list())
 foreach(_v ARCHGUARD ARGS EXPECT_RC EXPECT_REGEX)
   if(NOT DEFINED ${_v})
     message(FATAL_ERROR "check_cli: -D${_v}=... is required")

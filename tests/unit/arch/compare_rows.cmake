@@ -2,6 +2,7 @@
 # Proves that the C++ side (archguard arch list --rows, from the generated header) and the
 # CMake side (CudaArchGuardTable.cmake -DEMIT=rows) see the same architecture table.
 #   cmake -DARCHGUARD=<archguard> -DMODULE=<CudaArchGuardTable.cmake> -P compare_rows.cmake
+cmake_minimum_required(VERSION 3.18)  # script mode: set the policies (CMP0007 for list())
 foreach(_v ARCHGUARD MODULE)
   if(NOT ${_v})
     message(FATAL_ERROR "compare_rows: -D${_v}=... is required")

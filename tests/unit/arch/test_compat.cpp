@@ -178,7 +178,7 @@ TEST_CASE("rule 7: no loadable image gives 209", "[compat]") {
   CHECK(select_image(lto, kH200).cuda_error == kErrNoKernelImage);
 }
 
-TEST_CASE("rule 8: relocatable PTX counts; SASS-only -rdc mismatch gives 500", "[compat]") {
+TEST_CASE("rule 8: relocatable PTX counts, a SASS-only -rdc mismatch gives 500", "[compat]") {
   Image rel = ptx(80);
   rel.relocatable = true;
   std::vector<Image> ims{sass(80), rel};
@@ -210,7 +210,7 @@ TEST_CASE("rule 9: the device-link fatbin decides nothing", "[compat]") {
   CHECK(select_image(alone, kH200).reason.find("device-link") != std::string::npos);
 }
 
-TEST_CASE("CUDA_FORCE_PTX_JIT ignores SASS; 209 without usable PTX", "[compat]") {
+TEST_CASE("CUDA_FORCE_PTX_JIT ignores SASS, 209 without usable PTX", "[compat]") {
   DriverSettings force{kH200Driver, true, false};
   const std::vector<Image> both = images("sm_90 compute_90");
   const Verdict v = select_image(both, kH200, force);

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -177,4 +178,44 @@ TEST_CASE("round trip: format in a dialect, parse back, same targets", "[arch][t
       }
     }
   }
+}
+
+TEST_CASE("random token soup never crashes and every accepted set round-trips", "[arch][tokens]") {
+  // Deterministic: a fixed linear congruential generator over the characters tokens use.
+  constexpr std::string_view alphabet = "0123456789.,;[]=-+_ afxsmcomputeltoarchgenPTXHopperTegra\"'";
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::size_t>(state >> 33);
+  };
+  const char* pieces[] = {"sm_", "compute_", "lto_", "-arch=", "-code=", "-gencode ", "arch=", ",code=",
+                          "90", "100", "86", "a", "f", "-real", "-virtual", "+PTX", "8.6", " ", ";", ","};
+  std::size_t accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string s;
+    const std::size_t n = next() % 8;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (next() % 3 == 0) {
+        s += alphabet[next() % alphabet.size()];
+      } else {
+        s += pieces[next() % (sizeof pieces / sizeof pieces[0])];
+      }
+    }
+    Result<std::vector<Target>> r = parse_list(s);
+    if (!r) {
+      CHECK_FALSE(r.message().empty());
+      continue;
+    }
+    ++accepted;
+    INFO("input '" << s << "'");
+    REQUIRE_FALSE(r->empty());
+    std::vector<Target> sorted = *r;
+    canonicalize(sorted);
+    CHECK(sorted == *r);
+    for (const Target& t : *r) CHECK(arch_exists(t.arch));
+    Result<std::vector<Target>> back = parse_list(format_targets(*r, Dialect::nvcc));
+    REQUIRE(back.ok());
+    CHECK(*back == *r);
+  }
+  CHECK(accepted > 100);
 }

@@ -10,7 +10,9 @@
 
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
+#include "jit/includes.hpp"
 #include "jit_test_util.hpp"
 
 using namespace archguard;
@@ -376,4 +378,26 @@ TEST_CASE("fallback: prebuilt when it runs on the device, jit otherwise", "[jit]
   CHECK(refused->path == LaunchPath::jit);
   CHECK(refused->reason.find("the driver refused the prebuilt image") != std::string::npos);
   reset_fake(drv);
+}
+
+TEST_CASE("the per-process scan memo notices a same-size rewrite with the mtime put back", "[jit]") {
+  TempDir t;
+  archguard::jit::detail::set_memo_racy_window(std::chrono::nanoseconds(0));
+  write_file(t.path + "/h.h", "#define A 1\n");
+  struct timeval tv[2] = {{1000000000, 0}, {1000000000, 0}};
+  REQUIRE(::utimes((t.path + "/h.h").c_str(), tv) == 0);
+  auto c = compiler_in(t.path + "/cache");
+  CompileRequest r = request("#include \"h.h\"\n__global__ void k(int* p) { *p = A; }\n", sass(90), t.path + "/k.cu");
+  auto k1 = c->key(r);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto k1_memo = c->key(r);  // served from the memo
+  write_file(t.path + "/h.h", "#define A 2\n");  // same size
+  REQUIRE(::utimes((t.path + "/h.h").c_str(), tv) == 0);  // same mtime; ctime moves on
+  auto k2 = c->key(r);
+  archguard::jit::detail::set_memo_racy_window(std::chrono::seconds(2));
+  REQUIRE(k1.ok());
+  REQUIRE(k1_memo.ok());
+  REQUIRE(k2.ok());
+  CHECK(k1->hex == k1_memo->hex);
+  CHECK(k1->hex != k2->hex);
 }

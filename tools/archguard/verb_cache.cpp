@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+// archguard cache ls | stat | verify | clear | prewarm: inspect and maintain the JIT cache.
+#include "cli.hpp"
+#include "jit_common.hpp"
+
+#include <archguard/cache.hpp>
+#include <archguard/jit.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+namespace {
+
+namespace cli = archguard::cli;
+namespace jc = archguard::cli::jit_common;
+using nlohmann::json;
+
+struct Common {
+  std::string cache_dir;
+  bool json = false;
+};
+
+archguard::Result<std::unique_ptr<archguard::jit::Cache>> open_cache(const Common& c) {
+  auto o = archguard::jit::CacheOptions::from_environment();
+  if (!o) return o.error();
+  if (!c.cache_dir.empty()) {
+    o->dir = c.cache_dir;
+    o->disabled = false;
+  }
+  if (o->disabled) return archguard::make_error("the cache is disabled (ARCHGUARD_CACHE_DISABLE); pass --cache-dir");
+  return archguard::jit::Cache::open(*o);
+}
+
+void print_warnings(const archguard::jit::Cache& cache) {
+  for (const std::string& w : cache.warnings()) std::cerr << "archguard: warning: " << w << "\n";
+}
+
+std::string when(std::int64_t t) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
+  return buf;
+}
+
+json parsed_metadata(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+int run_ls(const Common& c) {
+  auto cache = open_cache(c);
+  if (!cache) return jc::fail(cli::kExitUsage, cache.message());
+  auto entries = (*cache)->list();
+  if (!entries) return jc::fail(cli::kExitUsage, entries.message());
+  if (c.json) {
+    json arr = json::array();
+    for (const auto& e : *entries) {
+      arr.push_back({{"key", e.key}, {"layer", e.layer}, {"readonly", e.readonly}, {"bytes", e.bytes},
+                     {"last_used", e.last_used}, {"metadata", parsed_metadata(e.metadata)}});
+    }
+    std::cout << json{{"dir", (*cache)->dir()}, {"entries", arr}}.dump(2) << "\n";
+  } else {
+    std::cout << std::left << std::setw(18) << "key" << std::setw(12) << "target" << std::setw(10) << "bytes"
+              << std::setw(18) << "last used (utc)" << "source\n";
+    for (const auto& e : *entries) {
+      const json m = parsed_metadata(e.metadata);
+      std::cout << std::setw(18) << e.key.substr(0, 16) << std::setw(12) << m.value("target", "?") << std::setw(10)
+                << e.bytes << std::setw(18) << when(e.last_used) << m.value("name", "?")
+                << (e.readonly ? "  (read-only layer)" : "") << "\n";
+    }
+  }
+  print_warnings(**cache);
+  return cli::kExitOk;
+}
+
+int run_stat(const Common& c) {
+  auto cache = open_cache(c);
+  if (!cache) return jc::fail(cli::kExitUsage, cache.message());
+  auto s = (*cache)->stats();
+  if (!s) return jc::fail(cli::kExitUsage, s.message());
+  if (c.json) {
+    std::cout << json{{"dir", s->dir}, {"entries", s->entries}, {"bytes", s->bytes}, {"max_bytes", s->max_bytes},
+                      {"temp_files", s->temp_files}, {"readonly_dirs", s->readonly_dirs}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << "dir:         " << s->dir << "\n"
+              << "entries:     " << s->entries << "\n"
+              << "bytes:       " << s->bytes << " of " << s->max_bytes << "\n"
+              << "temp files:  " << s->temp_files << "\n";
+    for (const std::string& r : s->readonly_dirs) std::cout << "read-only:   " << r << "\n";
+  }
+  print_warnings(**cache);
+  return cli::kExitOk;
+}
+
+int run_verify(const Common& c, bool evict) {
+  auto cache = open_cache(c);
+  if (!cache) return jc::fail(cli::kExitUsage, cache.message());
+  auto v = (*cache)->verify(evict);
+  if (!v) return jc::fail(cli::kExitUsage, v.message());
+  std::size_t bad = 0;
+  json arr = json::array();
+  for (const auto& e : *v) {
+    if (e.problem.empty()) continue;
+    ++bad;
+    arr.push_back({{"key", e.key}, {"layer", e.layer}, {"problem", e.problem}, {"evicted", evict && !e.readonly}});
+    if (!c.json) std::cout << "bad: " << e.problem << (evict && !e.readonly ? " (evicted)" : "") << "\n";
+  }
+  if (c.json) {
+    std::cout << json{{"checked", v->size()}, {"bad", arr}}.dump(2) << "\n";
+  } else {
+    std::cout << v->size() << " entries checked, " << bad << " bad\n";
+  }
+  print_warnings(**cache);
+  return bad == 0 ? cli::kExitOk : cli::kExitProblem;
+}
+
+int run_clear(const Common& c) {
+  auto cache = open_cache(c);
+  if (!cache) return jc::fail(cli::kExitUsage, cache.message());
+  auto before = (*cache)->stats();
+  if (auto s = (*cache)->clear(); !s) return jc::fail(cli::kExitUsage, s.message());
+  const std::uint64_t n = before ? before->entries : 0;
+  if (c.json) {
+    std::cout << json{{"dir", (*cache)->dir()}, {"removed", n}}.dump(2) << "\n";
+  } else {
+    std::cout << "removed " << n << " entries from " << (*cache)->dir() << "\n";
+  }
+  return cli::kExitOk;
+}
+
+struct Prewarm {
+  std::vector<std::string> sources;
+  std::vector<std::string> archs;
+  std::vector<std::string> includes;
+  std::vector<std::string> nvrtc_options;
+};
+
+int run_prewarm(const Common& c, const Prewarm& p) {
+  auto compiler = jc::make_compiler(c.cache_dir, false);
+  if (!compiler) return jc::fail(cli::kExitUsage, compiler.message());
+  if ((*compiler)->cache() == nullptr) return jc::fail(cli::kExitUsage, "the cache is disabled; pass --cache-dir");
+  auto targets = jc::parse_targets(p.archs, **compiler);
+  if (!targets) return jc::fail(cli::kExitUsage, targets.message());
+  int rc = cli::kExitOk;
+  json arr = json::array();
+  std::size_t built = 0, hits = 0;
+  for (const std::string& src : p.sources) {
+    auto text = archguard::jit::read_text_file(src);
+    if (!text) return jc::fail(cli::kExitUsage, text.message());
+    for (const jc::TargetChoice& t : *targets) {
+      archguard::jit::CompileRequest r;
+      r.name = src;
+      r.source = *text;
+      r.target = t.target;
+      r.driver_cuda = t.driver_cuda;
+      for (const std::string& i : p.includes) r.options.push_back("-I" + i);
+      r.options.insert(r.options.end(), p.nvrtc_options.begin(), p.nvrtc_options.end());
+      auto out = (*compiler)->compile(r);
+      if (!out) {
+        std::cerr << "archguard cache prewarm: " << out.message() << "\n";
+        arr.push_back({{"source", src}, {"target", jc::target_name(t.target)}, {"error", out.message()}});
+        rc = cli::kExitProblem;
+        continue;
+      }
+      (out->from_cache ? hits : built) += 1;
+      json j = jc::compiled_json(*out);
+      j["source"] = src;
+      arr.push_back(j);
+      if (!c.json) std::cout << src << ": " << jc::target_name(t.target) << "  " << jc::cache_column(*out) << "\n";
+    }
+  }
+  if (c.json) {
+    std::cout << json{{"built", built}, {"hits", hits}, {"results", arr}}.dump(2) << "\n";
+  } else {
+    std::cout << built << " compiled, " << hits << " already cached\n";
+  }
+  print_warnings(*(*compiler)->cache());
+  return rc;
+}
+
+void setup(CLI::App& root, cli::Context& ctx) {
+  CLI::App* cache = root.add_subcommand("cache", "Inspect and maintain the JIT kernel cache");
+  cache->require_subcommand(1);
+  auto common = [](CLI::App* sub, const std::shared_ptr<Common>& c) {
+    sub->add_option("--cache-dir", c->cache_dir, "cache directory (default: ARCHGUARD_CACHE_DIR or ~/.cache/archguard)");
+    sub->add_flag("--json", c->json, "machine-readable output");
+  };
+
+  auto ls = std::make_shared<Common>();
+  CLI::App* ls_cmd = cache->add_subcommand("ls", "List the entries (key, target, size, last use, source)");
+  common(ls_cmd, ls);
+  ls_cmd->callback([ls, &ctx] { ctx.exit_code = run_ls(*ls); });
+
+  auto st = std::make_shared<Common>();
+  CLI::App* st_cmd = cache->add_subcommand("stat", "Size, entry count and bound of the cache");
+  common(st_cmd, st);
+  st_cmd->callback([st, &ctx] { ctx.exit_code = run_stat(*st); });
+
+  auto vf = std::make_shared<Common>();
+  auto evict = std::make_shared<bool>(false);
+  CLI::App* vf_cmd = cache->add_subcommand("verify", "Check every entry's checksum and format (exit 1 when one is bad)");
+  common(vf_cmd, vf);
+  vf_cmd->add_flag("--evict", *evict, "remove bad entries from the writable layer");
+  vf_cmd->callback([vf, evict, &ctx] { ctx.exit_code = run_verify(*vf, *evict); });
+
+  auto cl = std::make_shared<Common>();
+  CLI::App* cl_cmd = cache->add_subcommand("clear", "Remove every entry of the writable layer");
+  common(cl_cmd, cl);
+  cl_cmd->callback([cl, &ctx] { ctx.exit_code = run_clear(*cl); });
+
+  auto pw = std::make_shared<Common>();
+  auto pwo = std::make_shared<Prewarm>();
+  CLI::App* pw_cmd = cache->add_subcommand(
+      "prewarm", "Compile sources for the given targets into the cache (no GPU needed); NVRTC options go after --");
+  common(pw_cmd, pw);
+  pw_cmd->add_option("--arch", pwo->archs, "target: sm_90, compute_90, 90, or 'auto'; repeatable")
+      ->required()
+      ->allow_extra_args(false);
+  pw_cmd->add_option("-I,--include-path", pwo->includes, "include directory (NVRTC -I)")->allow_extra_args(false);
+  pw_cmd->add_option("sources", pwo->sources, "CUDA source files")->required();
+  pw_cmd->add_option("--nvrtc-option", pwo->nvrtc_options, "option passed to NVRTC (repeatable)")
+      ->allow_extra_args(false);
+  pw_cmd->callback([pw, pwo, &ctx] { ctx.exit_code = run_prewarm(*pw, *pwo); });
+}
+
+}  // namespace
+
+ARCHGUARD_VERB(setup);

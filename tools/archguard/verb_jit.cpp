@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// archguard jit compile | info: compile a kernel source with NVRTC into the cache (no GPU needed,
+// so build hosts can pre-warm caches), and show which NVRTC would be used.
+#include "cli.hpp"
+#include "jit_common.hpp"
+
+#include <archguard/device.hpp>
+#include <archguard/jit.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+namespace {
+
+namespace cli = archguard::cli;
+namespace jc = archguard::cli::jit_common;
+using nlohmann::json;
+
+struct CompileOptions {
+  std::string source;
+  std::vector<std::string> archs;
+  std::string cache_dir;
+  std::string output;
+  std::vector<std::string> includes;
+  std::vector<std::string> name_expressions;
+  std::vector<std::string> nvrtc_options;
+  bool no_cache = false;
+  bool json = false;
+};
+
+// Writes a file the user named with -o (never one of the cache's files).
+archguard::Status write_output(const std::string& path, const std::vector<std::byte>& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return archguard::make_error(path + ": cannot create: " + std::strerror(errno), errno);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      return archguard::make_error(path + ": write failed: " + std::strerror(e), e);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) return archguard::make_error(path + ": close failed: " + std::strerror(errno), errno);
+  return archguard::Ok{};
+}
+
+int run_compile(const CompileOptions& o) {
+  auto text = archguard::jit::read_text_file(o.source);
+  if (!text) return jc::fail(cli::kExitUsage, text.message());
+  auto compiler = jc::make_compiler(o.cache_dir, o.no_cache);
+  if (!compiler) return jc::fail(cli::kExitUsage, compiler.message());
+  auto targets = jc::parse_targets(o.archs, **compiler);
+  if (!targets) return jc::fail(cli::kExitUsage, targets.message());
+  if (!o.output.empty() && targets->size() != 1) {
+    return jc::fail(cli::kExitUsage, "-o needs exactly one target, got " + std::to_string(targets->size()));
+  }
+  json results = json::array();
+  int rc = cli::kExitOk;
+  for (const jc::TargetChoice& t : *targets) {
+    archguard::jit::CompileRequest r;
+    r.name = o.source;
+    r.source = *text;
+    r.target = t.target;
+    r.driver_cuda = t.driver_cuda;
+    for (const std::string& i : o.includes) r.options.push_back("-I" + i);
+    r.options.insert(r.options.end(), o.nvrtc_options.begin(), o.nvrtc_options.end());
+    r.name_expressions = o.name_expressions;
+    auto out = (*compiler)->compile(r);
+    if (!out) {
+      std::cerr << "archguard jit compile: " << out.message() << "\n";
+      rc = cli::kExitProblem;
+      results.push_back({{"target", jc::target_name(t.target)}, {"error", out.message()}});
+      continue;
+    }
+    if (!o.output.empty()) {
+      if (auto s = write_output(o.output, out->image); !s) return jc::fail(cli::kExitUsage, s.message());
+    }
+    json j = jc::compiled_json(*out);
+    j["source"] = o.source;
+    if (!t.note.empty()) j["target_reason"] = t.note;
+    if (!o.output.empty()) j["output"] = o.output;
+    results.push_back(j);
+    if (!o.json) {
+      std::cout << o.source << ": " << jc::target_name(t.target) << "  " << out->image.size() << " bytes  "
+                << jc::cache_column(*out) << (o.output.empty() ? "" : "  -> " + o.output) << "\n";
+      if (!t.note.empty()) std::cout << "  target: " << t.note << "\n";
+      for (const auto& [e, l] : out->lowered_names) std::cout << "  " << e << " = " << l << "\n";
+      if (!out->log.empty()) std::cout << "  log:\n" << out->log << "\n";
+    }
+  }
+  if (o.json) std::cout << json{{"results", results}}.dump(2) << "\n";
+  if (compiler->get()->cache() != nullptr) {
+    for (const std::string& w : (*compiler)->cache()->warnings()) std::cerr << "archguard: warning: " << w << "\n";
+  }
+  return rc;
+}
+
+int run_info(bool as_json) {
+  auto nv = archguard::jit::shared_nvrtc();
+  json j;
+  if (!nv) {
+    j["nvrtc"] = {{"error", nv.message()}};
+  } else {
+    const auto& i = archguard::jit::nvrtc_info(**nv);
+    std::vector<unsigned> s = i.supported;
+    j["nvrtc"] = {{"library", i.library}, {"version", jc::ver(i.version)}, {"build_id", i.build_id},
+                  {"supported", s}, {"ptx_isa", jc::ver(i.ptx_isa)}};
+  }
+  auto cache = archguard::jit::CacheOptions::from_environment();
+  if (cache) {
+    j["cache"] = {{"dir", cache->dir}, {"disabled", cache->disabled}, {"max_bytes", cache->max_bytes},
+                  {"readonly_dirs", cache->readonly_dirs}};
+  } else {
+    j["cache"] = {{"error", cache.message()}};
+  }
+  if (as_json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    if (!nv) {
+      std::cout << "nvrtc:     " << nv.message() << "\n";
+    } else {
+      const auto& i = archguard::jit::nvrtc_info(**nv);
+      std::string archs;
+      for (unsigned a : i.supported) archs += (archs.empty() ? "" : " ") + std::to_string(a);
+      std::cout << "nvrtc:     " << jc::ver(i.version) << " (" << i.library << ")\n"
+                << "build id:  " << (i.build_id.empty() ? "-" : i.build_id) << "\n"
+                << "archs:     " << archs << "\n"
+                << "ptx isa:   " << jc::ver(i.ptx_isa) << "\n";
+    }
+    if (cache) {
+      std::cout << "cache:     " << (cache->disabled ? "disabled" : cache->dir) << "\n";
+    } else {
+      std::cout << "cache:     " << cache.message() << "\n";
+    }
+  }
+  return nv ? cli::kExitOk : cli::kExitProblem;
+}
+
+void setup(CLI::App& root, cli::Context& ctx) {
+  CLI::App* jit = root.add_subcommand("jit", "Compile kernel sources at run time with NVRTC (and its cache)");
+  jit->require_subcommand(1);
+
+  auto o = std::make_shared<CompileOptions>();
+  CLI::App* compile = jit->add_subcommand(
+      "compile", "Compile SRC with NVRTC and store it in the cache (no GPU needed); NVRTC options go after --");
+  compile->add_option("source", o->source, "CUDA source file")->required();
+  compile->add_option("nvrtc-options", o->nvrtc_options, "options passed to NVRTC (after --)");
+  compile->add_option("--arch", o->archs,
+                      "target: sm_90 (cubin), compute_90 (PTX), 90 (both), or 'auto' (the clamp rule for GPU 0); repeatable")
+      ->required()
+      ->allow_extra_args(false);
+  compile->add_option("--cache-dir", o->cache_dir, "cache directory (default: ARCHGUARD_CACHE_DIR or ~/.cache/archguard)");
+  compile->add_flag("--no-cache", o->no_cache, "compile without reading or writing the cache");
+  compile->add_option("-o,--output", o->output, "also write the image (cubin or PTX) to FILE");
+  compile->add_option("-I,--include-path", o->includes, "include directory (NVRTC -I)")->allow_extra_args(false);
+  compile->add_option("--name-expression", o->name_expressions, "template instantiation to lower, e.g. 'scale<float>'")
+      ->allow_extra_args(false);
+  compile->add_flag("--json", o->json, "machine-readable output");
+  compile->callback([o, &ctx] { ctx.exit_code = run_compile(*o); });
+
+  auto as_json = std::make_shared<bool>(false);
+  CLI::App* info = jit->add_subcommand("info", "Which NVRTC and cache directory the JIT would use");
+  info->add_flag("--json", *as_json, "machine-readable output");
+  info->callback([as_json, &ctx] { ctx.exit_code = run_info(*as_json); });
+}
+
+}  // namespace
+
+ARCHGUARD_VERB(setup);
