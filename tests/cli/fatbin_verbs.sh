@@ -55,6 +55,7 @@ mkdir -p "$tmp/tree/sub" && cp plain.o "$tmp/tree/sub/" && echo "text" > "$tmp/t
 expect 0 'sub/plain\.o' -- "$ag" inspect "$tmp/tree"
 [[ $("$ag" inspect --summary "$tmp/tree" | grep -c 'relocatable') == 1 ]] || { echo "FAIL: directory walk listed a link or a text file"; fails=$((fails + 1)); }
 # containers: tar.gz, tar.zst, wheel (zip)
+tar cf "$tmp/fx.tar" ptxonly.o && expect 0 'fx\.tar:ptxonly\.o' -- "$ag" inspect "$tmp/fx.tar"
 tar czf "$tmp/fx.tar.gz" plain.o libfixture.a && expect 0 'fx\.tar\.gz:libfixture\.a:plain\.o' -- "$ag" inspect "$tmp/fx.tar.gz"
 if command -v zstd >/dev/null; then
   tar cf - specific.o | zstd -q -o "$tmp/fx.tar.zst" && expect 0 'fx\.tar\.zst:specific\.o' -- "$ag" inspect "$tmp/fx.tar.zst"
