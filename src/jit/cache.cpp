@@ -393,6 +393,10 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
   if (st.st_uid != ::geteuid() && !(layer.readonly && st.st_uid == 0)) {
     return make_error(path + ": owned by uid " + std::to_string(st.st_uid) + ", not by you", kCorrupt);
   }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return make_error(path + ": writable by group or others (mode " + octal_mode(st.st_mode) + "): not trusted",
+                      kCorrupt);
+  }
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size < kHeaderSize || size > kMaxEntryBytes) {
     char buf[96];
@@ -728,13 +732,19 @@ Status Cache::clear() {
       if (auto s = evict(*key); !s) return s;
     }
   }
-  // Stray metadata and lock files of entries that were never published.
+  // Stray metadata and lock files (entries that were never published, failed builds).
   for (const std::string& s : list_dir(layer.entries_fd.get())) {
     if (s.size() != 2) continue;
     Fd sd(::openat(layer.entries_fd.get(), s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sd.valid()) continue;
     for (const std::string& n : list_dir(sd.get())) {
-      if (ends_with(n, ".json")) ::unlinkat(sd.get(), n.c_str(), 0);
+      if (ends_with(n, ".json")) {
+        ::unlinkat(sd.get(), n.c_str(), 0);
+      } else if (ends_with(n, ".lock")) {
+        // Only when nobody holds it: a writer may be building that entry right now.
+        auto lock = EntryLock::acquire(sd.get(), n, layer.path_of(s, n), false);
+        if (lock && lock->held()) ::unlinkat(sd.get(), n.c_str(), 0);
+      }
     }
   }
   for (const std::string& n : list_dir(layer.tmp_fd.get())) ::unlinkat(layer.tmp_fd.get(), n.c_str(), 0);
