@@ -252,6 +252,8 @@ Result<CacheOptions> CacheOptions::from_environment() {
   };
   const std::string disable = env("ARCHGUARD_CACHE_DISABLE");
   o.disabled = !disable.empty() && disable != "0" && disable != "false" && disable != "no";
+  const std::string sync = env("ARCHGUARD_CACHE_FSYNC");
+  o.fsync = !(sync == "0" || sync == "false" || sync == "no");
   o.dir = env("ARCHGUARD_CACHE_DIR");
   if (o.dir.empty()) {
     const std::string xdg = env("XDG_CACHE_HOME");
@@ -326,6 +328,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
   c->dir_ = options.dir;
   while (c->dir_.size() > 1 && c->dir_.back() == '/') c->dir_.pop_back();
   c->max_bytes_ = options.max_bytes;
+  c->fsync_ = options.fsync;
 
   auto open_layer = [](const std::string& root, bool readonly) -> Result<std::unique_ptr<Layer>> {
     auto layer = std::make_unique<Layer>();
@@ -517,7 +520,7 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
     cleanup();
     return s;
   }
-  if (auto s = write_tmp(tmp_bin, file, true); !s) {
+  if (auto s = write_tmp(tmp_bin, file, fsync_); !s) {
     cleanup();
     return s;
   }

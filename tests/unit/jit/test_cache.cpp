@@ -317,6 +317,11 @@ TEST_CASE("cache options come from the environment", "[jit][cache]") {
   CHECK(o->max_bytes == 64u * 1024 * 1024);
   CHECK(o->readonly_dirs == std::vector<std::string>{"/opt/a", "/opt/b"});
   CHECK(o->disabled);
+  CHECK(o->fsync);
+  {
+    ScopedEnv s("ARCHGUARD_CACHE_FSYNC", "0");
+    CHECK_FALSE(CacheOptions::from_environment()->fsync);
+  }
   ScopedEnv e("ARCHGUARD_CACHE_MAX_BYTES", "lots");
   auto bad = CacheOptions::from_environment();
   REQUIRE_FALSE(bad.ok());
