@@ -115,6 +115,11 @@ TEST_CASE("compiles to cubin and ptx for several architectures", "[jit]") {
   CHECK(text.find(".target sm_80") != std::string::npos);
   CHECK(text.find(".visible .entry saxpy") != std::string::npos);
   CHECK(text.find(".version " + std::to_string(c->nvrtc().ptx_isa.major)) != std::string::npos);
+  auto lto = c->compile(request(kSaxpy, Target{{90, Suffix::none}, CodeKind::ltoir}));
+  REQUIRE(lto.ok());
+  CHECK_FALSE(lto->image.empty());
+  CHECK_FALSE(is_elf(lto->image));
+  CHECK(lto->key != p->key);
 }
 
 TEST_CASE("a second compile hits the cache; a changed option or target misses", "[jit]") {
