@@ -1,0 +1,337 @@
+# SPDX-License-Identifier: Apache-2.0
+#[=======================================================================[.rst:
+CudaArchGuardVerify
+-------------------
+
+Checks, as part of the build, that a finished binary really holds the architectures it was
+meant to: a missing SASS or PTX image fails the build with a message naming the target, the
+file and what is missing, instead of a user's "no kernel image is available" months later.
+
+.. code-block:: cmake
+
+  cuda_arch_guard_verify(<target> [ARCHITECTURES <arch>...] [PTX highest|none|<arch>])
+
+``<target>``
+  An executable, shared, module, static or object library with CUDA sources. Executables and
+  libraries are checked on their file, object libraries on each of their objects.
+``ARCHITECTURES``
+  What the target must hold, in any dialect (``90`` = SASS + PTX, ``90-real`` = SASS only,
+  ``sm_90``, ``9.0+PTX``, ``all-major``). Default: the target's own resolved
+  ``CUDA_ARCHITECTURES`` (``ARCH_POLICY``'s list when the property is ``OFF``).
+``PTX``
+  Overrides the PTX requirement: ``none`` (SASS only), ``highest`` (PTX for the highest
+  required architecture) or an architecture (``90``).
+
+The check runs ``archguard verify <file> --require <list> --ptx <arch|none>`` when
+``CudaArchGuard_EXECUTABLE`` names the tool (a path, or a target of this build, which is then
+built first); otherwise ``cuobjdump --list-elf/--list-ptx`` (``CudaArchGuard_CUOBJDUMP``, found
+on ``PATH`` and beside nvcc); with neither, ``cuda_arch_guard_verify`` says at configure time
+that verification is off. Where the target lives in the calling directory the check is a
+``POST_BUILD`` step; otherwise (and for object libraries) it is a custom target
+``<target>_archguard_verify`` that is part of ``all``.
+
+Script mode (what the build runs):
+
+.. code-block:: console
+
+  cmake -DTARGET=<name> -DFILES=<f1|f2> -DREQUIRE=<sass:80|ptx:90> [-DARCHGUARD=<exe>]
+        [-DCUOBJDUMP=<exe>] [-DREASON=<text>] [-DSTAMP=<file>] -P CudaArchGuardVerify.cmake
+#]=======================================================================]
+if(NOT CMAKE_SCRIPT_MODE_FILE OR NOT CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
+  include_guard(GLOBAL)
+endif()
+cmake_policy(VERSION 3.18...4.4)
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTokens.cmake")
+
+set(_CAG_VERIFY_SCRIPT "${CMAKE_CURRENT_LIST_FILE}")
+
+# The files cuobjdump lists, as "sass:90a" / "ptx:100f" items (ELF names drop 'f').
+function(_cag_verify_list_images cuobjdump file out_items out_err)
+  set(_items "")
+  set(${out_err} "" PARENT_SCOPE)
+  foreach(_what elf ptx)
+    execute_process(COMMAND "${cuobjdump}" --list-${_what} "${file}"
+                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+    if(NOT _rc EQUAL 0 AND NOT _err MATCHES "No (PTX|ELF) file found")
+      string(STRIP "${_err}" _err)
+      set(${out_err} "cuobjdump --list-${_what} failed (exit ${_rc}): ${_err}" PARENT_SCOPE)
+      return()
+    endif()
+    string(REGEX MATCHALL "\\.sm_[0-9]+[af]?\\.(cubin|ptx)" _names "${_out}")
+    foreach(_n IN LISTS _names)
+      string(REGEX MATCH "sm_([0-9]+[af]?)\\." _m "${_n}")
+      if(_what STREQUAL "elf")
+        list(APPEND _items "sass:${CMAKE_MATCH_1}")
+      else()
+        list(APPEND _items "ptx:${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+  endforeach()
+  list(REMOVE_DUPLICATES _items)
+  set(${out_items} "${_items}" PARENT_SCOPE)
+endfunction()
+
+function(_cag_verify_run)
+  string(REPLACE "|" ";" _files "${FILES}")
+  string(REPLACE "|" ";" _require "${REQUIRE}")
+  if(NOT _files)
+    message(FATAL_ERROR "CudaArchGuard: target '${TARGET}': nothing to verify (no files)")
+  endif()
+  set(_sass_req "")
+  set(_ptx_req "none")
+  foreach(_it IN LISTS _require)
+    if(_it MATCHES "^sass:(.*)$")
+      list(APPEND _sass_req "${CMAKE_MATCH_1}-real")
+    elseif(_it MATCHES "^ptx:(.*)$")
+      set(_ptx_req "${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  _cag_tokens_format("${_require}" cmake _req_text)
+  set(_failures "")
+  foreach(_f IN LISTS _files)
+    if(ARCHGUARD)
+      execute_process(COMMAND "${ARCHGUARD}" verify "${_f}" --require "${_sass_req}" --ptx "${_ptx_req}"
+                      RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+      if(_rc EQUAL 0)
+        continue()
+      endif()
+      string(STRIP "${_out}${_err}" _msg)
+      if(_rc EQUAL 1)
+        list(APPEND _failures "${_f}: ${_msg}")
+      else()
+        list(APPEND _failures "${_f}: archguard verify could not check it (exit ${_rc}): ${_msg}")
+      endif()
+    elseif(CUOBJDUMP)
+      _cag_verify_list_images("${CUOBJDUMP}" "${_f}" _have _err)
+      if(_err)
+        list(APPEND _failures "${_f}: ${_err}")
+        continue()
+      endif()
+      set(_missing "")
+      foreach(_it IN LISTS _require)
+        set(_alt "${_it}")
+        if(_it MATCHES "^sass:([0-9]+)f$")
+          set(_alt "sass:${CMAKE_MATCH_1}")  # cuobjdump drops 'f' from ELF names
+        endif()
+        if(NOT _it IN_LIST _have AND NOT _alt IN_LIST _have)
+          string(REGEX REPLACE "^sass:(.*)" "sm_\\1 SASS" _d "${_it}")
+          string(REGEX REPLACE "^ptx:(.*)" "compute_\\1 PTX" _d "${_d}")
+          list(APPEND _missing "${_d}")
+        endif()
+      endforeach()
+      if(_missing)
+        _cag_tokens_format("${_have}" cmake _found)
+        if(NOT _found)
+          set(_found "no CUDA image")
+        endif()
+        string(REPLACE ";" ", " _missing "${_missing}")
+        list(APPEND _failures "${_f}: missing ${_missing} (found ${_found})")
+      endif()
+    else()
+      message(FATAL_ERROR "CudaArchGuard: target '${TARGET}': neither ARCHGUARD nor CUOBJDUMP given to the verify step")
+    endif()
+  endforeach()
+  if(_failures)
+    string(REPLACE ";" "\n  " _failures "${_failures}")
+    message(FATAL_ERROR "CudaArchGuard: target '${TARGET}' does not hold the architectures it must (${_req_text}, from ${REASON}):\n  ${_failures}\n"
+                        "Fix: make the target build them (its CUDA_ARCHITECTURES, ARCH_POLICY or compile flags), "
+                        "or change what cuda_arch_guard_verify() requires.")
+  endif()
+  if(STAMP)
+    file(WRITE "${STAMP}" "${_req_text}\n")
+  endif()
+  list(LENGTH _files _nf)
+  message(STATUS "CudaArchGuard: target '${TARGET}' holds ${_req_text} (${_nf} file(s) checked)")
+endfunction()
+
+if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
+  _cag_verify_run()
+  return()
+endif()
+
+# ---- configure-time side ------------------------------------------------------------------
+
+# Whether a target has CUDA sources (.cu files or sources marked LANGUAGE CUDA).
+function(_cag_target_has_cuda target out_var)
+  set(${out_var} OFF PARENT_SCOPE)
+  get_target_property(_srcs ${target} SOURCES)
+  if(NOT _srcs)
+    return()
+  endif()
+  foreach(_s IN LISTS _srcs)
+    if(_s MATCHES "\\.cu$")
+      set(${out_var} ON PARENT_SCOPE)
+      return()
+    endif()
+    if(NOT _s MATCHES "\\$<")
+      get_property(_lang SOURCE "${_s}" TARGET_DIRECTORY ${target} PROPERTY LANGUAGE)
+      if(_lang STREQUAL "CUDA")
+        set(${out_var} ON PARENT_SCOPE)
+        return()
+      endif()
+    endif()
+  endforeach()
+endfunction()
+
+# The tool the verify step runs: sets _cag_tool_cmd (command words), _cag_tool_dep (target to
+# build first or ""), _cag_tool_kind (archguard | cuobjdump | "").
+function(_cag_verify_tool)
+  set(_cmd "")
+  set(_dep "")
+  set(_kind "")
+  if(NOT CudaArchGuard_EXECUTABLE)
+    get_property(CudaArchGuard_EXECUTABLE GLOBAL PROPERTY _CAG_EXECUTABLE)
+  endif()
+  if(CudaArchGuard_EXECUTABLE)
+    if(TARGET "${CudaArchGuard_EXECUTABLE}")
+      set(_cmd "-DARCHGUARD=$<TARGET_FILE:${CudaArchGuard_EXECUTABLE}>")
+      set(_dep "${CudaArchGuard_EXECUTABLE}")
+      set(_kind archguard)
+    elseif(EXISTS "${CudaArchGuard_EXECUTABLE}")
+      # A tool from before the verify verb existed cannot check: ask it once per process.
+      get_property(_ok GLOBAL PROPERTY _CAG_TOOL_OK_${CudaArchGuard_EXECUTABLE})
+      if(_ok STREQUAL "")
+        execute_process(COMMAND "${CudaArchGuard_EXECUTABLE}" verify --help
+                        RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+        if(_rc EQUAL 0)
+          set(_ok ON)
+        else()
+          set(_ok OFF)
+        endif()
+        set_property(GLOBAL PROPERTY _CAG_TOOL_OK_${CudaArchGuard_EXECUTABLE} ${_ok})
+      endif()
+      if(_ok)
+        set(_cmd "-DARCHGUARD=${CudaArchGuard_EXECUTABLE}")
+        set(_kind archguard)
+      endif()
+    endif()
+  endif()
+  if(NOT _kind AND CudaArchGuard_CUOBJDUMP AND EXISTS "${CudaArchGuard_CUOBJDUMP}")
+    set(_cmd "-DCUOBJDUMP=${CudaArchGuard_CUOBJDUMP}")
+    set(_kind cuobjdump)
+  endif()
+  set(_cag_tool_cmd "${_cmd}" PARENT_SCOPE)
+  set(_cag_tool_dep "${_dep}" PARENT_SCOPE)
+  set(_cag_tool_kind "${_kind}" PARENT_SCOPE)
+endfunction()
+
+# The items a target must hold, from an explicit list or its CUDA_ARCHITECTURES.
+function(_cag_verify_requirement target archs ptx out_items out_reason)
+  if(archs)
+    set(_reason "cuda_arch_guard_verify(ARCHITECTURES ${archs})")
+    set(_value "${archs}")
+  else()
+    get_target_property(_value ${target} CUDA_ARCHITECTURES)
+    if(NOT _value OR _value STREQUAL "OFF")
+      set(_value "${CudaArchGuard_ARCHITECTURES}")
+      set(_reason "ARCH_POLICY; the target's CUDA_ARCHITECTURES is ${_value}")
+    else()
+      set(_reason "the target's CUDA_ARCHITECTURES")
+    endif()
+  endif()
+  # Resolve through the engine (all-major, native, any dialect), memoised per value.
+  string(MD5 _key "${_value}")
+  get_property(_memo GLOBAL PROPERTY _CAG_REQ_${_key})
+  if(NOT _memo AND "${_value}" STREQUAL "${CudaArchGuard_ARCHITECTURES}" AND CudaArchGuard_ITEMS)
+    set(_memo "${CudaArchGuard_ITEMS}")  # the policy's own list: already resolved
+  endif()
+  if(NOT _memo)
+    cuda_arch_guard_resolve_policy(POLICY "${_value}" EXACT NVCC "${CMAKE_CUDA_COMPILER}"
+      NVIDIA_SMI "${CudaArchGuard_NVIDIA_SMI}" CACHE_DIR "${_CAG_CACHE_DIR}" PREFIX _cag_req)
+    set(_memo "${_cag_req_ITEMS}")
+    set_property(GLOBAL PROPERTY _CAG_REQ_${_key} "${_memo}")
+  endif()
+  set(_items "${_memo}")
+  if(ptx)
+    list(FILTER _items EXCLUDE REGEX "^ptx:")
+    if(ptx STREQUAL "none")
+    elseif(ptx STREQUAL "highest")
+      set(_hi "")
+      foreach(_it IN LISTS _items)
+        if(_it MATCHES "^sass:([0-9]+)")
+          if(_hi STREQUAL "" OR CMAKE_MATCH_1 GREATER _hi)
+            set(_hi ${CMAKE_MATCH_1})
+          endif()
+        endif()
+      endforeach()
+      if(_hi)
+        list(APPEND _items "ptx:${_hi}")
+      endif()
+    elseif(ptx MATCHES "^(compute_|sm_)?([0-9]+[af]?)$")
+      list(APPEND _items "ptx:${CMAKE_MATCH_2}")
+    else()
+      message(FATAL_ERROR "cuda_arch_guard_verify: target '${target}': PTX '${ptx}' is not highest, none or an architecture such as 90")
+    endif()
+  endif()
+  set(${out_items} "${_items}" PARENT_SCOPE)
+  set(${out_reason} "${_reason}" PARENT_SCOPE)
+endfunction()
+
+function(cuda_arch_guard_verify target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PTX" "ARCHITECTURES")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "cuda_arch_guard_verify: target '${target}': unknown arguments '${arg_UNPARSED_ARGUMENTS}'; "
+                        "use ARCHITECTURES <arch>... and PTX highest|none|<arch>")
+  endif()
+  if(NOT TARGET ${target})
+    message(FATAL_ERROR "cuda_arch_guard_verify: '${target}' is not a target; call it after add_executable/add_library")
+  endif()
+  get_target_property(_type ${target} TYPE)
+  get_target_property(_imported ${target} IMPORTED)
+  get_target_property(_aliased ${target} ALIASED_TARGET)
+  if(_imported OR _aliased)
+    message(FATAL_ERROR "cuda_arch_guard_verify: target '${target}' is imported or an alias; verify the real target where it is built")
+  endif()
+  if(_type STREQUAL "OBJECT_LIBRARY")
+    set(_files "$<JOIN:$<TARGET_OBJECTS:${target}>,|>")
+  elseif(_type MATCHES "^(EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY|STATIC_LIBRARY)$")
+    set(_files "$<TARGET_FILE:${target}>")
+  else()
+    message(FATAL_ERROR "cuda_arch_guard_verify: target '${target}' is a ${_type}; only executables, "
+                        "shared, module, static and object libraries hold device code")
+  endif()
+  get_target_property(_done ${target} _CAG_VERIFY_ATTACHED)
+  if(_done)
+    return()
+  endif()
+  # Resolve the requirement first, so that a bad ARCHITECTURES fails even without a tool.
+  _cag_verify_requirement(${target} "${arg_ARCHITECTURES}" "${arg_PTX}" _items _reason)
+  _cag_verify_tool()
+  if(NOT _cag_tool_kind)
+    get_property(_said GLOBAL PROPERTY _CAG_VERIFY_OFF_SAID)
+    if(NOT _said)
+      message(WARNING "CudaArchGuard: verification is off: neither the archguard tool (CudaArchGuard_EXECUTABLE) "
+                      "nor cuobjdump (CudaArchGuard_CUOBJDUMP) was found. Install CudaArchGuard and use "
+                      "find_package(CudaArchGuard), or point CudaArchGuard_CUOBJDUMP at cuobjdump.")
+      set_property(GLOBAL PROPERTY _CAG_VERIFY_OFF_SAID ON)
+    endif()
+    return()
+  endif()
+  string(REPLACE ";" "|" _req "${_items}")
+  set_property(TARGET ${target} PROPERTY _CAG_VERIFY_ATTACHED ON)
+  set(_cmd "${CMAKE_COMMAND}" "-DTARGET=${target}" "-DFILES=${_files}" "-DREQUIRE=${_req}"
+           "-DREASON=${_reason}" ${_cag_tool_cmd})
+  get_target_property(_bindir ${target} BINARY_DIR)
+  if(NOT _type STREQUAL "OBJECT_LIBRARY" AND _bindir STREQUAL CMAKE_CURRENT_BINARY_DIR)
+    add_custom_command(TARGET ${target} POST_BUILD
+      COMMAND ${_cmd} -P "${_CAG_VERIFY_SCRIPT}"
+      COMMENT "CudaArchGuard: verifying ${target} holds ${_req}"
+      VERBATIM)
+    if(_cag_tool_dep)
+      add_dependencies(${target} ${_cag_tool_dep})
+    endif()
+  else()
+    # add_custom_command(TARGET) only works in the target's directory: use a stamp instead.
+    set(_stamp "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/CudaArchGuard/${target}.verified")
+    set(_dep_files "${_files}")
+    if(_type STREQUAL "OBJECT_LIBRARY")
+      set(_dep_files "$<TARGET_OBJECTS:${target}>")
+    endif()
+    add_custom_command(OUTPUT "${_stamp}"
+      COMMAND ${_cmd} "-DSTAMP=${_stamp}" -P "${_CAG_VERIFY_SCRIPT}"
+      DEPENDS ${target} ${_cag_tool_dep} "${_dep_files}" "${_CAG_VERIFY_SCRIPT}"
+      COMMENT "CudaArchGuard: verifying ${target} holds ${_req}"
+      VERBATIM)
+    add_custom_target(${target}_archguard_verify ALL DEPENDS "${_stamp}")
+  endif()
+endfunction()

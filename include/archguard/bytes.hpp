@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// \file
+/// The one bounds-checked reader every parser of untrusted bytes goes through. Offsets are
+/// 64-bit, every addition is overflow-checked, and every read either succeeds completely or
+/// returns an error naming the source, the offset and the size asked for. Multi-byte values are
+/// little endian (all formats read here are).
+
+#include <archguard/result.hpp>
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace archguard {
+
+/// Bytes of a file, an archive member or a memory region; never owned by the reader.
+using Bytes = std::span<const std::byte>;
+
+/// "0x1a40".
+std::string hex(std::uint64_t value);
+
+/// a + b, or nothing when the sum overflows 64 bits.
+constexpr std::optional<std::uint64_t> checked_add(std::uint64_t a, std::uint64_t b) {
+  if (a > UINT64_MAX - b) return std::nullopt;
+  return a + b;
+}
+
+/// A bounds-checked little-endian view of `bytes`. `name` and `base` only shape messages:
+/// offsets in errors are written as base + offset, so a reader over one section reports
+/// offsets in the whole file.
+class ByteReader {
+ public:
+  ByteReader(Bytes bytes, std::string name, std::uint64_t base = 0)
+      : bytes_(bytes), name_(std::move(name)), base_(base) {}
+
+  std::uint64_t size() const { return bytes_.size(); }
+  Bytes bytes() const { return bytes_; }
+  std::string_view name() const { return name_; }
+  std::uint64_t base() const { return base_; }
+
+  /// Whether [offset, offset + length) lies inside the bytes (no overflow).
+  bool contains(std::uint64_t offset, std::uint64_t length) const {
+    auto end = checked_add(offset, length);
+    return end.has_value() && *end <= bytes_.size();
+  }
+
+  /// The sub-span [offset, offset + length), or an error saying what `what` ran past.
+  Result<Bytes> span(std::uint64_t offset, std::uint64_t length, std::string_view what) const {
+    if (!contains(offset, length)) return error_past(offset, length, what);
+    return bytes_.subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(length));
+  }
+
+  /// A reader over [offset, offset + length) whose messages keep the absolute offsets.
+  Result<ByteReader> sub(std::uint64_t offset, std::uint64_t length, std::string_view what) const {
+    auto s = span(offset, length, what);
+    if (!s) return s.error();
+    return ByteReader(*s, name_, base_ + offset);
+  }
+
+  template <class T>
+  Result<T> read(std::uint64_t offset, std::string_view what) const {
+    static_assert(std::is_unsigned_v<T> || std::is_same_v<T, std::int64_t> ||
+                  std::is_same_v<T, std::int32_t>);
+    if (!contains(offset, sizeof(T))) return error_past(offset, sizeof(T), what);
+    T value{};
+    std::memcpy(&value, bytes_.data() + offset, sizeof(T));  // host is little endian (checked below)
+    return value;
+  }
+  Result<std::uint8_t> u8(std::uint64_t off, std::string_view what) const { return read<std::uint8_t>(off, what); }
+  Result<std::uint16_t> u16(std::uint64_t off, std::string_view what) const { return read<std::uint16_t>(off, what); }
+  Result<std::uint32_t> u32(std::uint64_t off, std::string_view what) const { return read<std::uint32_t>(off, what); }
+  Result<std::uint64_t> u64(std::uint64_t off, std::string_view what) const { return read<std::uint64_t>(off, what); }
+
+  /// A NUL-terminated string starting at `offset` and ending before `limit` (exclusive).
+  Result<std::string_view> cstring(std::uint64_t offset, std::string_view what,
+                                   std::uint64_t limit = UINT64_MAX) const;
+
+  /// "<name>: <what> at 0x..: <detail>".
+  Error error_at(std::uint64_t offset, std::string_view what, std::string_view detail) const;
+
+ private:
+  Error error_past(std::uint64_t offset, std::uint64_t length, std::string_view what) const;
+
+  Bytes bytes_;
+  std::string name_;
+  std::uint64_t base_;
+};
+
+static_assert(std::endian::native == std::endian::little,
+              "the readers assume a little-endian host (x86-64, aarch64)");
+
+}  // namespace archguard

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// \file
+/// Inputs: plain ELF files (memory-mapped, never read whole), fatbin files (nvcc --fatbin),
+/// `ar` static archives, wheels and
+/// other zip files, tar archives (plain, gz, zst, xz, bz2) through libarchive, and directories
+/// (recursive; files without device code are skipped quietly). Each yields the ELF objects
+/// that carry device code, with their fatbins.
+
+#include <archguard/fatbin.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace archguard {
+
+/// Bytes that back the spans of parsed fatbins: a mapping or a buffer.
+class Storage {
+ public:
+  virtual ~Storage() = default;
+  virtual Bytes bytes() const = 0;
+  /// Drops the pages of [offset, offset + length) from memory where that is possible (a
+  /// read-only mapping refetches them on the next access); the bytes stay valid.
+  virtual void release(std::uint64_t offset, std::uint64_t length) const {
+    (void)offset;
+    (void)length;
+  }
+};
+
+/// Maps a file read-only (an empty file gives empty bytes).
+Result<std::shared_ptr<const Storage>> map_file(const std::string& path);
+
+struct ScanOptions {
+  unsigned threads = 0;  ///< worker threads for directories; 0: the hardware concurrency
+  /// Archive members larger than this are spilled to an unlinked temporary file and mapped
+  /// instead of being held in memory.
+  std::uint64_t spill_threshold = std::uint64_t{32} << 20;
+  unsigned max_depth = 4;  ///< archives nested deeper are not opened
+  /// Archive members that decompress to more than this are refused (decompression bombs).
+  std::uint64_t max_member_size = std::uint64_t{16} << 30;
+};
+
+/// What one input path held.
+struct ScanReport {
+  std::string input;  ///< the path as given
+  bool directory = false;
+  /// ELF objects with device code. A plain ELF file named directly and the objects of a static
+  /// library are listed even without.
+  std::vector<ObjectFatbins> objects;
+  /// Files or members that could not be read (messages naming file, offset and value).
+  std::vector<std::string> errors;
+  std::vector<std::shared_ptr<const Storage>> storage;  ///< keeps the objects' spans alive
+};
+
+/// Reads one path. Fails only when the path itself cannot be opened or is of no supported
+/// kind; problems inside archives and directories are collected in ScanReport::errors.
+Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options = {});
+
+/// Reads bytes already in memory: an ELF file, a fatbin file or an archive. `name` names them in messages.
+/// The bytes must outlive the report.
+Result<ScanReport> scan_bytes(Bytes bytes, const std::string& name, const ScanOptions& options = {});
+
+}  // namespace archguard

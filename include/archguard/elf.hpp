@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// \file
+/// A minimal, validating ELF64 little-endian reader: sections and symbols. It reads host
+/// objects (x86-64, aarch64: executables, shared libraries, relocatable objects) and cubins
+/// (EM_CUDA). Every read goes through ByteReader; an ElfFile that exists has a valid header
+/// and a section table that lies inside the bytes.
+
+#include <archguard/bytes.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace archguard {
+
+inline constexpr std::uint16_t kElfTypeRel = 1;
+inline constexpr std::uint16_t kElfTypeExec = 2;
+inline constexpr std::uint16_t kElfTypeDyn = 3;
+inline constexpr std::uint16_t kElfMachineX86_64 = 62;
+inline constexpr std::uint16_t kElfMachineAarch64 = 183;
+inline constexpr std::uint16_t kElfMachineCuda = 190;
+
+struct ElfSection {
+  std::string name;
+  std::uint32_t type = 0;
+  std::uint64_t flags = 0;
+  std::uint64_t addr = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  std::uint32_t link = 0;
+  std::uint32_t info = 0;
+  std::uint64_t entsize = 0;
+};
+
+struct ElfSymbol {
+  std::string_view name;  ///< points into the file's bytes
+  std::uint8_t info = 0;  ///< binding << 4 | type
+  std::uint8_t other = 0;
+  std::uint16_t shndx = 0;
+  std::uint64_t value = 0;
+  std::uint64_t size = 0;
+  std::uint8_t type() const { return info & 0xf; }
+};
+
+/// Whether the bytes start with the ELF magic.
+bool looks_like_elf(Bytes bytes);
+
+class ElfFile {
+ public:
+  /// Validates the header and the section table. `name` names the file in messages.
+  static Result<ElfFile> parse(Bytes bytes, std::string name);
+
+  std::uint16_t type() const { return type_; }
+  std::uint16_t machine() const { return machine_; }
+  std::uint32_t flags() const { return flags_; }
+  std::uint8_t abi_version() const { return abi_version_; }  ///< e_ident[EI_ABIVERSION]
+  const std::vector<ElfSection>& sections() const { return sections_; }
+  const std::string& name() const { return name_; }
+  Bytes bytes() const { return reader_.bytes(); }
+
+  /// The first section called `name`, or nullptr.
+  const ElfSection* find(std::string_view name) const;
+  /// The bytes of a section (empty for SHT_NOBITS), checked against the file size.
+  Result<Bytes> section_bytes(const ElfSection& section) const;
+  /// The symbols of the first SHT_SYMTAB section (empty when there is none).
+  Result<std::vector<ElfSymbol>> symbols() const;
+  /// Reads the 64-bit word at virtual address `addr` from the section containing it, or the
+  /// addend of a RELATIVE relocation at that address when the stored word is zero (position
+  /// independent files keep pointers in relocations). Nothing when the address maps nowhere.
+  std::optional<std::uint64_t> pointer_at(std::uint64_t addr) const;
+
+ private:
+  ElfFile(Bytes bytes, std::string name) : reader_(bytes, name), name_(std::move(name)) {}
+
+  ByteReader reader_;
+  std::string name_;
+  std::uint16_t type_ = 0, machine_ = 0;
+  std::uint32_t flags_ = 0;
+  std::uint8_t abi_version_ = 0;
+  std::vector<ElfSection> sections_;
+};
+
+}  // namespace archguard

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// \file
+/// CUDA fatbinaries: the fatbins in an ELF file's .nv_fatbin and __nv_relfatbin sections, the
+/// images (entries) in each, every entry-header field, and on demand the payloads (decompressed
+/// with liblz4 / libzstd) and the kernel entry points they define. The layout is described in
+/// docs (shared/reference/fatbin-format.md). No CUDA runtime is involved; nothing is printed.
+///
+/// Lifetime: Fatbin and FatbinEntry hold spans into the bytes they were parsed from (a mapped
+/// file, an archive member, process memory); those bytes must outlive them.
+
+#include <archguard/arch.hpp>
+#include <archguard/bytes.hpp>
+#include <archguard/compat.hpp>
+#include <archguard/elf.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace archguard {
+
+inline constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
+inline constexpr std::uint32_t kFatbinWrapperMagic = 0x466243B1;
+inline constexpr std::uint64_t kFatbinHeaderSize = 16;
+inline constexpr std::uint64_t kEntryHeaderMinSize = 0x40;
+
+/// Raw entry kinds (fatbin entry header +0x00).
+inline constexpr std::uint16_t kEntryKindPtx = 1;
+inline constexpr std::uint16_t kEntryKindElf = 2;
+inline constexpr std::uint16_t kEntryKindOldCubin = 4;
+inline constexpr std::uint16_t kEntryKindLtoIr = 8;
+
+/// Entry flags (entry header +0x28).
+inline constexpr std::uint64_t kEntryFlag64Bit = 0x1;
+inline constexpr std::uint64_t kEntryFlagDebug = 0x2;
+inline constexpr std::uint64_t kEntryFlagLz4 = 0x2000;
+inline constexpr std::uint64_t kEntryFlagZstd = 0x8000;
+inline constexpr std::uint64_t kEntryFlagArchSpecific = 0x100000;
+inline constexpr std::uint64_t kEntryFlagFamilySpecific = 0x200000;
+inline constexpr std::uint64_t kEntryFlagCompatExtension = 0x1000000;
+
+/// The largest payload the reader decompresses (256 MiB). The biggest image in NVIDIA's CUDA
+/// 13.0 libraries is far below 16 MiB; a header claiming more is treated as corrupt rather
+/// than trusted with an allocation.
+inline constexpr std::uint64_t kMaxImageSize = std::uint64_t{256} << 20;
+
+enum class Compression : std::uint8_t { none, lz4, zstd };
+
+/// Told about byte ranges (offset and length in the file) the parser has finished reading, so
+/// that a memory mapping can drop those pages: on a 500 MB library the entry headers are spread
+/// over every page, and the kernel maps the neighbours of each one it faults in. Optional.
+using ReleaseHook = std::function<void(std::uint64_t offset, std::uint64_t length)>;
+
+/// Where a fatbin came from.
+enum class FatbinSection : std::uint8_t {
+  nv_fatbin,     ///< .nv_fatbin: whole-program fatbins
+  nv_relfatbin,  ///< __nv_relfatbin: relocatable (-rdc) fatbins the driver JIT-links
+  memory,        ///< a region handed over by the caller (e.g. a loaded module)
+};
+
+std::string_view to_string(Compression c);
+std::string_view to_string(FatbinSection s);
+
+/// One image of a fatbin: every field of its entry header, decoded and validated.
+struct FatbinEntry {
+  std::size_t index = 0;         ///< position in its fatbin, from 0
+  std::uint64_t offset = 0;      ///< of the entry header, in the file (or region)
+  std::uint16_t raw_kind = 0;    ///< 1 PTX, 2 ELF, 4 old cubin, 8 LTO-IR
+  CodeKind kind = CodeKind::sass;
+  Arch arch;                     ///< with the a/f suffix from the flags
+  Version2 version;              ///< PTX: PTX ISA version; ELF: code (ELF ABI) version
+  std::uint32_t header_size = 0;
+  std::uint64_t stored_size = 0;        ///< payload bytes in the file (padded)
+  std::uint32_t compressed_size = 0;    ///< exact compressed length, 0 when not compressed
+  std::uint64_t uncompressed_size = 0;  ///< 0 when not compressed
+  Compression compression = Compression::none;
+  std::uint64_t flags = 0;
+  bool debug = false;            ///< built with -G
+  std::string identifier;        ///< empty when none
+  std::string options;           ///< e.g. ptxas options for PTX; empty when none
+  std::vector<std::byte> extension;  ///< the binary record of ELF entries with .nv.compat
+  Bytes payload;                 ///< the stored payload bytes (compressed when compressed)
+
+  /// Size of the image once decompressed.
+  std::uint64_t image_size() const {
+    return compression == Compression::none ? stored_size : uncompressed_size;
+  }
+};
+
+/// One fatbin: header plus entries.
+class Fatbin {
+ public:
+  std::size_t index = 0;        ///< position among the fatbins of its object, from 0
+  std::uint64_t offset = 0;     ///< of the fatbin header, in the file (or region)
+  std::uint16_t version = 0;
+  std::uint64_t size = 0;       ///< header + entries
+  FatbinSection section = FatbinSection::nv_fatbin;
+  /// Registered by a version-2 (.nvFatBinSegment) wrapper: the fatbin nvlink wrote at link time.
+  bool linked = false;
+  /// The device-link fatbin of a non-rdc link: linked, and its code defines no kernel. It
+  /// decides nothing (rule 9). In an -rdc executable the linked fatbin holds every kernel
+  /// and is not marked.
+  bool device_link = false;
+  std::vector<FatbinEntry> entries;
+
+  /// Parses the fatbin starting at `offset` of `reader`. `index` numbers it in messages.
+  static Result<Fatbin> parse(const ByteReader& reader, std::uint64_t offset, std::size_t index);
+
+  /// Parses every fatbin of a region laid out as in .nv_fatbin: back to back, tolerating zero
+  /// padding to 8 bytes between and after them. `name` names the region in messages and
+  /// `base` is the region's offset in its file (0 for memory).
+  static Result<std::vector<Fatbin>> parse_all(Bytes bytes, std::string name,
+                                               FatbinSection section = FatbinSection::memory,
+                                               std::uint64_t base = 0, const ReleaseHook& release = {});
+
+  /// The images as the compatibility engine sees them.
+  std::vector<Image> images() const;
+  /// The identifier of the first entry that has one ("kernels.cu"), or "".
+  std::string identifier() const;
+  /// Whether every image is arch- or family-specific (a/f).
+  bool only_specific() const;
+};
+
+/// The device code of one ELF object (a file, an archive member or a memory region).
+struct ObjectFatbins {
+  std::string path;        ///< display path: "lib.so", "lib.a:member.o", "x.whl:pkg/lib.so"
+  std::string archive;     ///< the outer file when this is a member, else empty
+  std::string member;      ///< member path inside the archive, else empty
+  std::uint16_t elf_type = 0;
+  std::uint16_t machine = 0;
+  std::vector<Fatbin> fatbins;  ///< .nv_fatbin first, then __nv_relfatbin
+};
+
+/// Reads the fatbins of a validated ELF file; an object without device code gives an empty
+/// list. The linked fatbin is found from the .nvFatBinSegment wrappers (version 2); it is
+/// marked device_link when its first SASS image defines no kernel.
+Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {});
+
+/// Reads the fatbins of a memory region laid out as .nv_fatbin (for instance the section of a
+/// loaded module, found with dl_iterate_phdr): the self-check hands over such bytes. Without
+/// the file's .nvFatBinSegment wrappers the device-link fatbin is recognised by its content:
+/// when the region holds several fatbins and the first one defines no kernel, it is marked
+/// device_link. The bytes must outlive the result.
+Result<ObjectFatbins> read_region(Bytes bytes, std::string name);
+
+/// Whether the first SASS image of a fatbin defines no kernel (decodes it). An image that does
+/// not decode counts as defining some: when in doubt a fatbin is judged, not ignored.
+bool defines_no_kernel(const Fatbin& fatbin, std::string_view name);
+
+// ---- payloads (on demand) --------------------------------------------------------------
+
+/// The decompressed image. Refuses sizes above `limit` or inconsistent with the header.
+/// `name` names the file in messages.
+Result<std::vector<std::byte>> decompress(const FatbinEntry& entry, std::string_view name,
+                                          std::uint64_t limit = kMaxImageSize);
+
+struct Kernel {
+  std::string name;       ///< mangled
+  std::string demangled;  ///< equal to name when it does not demangle
+};
+
+/// The kernel entry points of an image: cubin symbols marked as CUDA entries, PTX .entry
+/// directives. LTO-IR is not decoded (empty list). `image` is the decompressed payload.
+Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
+                                         std::string_view name);
+
+/// abi::__cxa_demangle, or the input when it is not a mangled name.
+std::string demangle(std::string_view name);
+
+// ---- cuobjdump-compatible names ----------------------------------------------------------
+
+/// The name cuobjdump gives an entry: "<base>.<n>.<arch>.cubin|ptx", or
+/// "<identifier base>.<arch>.cubin|ptx" for entries with an identifier. `n` counts from 1.
+/// "a" shows, "f" shows for PTX only; PTX arch is written sm_XY too.
+std::string cuobjdump_name(const FatbinEntry& entry, std::string_view base, std::size_t n);
+/// cuobjdump's base: the file name without directories and without its last extension.
+std::string cuobjdump_base(std::string_view path);
+
+}  // namespace archguard

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# GPU validation in one go (docs/gpu-validation.md): build CudaArchGuard from source on the GPU
+# machine, run the gpu- and samples-labelled tests, the fatbin-composition matrix, `archguard
+# doctor`, the samples by hand and the benchmark; write the logs under $OUT (8 files at most).
+#   OUT=<dir> (default ./gpu-validation-out)   JOBS=<n> (default nproc)
+# Missing build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4, OpenSSL
+# headers) are taken from Debian packages in .gpu-carry/debs when present (unpacked under /tmp,
+# never into /).
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+OUT="${OUT:-$here/gpu-validation-out}"
+mkdir -p "$OUT"
+jobs="${JOBS:-$(nproc)}"
+build="${BUILD_DIR:-/tmp/archguard-gpu-build}"
+export PATH="$PATH:/usr/local/cuda/bin"
+summary="$OUT/summary.md"
+t_start=$(date +%s)
+stamp() { echo "$(( $(date +%s) - t_start ))s"; }
+say() { echo "$*" | tee -a "$summary"; }
+
+: > "$summary"
+say "# GPU validation, $(date -u '+%Y-%m-%d %H:%M UTC')"
+say ""
+say "- host: $(uname -srm), $(nproc) cores"
+say "- gpu: $(nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 4 | tr '\n' ';')"
+say "- nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*, V[0-9.]*' || echo 'not found')"
+say "- cmake: $(cmake --version | head -n1), ninja $(ninja --version 2>/dev/null || echo missing), $(g++ --version | head -n1)"
+say "- commit: $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+
+# ---- dependencies -------------------------------------------------------------------------
+deps=/tmp/archguard-deps
+have_dev() { [ -f "$1" ]; }
+missing=0
+for h in /usr/include/CLI/CLI.hpp /usr/include/nlohmann/json.hpp /usr/include/catch2/catch.hpp \
+         /usr/include/archive.h /usr/include/zstd.h /usr/include/lz4.h /usr/include/openssl/sha.h; do
+  have_dev "$h" || { missing=1; say "- missing on this machine: $h"; }
+done
+if [ "$missing" = 1 ] && ls .gpu-carry/debs/*.deb >/dev/null 2>&1; then
+  rm -rf "$deps" && mkdir -p "$deps"
+  for d in .gpu-carry/debs/*.deb; do dpkg -x "$d" "$deps"; done
+  for pc in "$deps"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$deps"/usr/share/pkgconfig/*.pc; do
+    [ -f "$pc" ] && sed -i "s|^prefix=/usr|prefix=$deps/usr|" "$pc"
+  done
+  export PKG_CONFIG_PATH="$deps/usr/lib/x86_64-linux-gnu/pkgconfig:$deps/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export CMAKE_PREFIX_PATH="$deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export CPATH="$deps/usr/include${CPATH:+:$CPATH}"
+  export LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  extra=(-DOPENSSL_ROOT_DIR="$deps/usr")
+  say "- build dependencies taken from .gpu-carry/debs ($(ls .gpu-carry/debs | wc -l) Debian 12 packages, unpacked in $deps)"
+else
+  extra=()
+fi
+
+# ---- build --------------------------------------------------------------------------------
+say ""
+say "## build ($(stamp))"
+t0=$(date +%s)
+{ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCHGUARD_BUILD_SAMPLES=ON \
+        -DARCH_POLICY=auto "${extra[@]}" &&
+  cmake --build "$build" -j "$jobs" &&
+  cmake --build "$build" -j "$jobs" --target archguard_bench_gpu; } > "$OUT/build.log" 2>&1
+rc=$?
+say "- configure + build: exit $rc in $(( $(date +%s) - t0 )) s (log: build.log)"
+grep -E "CudaArchGuard|policy" "$OUT/build.log" | head -n 5 | sed 's/^/  /' | tee -a "$summary"
+if [ "$rc" != 0 ]; then tail -n 40 "$OUT/build.log"; say "build failed: stopping"; exit 1; fi
+ag="$build/bin/archguard"
+
+# ---- archguard doctor ----------------------------------------------------------------------
+say ""
+say "## archguard doctor ($(stamp))"
+{
+  for i in 1 2 3; do
+    s=$(date +%s%N); "$ag" doctor --json > "$OUT/doctor.json"; rc=$?; e=$(date +%s%N)
+    echo "run $i: exit $rc, wall $(( (e - s) / 1000000 )) ms"
+  done
+  echo; "$ag" doctor; echo "exit $?"
+  echo; echo "--- doctor on the no-kernel-image sample's broken build"
+  "$ag" doctor --no-smoke "$build/samples/no-kernel-image/no_kernel_image_broken"; echo "exit $?"
+  echo; echo "--- doctor with CUDA_FORCE_PTX_JIT=1 on the arch-specific sample"
+  CUDA_FORCE_PTX_JIT=1 "$ag" doctor --no-smoke "$build/samples/arch-specific/arch_specific"; echo "exit $?"
+  echo; echo "--- doctor with CUDA_VISIBLE_DEVICES= (every GPU hidden)"
+  CUDA_VISIBLE_DEVICES= "$ag" doctor --no-smoke; echo "exit $?"
+} > "$OUT/doctor.log" 2>&1
+grep -E "^run [0-9]" "$OUT/doctor.log" | sed 's/^/- /' | tee -a "$summary"
+python3 - "$OUT/doctor.json" <<'PY' | tee -a "$summary"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("- verdict %s, elapsed %.0f ms inside doctor" % (r["verdict"], r["elapsed_ms"]))
+for t in r["timings"]:
+    print("- device %d: module load %.2f ms, first launch %.2f ms, second %.3f ms, image %s, matmul %.0f GFLOP/s"
+          % (t["ordinal"], t["module_load_ms"], t["first_launch_ms"], t["second_launch_ms"], t["image"], t["matmul_gflops"]))
+PY
+
+# ---- samples by hand ----------------------------------------------------------------------
+say ""
+say "## samples ($(stamp))"
+{
+  s="$build/samples"
+  for cmd in "no-kernel-image/no_kernel_image_broken" "no-kernel-image/no_kernel_image_fixed" \
+             "arch-specific/arch_specific" "jit-fallback/jit_fallback" "jit-fallback/jit_fallback" \
+             "jit-fallback/jit_fallback --prebuilt-only" "quickstart/quickstart"; do
+    echo "\$ $cmd"; $s/$cmd; echo "exit $?"; echo
+  done
+  echo "\$ CUDA_FORCE_PTX_JIT=1 arch-specific/arch_specific"; CUDA_FORCE_PTX_JIT=1 "$s/arch-specific/arch_specific"; echo "exit $?"; echo
+  echo "\$ archguard check --cc 9.0 --force-ptx-jit arch-specific/arch_specific"; "$ag" check --cc 9.0 --force-ptx-jit "$s/arch-specific/arch_specific"; echo "exit $?"; echo
+  echo "\$ archguard check --cc 9.0 no-kernel-image/no_kernel_image_broken"; "$ag" check --cc 9.0 "$s/no-kernel-image/no_kernel_image_broken"; echo "exit $?"
+} > "$OUT/samples.log" 2>&1
+grep -E "^\\$|^exit|picked|correct|209|path:" "$OUT/samples.log" | head -n 40 | sed 's/^/    /' | tee -a "$summary"
+
+# ---- gpu- and samples-labelled tests (the matrix among them) --------------------------------
+say ""
+say "## ctest -L 'gpu|samples' ($(stamp))"
+timeout 300 ctest --test-dir "$build" -L 'gpu|samples' --output-on-failure > "$OUT/ctest.log" 2>&1
+say "- ctest exit $? (log: ctest.log)"
+grep -E "tests passed|tests failed|Not Run|\*\*\*Failed|Skipped" "$OUT/ctest.log" | head -n 20 | sed 's/^/  /' | tee -a "$summary"
+cp "$build/tests/gpu/matrix/matrix.md" "$OUT/matrix.md" 2>/dev/null && head -n 1 "$OUT/matrix.md" | sed 's/^/- matrix: /' | tee -a "$summary"
+
+# ---- benchmark ----------------------------------------------------------------------------
+say ""
+say "## benchmark ($(stamp))"
+CUDA_CACHE_DISABLE=1 timeout 180 "$build/tests/gpu/bench/archguard_bench_gpu" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+say "- exit $?"
+sed 's/^/    /' "$OUT/bench.log" | tee -a "$summary"
+say ""
+say "done in $(stamp)"

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 1: which GPUs the CUDA driver shows this process, cross-checked with nvidia-smi and NVML.
+#include "doctor/steps.hpp"
+
+#include <string>
+
+namespace archguard::doctor::detail {
+namespace {
+
+std::string cc_text(Version2 cc) { return std::to_string(cc.major) + "." + std::to_string(cc.minor); }
+
+const ProbedGpu* match(const ProbeResult& probe, const device::DeviceInfo& d) {
+  const std::string bus = normalise_bus_id(d.pci_bus_id);
+  for (const auto& g : probe.gpus)
+    if (!bus.empty() && normalise_bus_id(g.pci_bus_id) == bus) return &g;
+  return nullptr;
+}
+
+std::size_t machine_gpus(const Session& s) {
+  return std::max(s.smi.available ? s.smi.gpus.size() : 0, s.nvml.available ? s.nvml.gpus.size() : 0);
+}
+
+}  // namespace
+
+Step step_devices(Session& s, Report& report) {
+  Step step;
+  step.number = 1;
+  step.name = "devices";
+  const auto visible = s.env("CUDA_VISIBLE_DEVICES");
+
+  device::OpenOptions open;
+  open.library = s.options->libcuda;
+  auto driver = device::Driver::open(open);
+  if (!driver) {
+    report.driver_found = false;
+    report.driver_problem = driver.message();
+    std::string fix = "install the NVIDIA driver";
+    // The newest release the table knows a minimum driver for.
+    for (auto it = release_rows().rbegin(); it != release_rows().rend(); ++it)
+      if (*it->min_driver != '\0') {
+        fix += " (CUDA " + cc_text(it->cuda) + " binaries need >= " + it->min_driver + ")";
+        break;
+      }
+    fix += "; in a container, run it with the GPU exposed (docker --gpus all)";
+    std::string why = driver.message();
+    if (why.rfind("no cuda driver: ", 0) == 0) why.erase(0, 16);
+    step.findings.push_back({Level::fail, "driver", "no cuda driver found: " + why, fix});
+    if (machine_gpus(s) > 0)
+      step.findings.push_back({Level::warn, "driver",
+                               "nvidia-smi/NVML see " + std::to_string(machine_gpus(s)) +
+                                   " gpu(s) but libcuda.so.1 could not be loaded by this process",
+                               "add the driver's library directory to the loader path (ldconfig, LD_LIBRARY_PATH)"});
+    return step;
+  }
+  s.driver = *driver;
+  report.driver_found = true;
+  if (auto v = s.driver->cuda_version()) report.driver_cuda = *v;
+  step.findings.push_back({Level::pass, "driver",
+                           "loaded " + s.driver->library_path() +
+                               (report.driver_cuda ? ", supports cuda " + cc_text(*report.driver_cuda) : ""),
+                           ""});
+
+  auto hidden_fix = [&]() {
+    return "unset CUDA_VISIBLE_DEVICES or set it to the gpus to use (0.." + std::to_string(machine_gpus(s) - 1) +
+           " or their UUIDs)";
+  };
+  if (!s.driver->init_status().ok()) {
+    const auto& e = s.driver->init_status();
+    if (visible && machine_gpus(s) > 0) {
+      step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES",
+                               "CUDA_VISIBLE_DEVICES='" + *visible + "' hides every gpu: the machine has " +
+                                   std::to_string(machine_gpus(s)) + " but cuInit says: " + e.message(),
+                               hidden_fix()});
+    } else {
+      step.findings.push_back({Level::fail, "driver", "cuInit failed: " + e.message(),
+                               e.code() == device::kCuErrorNoDevice
+                                   ? "check that the gpu is visible to this process (nvidia-smi, container --gpus)"
+                                   : "check the driver installation (dmesg, nvidia-smi); reboot after a driver update"});
+    }
+    return step;
+  }
+
+  auto devices = s.driver->devices();
+  if (!devices) {
+    step.findings.push_back({Level::fail, "driver", "listing devices failed: " + devices.message(),
+                             "check the driver installation (nvidia-smi)"});
+    return step;
+  }
+  if (devices->empty()) {
+    if (visible && machine_gpus(s) > 0)
+      step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES",
+                               "CUDA_VISIBLE_DEVICES='" + *visible + "' hides every gpu (the machine has " +
+                                   std::to_string(machine_gpus(s)) + ")",
+                               hidden_fix()});
+    else
+      step.findings.push_back({Level::fail, "devices", "the driver reports no cuda device",
+                               "check that the gpu is visible to this process (nvidia-smi, container --gpus)"});
+    return step;
+  }
+
+  for (const auto& d : *devices) {
+    DeviceFacts f;
+    f.ordinal = d.ordinal;
+    f.name = d.name;
+    f.cc = d.cc;
+    f.pci_bus_id = d.pci_bus_id;
+    const ArchRow* row = find_arch(d.cc.packed());
+    f.tegra = d.integrated || (row != nullptr && row->tegra);
+    if (const auto* g = match(s.smi, d)) f.smi_cc = g->cc;
+    if (const auto* g = match(s.nvml, d)) f.nvml_cc = g->cc;
+
+    std::string msg = d.name + ", compute capability " + cc_text(d.cc);
+    if (row != nullptr) msg += std::string(" (") + row->codename + ")";
+    msg += f.tegra ? ", integrated (tegra: no sass minor-version compatibility)" : "";
+    msg += ", " + std::to_string(d.multiprocessors) + " sms, " +
+           std::to_string(d.total_memory >> 20) + " MiB, pci " + d.pci_bus_id;
+    Level status = Level::pass;
+    std::string fix;
+    if (row == nullptr) {
+      status = Level::warn;
+      msg += "; this capability is not in archguard's architecture table (newer than this release?)";
+      fix = "update archguard; meanwhile only ptx the driver can jit-compile will run";
+    }
+    std::vector<std::string> agree;
+    auto cross = [&](const char* who, const std::optional<Version2>& cc) {
+      if (!cc) return;
+      if (*cc == d.cc) {
+        agree.push_back(who);
+      } else {
+        status = worst(status, Level::warn);
+        msg += std::string("; ") + who + " says " + cc_text(*cc) + ", the driver says " + cc_text(d.cc);
+        fix = "trust the driver's value (it decides which image loads); a mismatch points at a mixed driver "
+              "installation: reinstall the driver";
+      }
+    };
+    cross("nvidia-smi", f.smi_cc);
+    cross("nvml", f.nvml_cc);
+    if (!agree.empty()) {
+      msg += "; ";
+      for (std::size_t i = 0; i < agree.size(); ++i) msg += (i ? " and " : "") + agree[i];
+      msg += " agree";
+    }
+    step.findings.push_back({status, "device " + std::to_string(d.ordinal), msg, fix});
+    report.devices.push_back(std::move(f));
+  }
+  if (machine_gpus(s) > devices->size()) {
+    step.findings.push_back({Level::pass, "CUDA_VISIBLE_DEVICES",
+                             "this process sees " + std::to_string(devices->size()) + " of the machine's " +
+                                 std::to_string(machine_gpus(s)) + " gpus" +
+                                 (visible ? " (CUDA_VISIBLE_DEVICES='" + *visible + "')" : ""),
+                             ""});
+  }
+  if (!s.smi.available && !s.nvml.available)
+    step.findings.push_back({Level::skip, "cross-check", "neither nvidia-smi nor NVML answered: " + s.smi.problem, ""});
+  return step;
+}
+
+}  // namespace archguard::doctor::detail

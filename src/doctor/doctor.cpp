@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+// run(): the steps in order, then the final verdict.
+#include "doctor/steps.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <set>
+
+namespace archguard::doctor::detail {
+extern const unsigned char kSmokeFatbin[];
+extern const std::size_t kSmokeFatbin_size;
+extern const char kSmokeFatbin_note[];
+
+std::span<const std::byte> smoke_fatbin() {
+  return {reinterpret_cast<const std::byte*>(kSmokeFatbin), kSmokeFatbin_size};  // NOLINT: bytes as bytes
+}
+std::string_view smoke_fatbin_targets() { return kSmokeFatbin_note; }
+
+namespace {
+
+std::string v2(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
+
+/// Files to look at for step 2: the file itself, or the ELF files under a directory (bounded).
+std::vector<std::string> elf_candidates(const std::string& path, std::string& note) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return {path};
+  std::vector<std::string> out;
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code ec2;
+    if (!it->is_regular_file(ec2)) continue;
+    const auto name = it->path().filename().string();
+    if (name.find(".so") != std::string::npos || (it->status(ec2).permissions() & fs::perms::owner_exec) != fs::perms::none)
+      out.push_back(it->path().string());
+    if (out.size() >= 4096) {
+      note = " (first 4096 files)";
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Step step_versions(Session& s, Report& report) {
+  Step step;
+  step.number = 2;
+  step.name = "versions";
+
+  // The driver's own version: NVML, else nvidia-smi, else the kernel module.
+  if (s.nvml.driver) report.driver_version = s.nvml.driver;
+  else if (s.smi.driver) report.driver_version = s.smi.driver;
+  else report.driver_version = probe_proc_driver_version();
+
+  Version2 max_isa;
+  if (report.driver_version) {
+    max_isa = ptx_isa_for_driver(*report.driver_version);
+    std::string msg = "driver " + format_driver_version(*report.driver_version);
+    if (report.driver_cuda) msg += ", supports cuda " + v2(*report.driver_cuda);
+    msg += max_isa.empty() ? ", older than every release in the table" : ", accepts ptx isa up to " + v2(max_isa);
+    step.findings.push_back({Level::pass, "driver", msg, ""});
+  } else if (report.driver_cuda) {
+    step.findings.push_back({Level::pass, "driver",
+                             "supports cuda " + v2(*report.driver_cuda) +
+                                 " (its version number is unknown: no NVML, nvidia-smi or /proc/driver/nvidia/version)",
+                             ""});
+  } else {
+    step.findings.push_back({Level::skip, "driver", "no driver found: driver and cuda versions unknown", ""});
+  }
+
+  auto tool = [&](const char* name, const ToolVersion& t) {
+    if (!t.version) {
+      step.findings.push_back({Level::skip, name, t.problem, ""});
+      return;
+    }
+    const ReleaseRow* rel = find_release(*t.version);
+    std::string msg = std::string(name) + " " + v2(*t.version) + " (" + t.where + ")";
+    if (rel == nullptr) {
+      step.findings.push_back({Level::warn, name, msg + ": a release archguard's table does not know",
+                               "update archguard"});
+      return;
+    }
+    msg += ", emits ptx isa " + v2(rel->ptx_isa);
+    if (!max_isa.empty() && rel->ptx_isa > max_isa) {
+      const std::string need = min_driver_for_ptx_isa(rel->ptx_isa);
+      step.findings.push_back(
+          {Level::warn, name,
+           msg + ": this driver accepts up to " + v2(max_isa) +
+               ", so ptx it builds fails to load (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222) unless sass for the gpu is "
+               "built too",
+           "install driver >= " + (need.empty() ? std::string("the one of cuda ") + v2(*t.version) : need) +
+               ", or build sass for this gpu (see the rebuild fix)"});
+    } else {
+      step.findings.push_back({Level::pass, name, msg, ""});
+    }
+  };
+  tool("nvcc", probe_nvcc(s.options->nvcc));
+  tool("nvrtc", probe_nvrtc());
+
+  for (const auto& file : s.options->files) {
+    std::string note;
+    const auto candidates = elf_candidates(file, note);
+    std::set<unsigned> majors;
+    std::size_t elf_files = 0, device_code = 0, statically = 0;
+    std::string first_error;
+    for (const auto& c : candidates) {
+      auto need = runtime_need(c);
+      if (!need) {
+        if (first_error.empty() && candidates.size() == 1) first_error = need.message();
+        continue;
+      }
+      if (!need->elf) continue;
+      ++elf_files;
+      if (need->cudart_major) majors.insert(*need->cudart_major);
+      if (need->has_device_code) {
+        ++device_code;
+        if (!need->cudart_major) ++statically;
+      }
+    }
+    if (!first_error.empty()) {
+      step.findings.push_back({Level::fail, file, first_error, "check the path"});
+      continue;
+    }
+    if (elf_files == 0) {
+      step.findings.push_back({Level::skip, file,
+                               "no elf file to read a dynamic section from" + note + " (wheels are examined in step 3)", ""});
+      continue;
+    }
+    std::string msg;
+    Level status = Level::pass;
+    std::string fix;
+    if (majors.empty()) {
+      msg = device_code > 0 ? "device code without libcudart.so in DT_NEEDED: the cuda runtime is linked statically "
+                              "(or the driver api is used directly); its version is not recorded"
+                            : "does not need the cuda runtime";
+    } else {
+      msg = "needs";
+      for (unsigned m : majors) msg += " libcudart.so." + std::to_string(m);
+      if (statically > 0) msg += "; " + std::to_string(statically) + " file(s) with device code link it statically";
+      const unsigned newest = *majors.rbegin();
+      if (report.driver_cuda && newest > report.driver_cuda->major) {
+        status = Level::fail;
+        const ReleaseRow* rel = find_release(Version2{newest, 0});
+        msg += ": the cuda " + std::to_string(newest) + " runtime refuses a driver for cuda " + v2(*report.driver_cuda) +
+               " (cudaErrorInsufficientDriver, 35)";
+        fix = "install driver >= " +
+              (rel != nullptr && *rel->min_driver != '\0' ? std::string(rel->min_driver)
+                                                          : "the one of cuda " + std::to_string(newest) + ".0");
+      } else if (report.driver_cuda) {
+        msg += ": covered by the driver (cuda " + v2(*report.driver_cuda) + ")";
+      }
+    }
+    step.findings.push_back({status, file, msg + note, fix});
+  }
+  return step;
+}
+
+std::vector<Fix> collect_fixes(const Report& report) {
+  std::vector<Fix> fixes;
+  std::set<std::string> seen;
+  auto add = [&](FixKind kind, const std::string& text, std::vector<std::string> details = {}) {
+    if (text.empty() || !seen.insert(text).second) return;
+    fixes.push_back({kind, text, std::move(details)});
+  };
+  // Failures first, then warnings; within each, step order.
+  for (Level wanted : {Level::fail, Level::warn}) {
+    for (const Step& step : report.steps) {
+      for (const Finding& f : step.findings) {
+        if (f.status != wanted || f.fix.empty()) continue;
+        FixKind kind = FixKind::other;
+        if (step.number == 4 || f.fix.rfind("unset ", 0) == 0) kind = FixKind::environment;
+        else if (f.fix.find("driver") != std::string::npos) kind = FixKind::driver;
+        else if (f.fix.rfind("rebuild", 0) == 0) kind = FixKind::rebuild;
+        if (step.number == 3 && f.status == Level::fail) {
+          // Step 3's failures name the device; the rebuild fix spells out the targets.
+          std::vector<Version2> ccs = report.assumed_cc;
+          for (const auto& d : report.devices) ccs.push_back(d.cc);
+          for (const auto& cc : ccs) {
+            if (f.message.rfind("cc " + v2(cc) + ":", 0) != 0) continue;
+            Fix rf = rebuild_fix(cc, f.subject);
+            add(FixKind::rebuild, rf.text, rf.details);
+          }
+          if (f.fix.rfind("rebuild", 0) == 0) continue;
+        }
+        add(kind, f.fix);
+      }
+    }
+  }
+  return fixes;
+}
+
+}  // namespace archguard::doctor::detail
+
+namespace archguard::doctor {
+
+Report run(const Options& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Report report;
+  detail::Session s;
+  s.options = &options;
+  report.assumed_cc = options.assume_cc;
+  s.env = options.env ? options.env : process_environment();
+  s.smi = detail::probe_nvidia_smi(options.nvidia_smi);
+  s.nvml = detail::probe_nvml(options.libnvml);
+
+  report.steps.push_back(detail::step_devices(s, report));
+  report.steps.push_back(detail::step_versions(s, report));
+  report.steps.push_back(detail::step_binaries(s, report));
+  report.steps.push_back(check_environment(s.env));
+  report.steps.push_back(detail::step_smoke(s, report));
+  report.fixes = detail::collect_fixes(report);
+  report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace archguard::doctor

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+// The report vocabulary of the doctor: statuses, fixes, and the small parsers the steps share.
+#include <archguard/doctor.hpp>
+
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+namespace archguard::doctor {
+
+std::string_view to_string(Level level) {
+  switch (level) {
+    case Level::pass: return "pass";
+    case Level::warn: return "warn";
+    case Level::fail: return "fail";
+    case Level::skip: return "skip";
+  }
+  return "?";
+}
+
+std::string_view to_string(FixKind kind) {
+  switch (kind) {
+    case FixKind::rebuild: return "rebuild";
+    case FixKind::driver: return "driver";
+    case FixKind::environment: return "environment";
+    case FixKind::other: return "other";
+  }
+  return "?";
+}
+
+namespace {
+int rank(Level s) {
+  switch (s) {
+    case Level::skip: return 0;
+    case Level::pass: return 1;
+    case Level::warn: return 2;
+    case Level::fail: return 3;
+  }
+  return 0;
+}
+}  // namespace
+
+Level worst(Level a, Level b) { return rank(a) >= rank(b) ? a : b; }
+
+Level Step::status() const {
+  Level s = Level::skip;
+  for (const Finding& f : findings) s = worst(s, f.status);
+  return s;
+}
+
+Level Report::overall() const {
+  Level s = Level::skip;
+  for (const Step& step : steps) s = worst(s, step.status());
+  return s;
+}
+
+EnvLookup process_environment() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    const std::string key(name);
+    const char* v = std::getenv(key.c_str());  // NOLINT(concurrency-mt-unsafe): read only
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+namespace {
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::optional<unsigned> parse_unsigned(std::string_view s) {
+  unsigned v = 0;
+  if (s.empty()) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+}  // namespace
+
+std::optional<Version2> parse_cc(std::string_view text) {
+  text = trim(text);
+  const auto dot = text.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  auto major = parse_unsigned(text.substr(0, dot));
+  auto minor = parse_unsigned(text.substr(dot + 1));
+  if (!major || !minor || *major == 0 || *major > 99 || *minor > 9) return std::nullopt;
+  return Version2{*major, *minor};
+}
+
+std::optional<DriverVersion> parse_proc_driver_version(std::string_view text) {
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..." (open and
+  // proprietary modules word it differently; the first dotted number after "Module" is it).
+  auto line_end = text.find('\n');
+  std::string_view line = text.substr(0, line_end);
+  auto at = line.find("Module");
+  if (at == std::string_view::npos) return std::nullopt;
+  line.remove_prefix(at + 6);
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] < '0' || line[i] > '9')) ++i;
+    std::size_t j = i;
+    while (j < line.size() && ((line[j] >= '0' && line[j] <= '9') || line[j] == '.')) ++j;
+    std::string_view token = line.substr(i, j - i);
+    if (token.find('.') != std::string_view::npos) {
+      auto v = parse_driver_version(token);
+      if (v) return *v;
+    }
+    i = j;
+  }
+  return std::nullopt;
+}
+
+std::vector<Target> targets_for(Version2 cc) {
+  const Arch arch{cc.packed(), Suffix::none};
+  return {Target{arch, CodeKind::sass}, Target{arch, CodeKind::ptx}};
+}
+
+Fix rebuild_fix(Version2 cc, std::string_view why) {
+  const auto targets = targets_for(cc);
+  Fix fix;
+  fix.kind = FixKind::rebuild;
+  fix.text = "add sass and ptx for compute capability " + std::to_string(cc.major) + "." + std::to_string(cc.minor) +
+             " to the build's targets";
+  if (!why.empty()) fix.text += " (" + std::string(why) + ")";
+  fix.details.push_back("CMake: add \"" + format_targets(targets, Dialect::cmake) +
+                        "\" to CMAKE_CUDA_ARCHITECTURES, or let include(CudaArchGuard) choose (-DARCH_POLICY=all-major)");
+  fix.details.push_back("nvcc: add " + format_targets(targets, Dialect::nvcc));
+  fix.details.push_back("PyTorch extensions: add \"" + format_targets(targets, Dialect::torch) +
+                        "\" to TORCH_CUDA_ARCH_LIST");
+  return fix;
+}
+
+}  // namespace archguard::doctor

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The steps of run(), one per file. Internal to src/doctor.
+
+#include <archguard/device.hpp>
+#include <archguard/doctor.hpp>
+
+#include "doctor/probes.hpp"
+
+#include <memory>
+
+namespace archguard::doctor::detail {
+
+/// What the steps share: the driver (when it opened) and the second opinions.
+struct Session {
+  const Options* options = nullptr;
+  EnvLookup env;
+  device::DriverPtr driver;  ///< null without a driver
+  ProbeResult smi;
+  ProbeResult nvml;
+};
+
+/// Step 1. Fills report.devices, driver_found, driver_problem, driver_cuda.
+Step step_devices(Session& session, Report& report);
+/// Step 2. Fills report.driver_version.
+Step step_versions(Session& session, Report& report);
+/// Step 3.
+Step step_binaries(Session& session, Report& report);
+/// Step 5. Fills report.timings.
+Step step_smoke(Session& session, Report& report);
+/// The final verdict from the findings.
+std::vector<Fix> collect_fixes(const Report& report);
+
+/// The embedded smoke-test fatbin (empty when built without nvcc) and the targets it holds.
+std::span<const std::byte> smoke_fatbin();
+std::string_view smoke_fatbin_targets();
+
+}  // namespace archguard::doctor::detail

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: Apache-2.0
+// Inputs: ELF through mmap, archives through libarchive, directories walked in parallel.
+#include <archguard/container.hpp>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+namespace archguard {
+namespace {
+
+class MappedStorage final : public Storage {
+ public:
+  MappedStorage(void* addr, std::size_t size) : addr_(addr), size_(size) {}
+  ~MappedStorage() override {
+    if (addr_ != nullptr) ::munmap(addr_, size_);
+  }
+  MappedStorage(const MappedStorage&) = delete;
+  MappedStorage& operator=(const MappedStorage&) = delete;
+  Bytes bytes() const override { return {static_cast<const std::byte*>(addr_), size_}; }
+  void release(std::uint64_t offset, std::uint64_t length) const override {
+    static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    if (offset >= size_) return;
+    const std::uint64_t end = std::min<std::uint64_t>(offset + std::min<std::uint64_t>(length, size_ - offset), size_);
+    const std::uint64_t first = (offset + page - 1) / page * page;  // whole pages inside only
+    const std::uint64_t last = end / page * page;
+    if (last > first)
+      ::madvise(static_cast<char*>(addr_) + first, static_cast<std::size_t>(last - first), MADV_DONTNEED);
+  }
+
+ private:
+  void* addr_;
+  std::size_t size_;
+};
+
+class BufferStorage final : public Storage {
+ public:
+  explicit BufferStorage(std::vector<std::byte> data) : data_(std::move(data)) {}
+  Bytes bytes() const override { return data_; }
+
+ private:
+  std::vector<std::byte> data_;
+};
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+/// libarchive's message, which may be absent (a null pointer).
+std::string archive_text(archive* a) {
+  const char* m = archive_error_string(a);
+  return m != nullptr ? m : "unknown libarchive error";
+}
+
+Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error{path + ": cannot stat: " + errno_text(errno)};
+  if (!S_ISREG(st.st_mode)) return Error{path + ": not a regular file"};
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size == 0) return std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::vector<std::byte>{}));
+  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (addr == MAP_FAILED) return Error{path + ": cannot map: " + errno_text(errno)};
+  // Only headers are read: keep the kernel from reading ahead megabytes around each one.
+  ::madvise(addr, size, MADV_RANDOM);
+  return std::shared_ptr<const Storage>(std::make_shared<MappedStorage>(addr, size));
+}
+
+enum class Kind { elf, fatbin, archive, other };
+
+bool starts_with(Bytes b, std::initializer_list<unsigned> magic, std::size_t at = 0) {
+  if (b.size() < at + magic.size()) return false;
+  std::size_t i = at;
+  for (unsigned m : magic)
+    if (b[i++] != std::byte(m)) return false;
+  return true;
+}
+
+Kind classify(Bytes b) {
+  if (looks_like_elf(b)) return Kind::elf;
+  if (starts_with(b, {0x50, 0xed, 0x55, 0xba})) return Kind::fatbin;  // nvcc --fatbin output
+  if (starts_with(b, {'!', '<', 'a', 'r', 'c', 'h', '>', '\n'}) ||  // ar
+      starts_with(b, {'P', 'K', 3, 4}) || starts_with(b, {'P', 'K', 5, 6}) ||  // zip
+      starts_with(b, {0x1f, 0x8b}) ||                    // gzip
+      starts_with(b, {0x28, 0xb5, 0x2f, 0xfd}) ||        // zstd
+      starts_with(b, {0xfd, '7', 'z', 'X', 'Z', 0}) ||    // xz
+      starts_with(b, {'B', 'Z', 'h'}) ||                  // bzip2
+      starts_with(b, {'u', 's', 't', 'a', 'r'}, 257))     // tar
+    return Kind::archive;
+  return Kind::other;
+}
+
+/// Whether an ELF file is of a kind this reader does not handle at all (32-bit, big endian):
+/// such files cannot carry device code a current driver loads, so directory walks skip them.
+bool foreign_elf(Bytes b) {
+  return b.size() < 6 || b[4] != std::byte{2} || b[5] != std::byte{1};
+}
+
+struct Scanner {
+  const ScanOptions& options;
+  ScanReport& report;
+
+  void add_elf(Bytes bytes, const std::string& display, const std::string& archive,
+               const std::string& member, bool named_directly, const Storage* storage = nullptr) {
+    if (!named_directly && foreign_elf(bytes)) return;
+    auto elf = ElfFile::parse(bytes, display);
+    if (!elf) {
+      report.errors.push_back(elf.message());
+      return;
+    }
+    ReleaseHook release;
+    if (storage != nullptr && storage->bytes().data() == bytes.data())
+      release = [storage](std::uint64_t offset, std::uint64_t length) { storage->release(offset, length); };
+    auto fatbins = read_elf_fatbins(*elf, release);
+    if (!fatbins) {
+      report.errors.push_back(fatbins.message());
+      return;
+    }
+    if (fatbins->empty() && !named_directly) return;
+    ObjectFatbins obj;
+    obj.path = display;
+    obj.archive = archive;
+    obj.member = member;
+    obj.elf_type = elf->type();
+    obj.machine = elf->machine();
+    obj.fatbins = std::move(*fatbins);
+    report.objects.push_back(std::move(obj));
+  }
+
+  void add_fatbin(Bytes bytes, const std::string& display, const std::string& archive, const std::string& member) {
+    auto fatbins = Fatbin::parse_all(bytes, display, FatbinSection::memory);
+    if (!fatbins) {
+      report.errors.push_back(fatbins.message());
+      return;
+    }
+    ObjectFatbins obj;
+    obj.path = display;
+    obj.archive = archive;
+    obj.member = member;
+    obj.fatbins = std::move(*fatbins);
+    report.objects.push_back(std::move(obj));
+  }
+
+  /// Reads the current libarchive entry into storage: memory, or a spilled temporary file.
+  Result<std::shared_ptr<const Storage>> read_member(archive* a, const std::string& name, std::int64_t size_hint) {
+    std::vector<std::byte> buf;
+    if (size_hint > 0 && static_cast<std::uint64_t>(size_hint) <= options.spill_threshold)
+      buf.reserve(static_cast<std::size_t>(size_hint));
+    FILE* spill = nullptr;
+    std::uint64_t total = 0;
+    char chunk[1 << 16];
+    for (;;) {
+      const la_ssize_t n = archive_read_data(a, chunk, sizeof chunk);
+      if (n < 0) {
+        if (spill != nullptr) std::fclose(spill);
+        return Error{name + ": cannot read: " + archive_text(a)};
+      }
+      if (n == 0) break;
+      total += static_cast<std::uint64_t>(n);
+      if (total > options.max_member_size) {
+        if (spill != nullptr) std::fclose(spill);
+        return Error{name + ": member larger than the limit " + hex(options.max_member_size)};
+      }
+      const auto* p = reinterpret_cast<const std::byte*>(chunk);  // char buffer viewed as bytes
+      if (spill == nullptr && buf.size() + static_cast<std::size_t>(n) > options.spill_threshold) {
+        spill = std::tmpfile();  // unlinked: disappears with the process
+        if (spill == nullptr) return Error{name + ": cannot create a temporary file: " + errno_text(errno)};
+        if (!buf.empty() && std::fwrite(buf.data(), 1, buf.size(), spill) != buf.size()) {
+          std::fclose(spill);
+          return Error{name + ": cannot write a temporary file: " + errno_text(errno)};
+        }
+        buf = {};
+      }
+      if (spill != nullptr) {
+        if (std::fwrite(p, 1, static_cast<std::size_t>(n), spill) != static_cast<std::size_t>(n)) {
+          std::fclose(spill);
+          return Error{name + ": cannot write a temporary file: " + errno_text(errno)};
+        }
+      } else {
+        buf.insert(buf.end(), p, p + n);
+      }
+    }
+    if (spill == nullptr) return std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::move(buf)));
+    std::fflush(spill);
+    auto mapped = map_fd(::fileno(spill), name);
+    std::fclose(spill);  // the mapping keeps the pages
+    return mapped;
+  }
+
+  void scan_archive(Bytes bytes, const std::string& display, unsigned depth) {
+    if (depth > options.max_depth) {
+      report.errors.push_back(display + ": archives nested deeper than " + std::to_string(options.max_depth) + " are not opened");
+      return;
+    }
+    archive* a = archive_read_new();
+    archive_read_support_filter_gzip(a);
+    archive_read_support_filter_zstd(a);
+    archive_read_support_filter_xz(a);
+    archive_read_support_filter_bzip2(a);
+    archive_read_support_format_ar(a);
+    archive_read_support_format_zip(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_gnutar(a);
+    if (archive_read_open_memory(a, bytes.data(), bytes.size()) != ARCHIVE_OK) {
+      report.errors.push_back(display + ": not a readable archive: " + archive_text(a));
+      archive_read_free(a);
+      return;
+    }
+    archive_entry* entry = nullptr;
+    for (;;) {
+      const int rc = archive_read_next_header(a, &entry);
+      if (rc == ARCHIVE_EOF) break;
+      if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
+        report.errors.push_back(display + ": bad archive entry: " + archive_text(a));
+        break;
+      }
+      // Deterministic `ar` (the default of GNU ar) stores mode 644 without a file type: 0.
+      if (const auto type = archive_entry_filetype(entry); type != AE_IFREG && type != 0) continue;
+      const char* path = archive_entry_pathname(entry);
+      std::string member = path != nullptr ? path : "?";
+      if (member == "/" || member == "//" || member.empty()) continue;  // ar symbol/name tables
+      const std::string member_display = display + ":" + member;
+      auto storage = read_member(a, member_display, archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1);
+      if (!storage) {
+        report.errors.push_back(storage.message());
+        break;
+      }
+      const Bytes mb = (*storage)->bytes();
+      const Kind k = classify(mb);
+      if (k == Kind::other) continue;
+      report.storage.push_back(*storage);
+      // Static libraries: every object is listed (as cuobjdump does), with device code or not.
+      const bool ar = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_AR;
+      if (k == Kind::elf)
+        add_elf(mb, member_display, display, member, ar, storage->get());
+      else if (k == Kind::fatbin)
+        add_fatbin(mb, member_display, display, member);
+      else
+        scan_archive(mb, member_display, depth + 1);
+    }
+    archive_read_free(a);
+  }
+
+  Status scan(Bytes bytes, const std::string& display, bool named_directly, const Storage* storage = nullptr) {
+    switch (classify(bytes)) {
+      case Kind::elf: add_elf(bytes, display, {}, {}, named_directly, storage); return Ok{};
+      case Kind::fatbin: add_fatbin(bytes, display, {}, {}); return Ok{};
+      case Kind::archive: scan_archive(bytes, display, 1); return Ok{};
+      case Kind::other: break;
+    }
+    if (named_directly) return Error{display + ": not an elf file, a fatbin or a supported archive (ar, zip, tar)"};
+    return Ok{};
+  }
+};
+
+void scan_file_quietly(const std::string& path, const ScanOptions& options, ScanReport& report) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    report.errors.push_back(path + ": cannot open: " + errno_text(errno));
+    return;
+  }
+  // Peek first: most files in a tree are neither ELF nor archives.
+  unsigned char head[264] = {};
+  const ssize_t got = ::pread(fd, head, sizeof head, 0);
+  if (got <= 0 || classify(Bytes(reinterpret_cast<const std::byte*>(head), static_cast<std::size_t>(got))) == Kind::other) {
+    ::close(fd);
+    return;
+  }
+  auto storage = map_fd(fd, path);
+  ::close(fd);
+  if (!storage) {
+    report.errors.push_back(storage.message());
+    return;
+  }
+  report.storage.push_back(*storage);
+  Scanner s{options, report};
+  (void)s.scan((*storage)->bytes(), path, false, storage->get());
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Storage>> map_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{path + ": cannot open: " + errno_text(errno)};
+  auto r = map_fd(fd, path);
+  ::close(fd);
+  return r;
+}
+
+Result<ScanReport> scan_bytes(Bytes bytes, const std::string& name, const ScanOptions& options) {
+  ScanReport report;
+  report.input = name;
+  Scanner s{options, report};
+  auto st = s.scan(bytes, name, true);
+  if (!st) return st.error();
+  return report;
+}
+
+Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec) return Error{path + ": cannot open: " + ec.message()};
+  ScanReport report;
+  report.input = path;
+  if (std::filesystem::is_directory(status)) {
+    report.directory = true;
+    std::vector<std::string> files;
+    std::filesystem::recursive_directory_iterator it(path, std::filesystem::directory_options::skip_permission_denied, ec);
+    if (ec) return Error{path + ": cannot read the directory: " + ec.message()};
+    for (; it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) {
+        report.errors.push_back(path + ": " + ec.message());
+        break;
+      }
+      // Symbolic links are not followed: libfoo.so -> libfoo.so.1 would list the same code twice.
+      if (it->is_regular_file(ec) && !it->is_symlink(ec)) files.push_back(it->path().string());
+    }
+    std::sort(files.begin(), files.end());
+    unsigned threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+    threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, files.size())));
+    std::vector<ScanReport> parts(files.size());
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < files.size();) scan_file_quietly(files[i], options, parts[i]);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    for (auto& p : parts) {  // merged in path order: the output does not depend on scheduling
+      for (auto& o : p.objects) report.objects.push_back(std::move(o));
+      for (auto& e : p.errors) report.errors.push_back(std::move(e));
+      for (auto& s : p.storage) report.storage.push_back(std::move(s));
+    }
+    return report;
+  }
+  auto storage = map_file(path);
+  if (!storage) return storage.error();
+  report.storage.push_back(*storage);
+  Scanner s{options, report};
+  auto st = s.scan((*storage)->bytes(), path, true, storage->get());
+  if (!st) return st.error();
+  return report;
+}
+
+}  // namespace archguard

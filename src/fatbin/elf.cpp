@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <archguard/elf.hpp>
+
+#include "try.hpp"
+
+#include <cstring>
+
+namespace archguard {
+namespace {
+
+constexpr std::uint32_t kShtSymtab = 2;
+constexpr std::uint32_t kShtRela = 4;
+constexpr std::uint32_t kShtNobits = 8;
+constexpr std::uint64_t kShfAlloc = 0x2;
+constexpr std::uint32_t kRelX86Relative = 8;
+constexpr std::uint32_t kRelAarch64Relative = 1027;
+constexpr std::uint64_t kMaxSections = 1u << 20;
+
+}  // namespace
+
+bool looks_like_elf(Bytes bytes) {
+  return bytes.size() >= 4 && bytes[0] == std::byte{0x7f} && bytes[1] == std::byte{'E'} &&
+         bytes[2] == std::byte{'L'} && bytes[3] == std::byte{'F'};
+}
+
+Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
+  ElfFile elf(bytes, std::move(name));
+  const ByteReader& r = elf.reader_;
+  if (!looks_like_elf(bytes)) return r.error_at(0, "elf header", "not an elf file (bad magic)");
+  AG_TRY(auto cls, r.u8(4, "elf header"));
+  AG_TRY(auto data, r.u8(5, "elf header"));
+  if (cls != 2) return r.error_at(4, "elf header", "class " + hex(cls) + " is not elf64 (only 64-bit files are read)");
+  if (data != 1) return r.error_at(5, "elf header", "data encoding " + hex(data) + " is not little endian");
+  AG_TRY(auto abi, r.u8(8, "elf header"));
+  AG_TRY(auto type, r.u16(16, "elf header"));
+  AG_TRY(auto machine, r.u16(18, "elf header"));
+  AG_TRY(auto flags, r.u32(48, "elf header"));
+  AG_TRY(auto shoff, r.u64(40, "elf header"));
+  AG_TRY(auto shentsize, r.u16(58, "elf header"));
+  AG_TRY(auto shnum16, r.u16(60, "elf header"));
+  AG_TRY(auto shstrndx16, r.u16(62, "elf header"));
+  elf.type_ = type;
+  elf.machine_ = machine;
+  elf.flags_ = flags;
+  elf.abi_version_ = abi;
+  if (shoff == 0) return elf;  // no section table: nothing to read, not an error
+  if (shentsize < 64) return r.error_at(58, "elf header", "section header size " + hex(shentsize) + " is below 0x40");
+  std::uint64_t shnum = shnum16;
+  std::uint64_t shstrndx = shstrndx16;
+  if (shnum == 0 || shstrndx == 0xffff) {  // extended numbering lives in section 0
+    AG_TRY(auto size0, r.u64(shoff + 32, "section header 0"));
+    AG_TRY(auto link0, r.u32(shoff + 40, "section header 0"));
+    if (shnum == 0) shnum = size0;
+    if (shstrndx == 0xffff) shstrndx = link0;
+  }
+  if (shnum > kMaxSections) return r.error_at(60, "elf header", "section count " + hex(shnum) + " is absurd");
+  if (!r.contains(shoff, shnum * shentsize))
+    return r.error_at(40, "section table", hex(shnum) + " headers of " + hex(shentsize) +
+                                               " bytes at " + hex(shoff) + " run past the end " + hex(r.size()));
+  elf.sections_.resize(static_cast<std::size_t>(shnum));
+  std::vector<std::uint32_t> name_offsets(static_cast<std::size_t>(shnum));
+  for (std::uint64_t i = 0; i < shnum; ++i) {
+    const std::uint64_t h = shoff + i * shentsize;
+    ElfSection& s = elf.sections_[static_cast<std::size_t>(i)];
+    AG_TRY(auto nm, r.u32(h, "section header"));
+    AG_TRY(auto ty, r.u32(h + 4, "section header"));
+    AG_TRY(auto fl, r.u64(h + 8, "section header"));
+    AG_TRY(auto ad, r.u64(h + 16, "section header"));
+    AG_TRY(auto of, r.u64(h + 24, "section header"));
+    AG_TRY(auto sz, r.u64(h + 32, "section header"));
+    AG_TRY(auto ln, r.u32(h + 40, "section header"));
+    AG_TRY(auto inf, r.u32(h + 44, "section header"));
+    AG_TRY(auto es, r.u64(h + 56, "section header"));
+    name_offsets[static_cast<std::size_t>(i)] = nm;
+    s.type = ty; s.flags = fl; s.addr = ad; s.offset = of; s.size = sz; s.link = ln; s.info = inf; s.entsize = es;
+  }
+  if (shstrndx != 0 && shstrndx < shnum) {
+    const ElfSection& strtab = elf.sections_[static_cast<std::size_t>(shstrndx)];
+    auto strs = r.sub(strtab.offset, strtab.size, "section name table");
+    if (!strs) return strs.error();
+    for (std::size_t i = 0; i < elf.sections_.size(); ++i) {
+      if (name_offsets[i] == 0 && i == 0) continue;
+      auto n = strs->cstring(name_offsets[i], "section name");
+      if (!n) return n.error();
+      elf.sections_[i].name = std::string(*n);
+    }
+  } else if (shstrndx >= shnum) {
+    return r.error_at(62, "elf header", "section name table index " + hex(shstrndx) + " is past the count " + hex(shnum));
+  }
+  return elf;
+}
+
+const ElfSection* ElfFile::find(std::string_view name) const {
+  for (const auto& s : sections_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+Result<Bytes> ElfFile::section_bytes(const ElfSection& section) const {
+  if (section.type == kShtNobits) return Bytes{};
+  return reader_.span(section.offset, section.size, "section " + section.name);
+}
+
+Result<std::vector<ElfSymbol>> ElfFile::symbols() const {
+  std::vector<ElfSymbol> out;
+  const ElfSection* symtab = nullptr;
+  for (const auto& s : sections_)
+    if (s.type == kShtSymtab) { symtab = &s; break; }
+  if (symtab == nullptr) return out;
+  if (symtab->link >= sections_.size())
+    return reader_.error_at(symtab->offset, "symbol table", "string table index " + hex(symtab->link) + " is out of range");
+  const ElfSection& strtab = sections_[symtab->link];
+  auto syms = reader_.sub(symtab->offset, symtab->size, "symbol table");
+  if (!syms) return syms.error();
+  auto strs = reader_.sub(strtab.offset, strtab.size, "symbol string table");
+  if (!strs) return strs.error();
+  const std::uint64_t count = symtab->size / 24;
+  out.reserve(static_cast<std::size_t>(count));
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t o = i * 24;
+    AG_TRY(auto nm, syms->u32(o, "symbol"));
+    AG_TRY(auto info, syms->u8(o + 4, "symbol"));
+    AG_TRY(auto other, syms->u8(o + 5, "symbol"));
+    AG_TRY(auto shndx, syms->u16(o + 6, "symbol"));
+    AG_TRY(auto value, syms->u64(o + 8, "symbol"));
+    AG_TRY(auto size, syms->u64(o + 16, "symbol"));
+    ElfSymbol sym;
+    if (nm != 0) {
+      auto n = strs->cstring(nm, "symbol name");
+      if (!n) return n.error();
+      sym.name = *n;
+    }
+    sym.info = info; sym.other = other; sym.shndx = shndx; sym.value = value; sym.size = size;
+    out.push_back(sym);
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> ElfFile::pointer_at(std::uint64_t addr) const {
+  for (const auto& s : sections_) {
+    if ((s.flags & kShfAlloc) == 0 || s.type == kShtNobits || addr < s.addr) continue;
+    const std::uint64_t rel = addr - s.addr;
+    if (rel >= s.size || s.size - rel < 8) continue;
+    auto v = reader_.u64(s.offset + rel, "pointer");
+    if (!v) return std::nullopt;
+    if (*v != 0) return *v;
+    break;
+  }
+  const std::uint32_t relative = machine_ == kElfMachineAarch64 ? kRelAarch64Relative : kRelX86Relative;
+  for (const auto& s : sections_) {
+    if (s.type != kShtRela || s.entsize != 24) continue;
+    auto rela = reader_.sub(s.offset, s.size, "relocations");
+    if (!rela) continue;
+    for (std::uint64_t o = 0; o + 24 <= rela->size(); o += 24) {
+      auto off = rela->u64(o, "relocation");
+      auto info = rela->u64(o + 8, "relocation");
+      auto addend = rela->u64(o + 16, "relocation");
+      if (off && info && addend && *off == addr && (*info & 0xffffffffu) == relative) return *addend;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace archguard

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A stand-in for nvcc of a given CUDA release, for the policy scenarios (no compiling).
+# Usage: fake-nvcc.sh <release> <nvcc arguments>. Answers --version, --list-gpu-code,
+# --list-gpu-arch, --help (the --gpu-architecture paragraph) and --dryrun; anything else fails,
+# so a compiled probe "finds no GPU". The lists are test fixtures written from each release's
+# documented targets.
+set -u
+release=$1; shift
+case "$release" in
+  11.8) sms="35 37 50 52 53 60 61 62 70 72 75 80 86 87 89 90"; var=""; def=52 ;;
+  12.4) sms="50 52 53 60 61 62 70 72 75 80 86 87 89 90"; var="90a"; def=52 ;;
+  12.8) sms="50 52 53 60 61 62 70 72 75 80 86 87 89 90 100 101 120"; var="90a 100a 101a 120a"; def=52 ;;
+  12.9) sms="50 52 53 60 61 62 70 72 75 80 86 87 89 90 100 101 103 120 121"
+        var="90a 100a 100f 101a 101f 103a 103f 120a 120f 121a 121f"; def=52 ;;
+  13.0) sms="75 80 86 87 88 89 90 100 110 103 120 121"
+        var="90a 100a 100f 103a 103f 110a 110f 120a 120f 121a 121f"; def=75 ;;
+  *) echo "fake-nvcc: unknown release $release" >&2; exit 2 ;;
+esac
+case "${1:-}" in
+  --version)
+    echo "nvcc: NVIDIA (R) Cuda compiler driver"
+    echo "Cuda compilation tools, release $release, V$release.0" ;;
+  --list-gpu-code) for s in $sms; do echo "sm_$s"; done ;;
+  --list-gpu-arch) for s in $sms; do echo "compute_$s"; done ;;
+  --help)
+    echo "--gpu-architecture <arch>                           (-arch)"
+    echo "        Specify the name of the class of NVIDIA 'virtual' GPU architecture."
+    printf "        Allowed values for this option:  'all','all-major',"
+    for s in $sms $var; do printf "'compute_%s','sm_%s'," "$s" "$s"; done
+    echo "'native'."
+    echo
+    echo "--gpu-code <code>,...                               (-code)" ;;
+  --dryrun) echo "#\$ cicc --c++17 -arch compute_$def -o x.ptx" >&2 ;;
+  *) echo "fake-nvcc $release: cannot compile (test stand-in)" >&2; exit 1 ;;
+esac

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// Coverage logic over hand-made fatbins: which fatbins decide, verify's requirement parsing
+// and findings, check's verdicts through select_image, the fleet CSV.
+#include <archguard/coverage.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace archguard;
+
+namespace {
+
+FatbinEntry img(CodeKind kind, unsigned sm, Suffix suffix = Suffix::none, Version2 isa = {9, 0}) {
+  FatbinEntry e;
+  e.kind = kind;
+  e.arch = Arch{sm, suffix};
+  e.version = kind == CodeKind::ptx ? isa : Version2{1, 8};
+  return e;
+}
+
+Fatbin fatbin(std::vector<FatbinEntry> entries, FatbinSection section = FatbinSection::nv_fatbin) {
+  Fatbin fb;
+  fb.section = section;
+  for (std::size_t i = 0; i < entries.size(); ++i) entries[i].index = i;
+  fb.entries = std::move(entries);
+  return fb;
+}
+
+ObjectFatbins object(std::string path, std::vector<Fatbin> fbs) {
+  ObjectFatbins o;
+  o.path = std::move(path);
+  for (std::size_t i = 0; i < fbs.size(); ++i) fbs[i].index = i;
+  o.fatbins = std::move(fbs);
+  return o;
+}
+
+Fatbin dlink() {
+  Fatbin fb = fatbin({img(CodeKind::sass, 75)});
+  fb.linked = true;
+  fb.device_link = true;
+  return fb;
+}
+
+VerifyReport run_verify(const ObjectFatbins& o, std::string_view require, std::string_view ptx = {},
+                        bool allow_compatible = false, bool strict = false) {
+  auto req = parse_requirement(require, ptx);
+  REQUIRE(req.ok());
+  req->allow_compatible = allow_compatible;
+  req->strict = strict;
+  return verify(std::span<const ObjectFatbins>(&o, 1), *req);
+}
+
+}  // namespace
+
+TEST_CASE("the device-link fatbin decides nothing; relocatable fatbins decide only alone", "[coverage]") {
+  const ObjectFatbins so = object("lib.so", {dlink(), fatbin({img(CodeKind::sass, 80)})});
+  auto units = units_of(so);
+  REQUIRE(units.size() == 1);
+  CHECK(units[0].fatbin->index == 1);
+  const CoverageSummary s = summarize(so);
+  CHECK(s.sass == std::vector<Arch>{{80, Suffix::none}});  // sm_75 of the device link not counted
+  CHECK(s.fatbins == 1);
+
+  const ObjectFatbins rdc_o = object("k.o", {fatbin({img(CodeKind::sass, 80), img(CodeKind::ptx, 80)}, FatbinSection::nv_relfatbin)});
+  REQUIRE(units_of(rdc_o).size() == 1);
+
+  Fatbin linked = fatbin({img(CodeKind::sass, 80)});
+  linked.linked = true;  // -rdc executable: nvlink's fatbin holds the kernels
+  const ObjectFatbins exe = object("app", {linked, fatbin({img(CodeKind::sass, 80), img(CodeKind::ptx, 80)}, FatbinSection::nv_relfatbin)});
+  units = units_of(exe);
+  REQUIRE(units.size() == 1);
+  CHECK(units[0].fatbin->index == 0);
+  REQUIRE(units[0].images.size() == 2);  // its SASS plus the relocatable PTX (rule 8)
+  CHECK(units[0].images[1].kind == CodeKind::ptx);
+  CHECK(units[0].images[1].relocatable);
+  CHECK(summarize(exe).highest_ptx_isa == Version2{9, 0});
+}
+
+TEST_CASE("requirement parsing: bare numbers are SASS, CMake lists keep their meaning", "[coverage]") {
+  auto r = parse_requirement("75,80,90,120");
+  REQUIRE(r.ok());
+  CHECK(r->sass.size() == 4);
+  CHECK(r->ptx.empty());
+  auto c = parse_requirement("80-real;90");
+  REQUIRE(c.ok());
+  CHECK(c->sass == std::vector<Arch>{{80, Suffix::none}, {90, Suffix::none}});
+  CHECK(c->ptx == std::vector<Arch>{{90, Suffix::none}});
+  auto v = parse_requirement("80-real;90-virtual");
+  REQUIRE(v.ok());
+  CHECK(v->sass == std::vector<Arch>{{80, Suffix::none}});
+  CHECK(v->ptx == std::vector<Arch>{{90, Suffix::none}});
+  CHECK(parse_requirement("80-real;90", "none")->ptx.empty());
+  CHECK(parse_requirement("80", "highest")->ptx_highest);
+  CHECK(parse_requirement("80", "90")->ptx == std::vector<Arch>{{90, Suffix::none}});
+  CHECK(parse_requirement("sm_90a")->sass == std::vector<Arch>{{90, Suffix::a}});
+  auto g = parse_requirement("-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,code=sm_90");
+  REQUIRE(g.ok());
+  CHECK(g->sass == std::vector<Arch>{{80, Suffix::none}, {90, Suffix::none}});
+  CHECK(g->ptx == std::vector<Arch>{{80, Suffix::none}});
+  auto bad = parse_requirement("86a");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message().starts_with("--require: "));
+  CHECK_FALSE(parse_requirement("").ok());
+  CHECK_FALSE(parse_requirement("80", "bogus").ok());
+}
+
+TEST_CASE("verify names the fatbin and what it lacks", "[coverage]") {
+  const ObjectFatbins app = object("app", {dlink(), fatbin({img(CodeKind::sass, 80)}), fatbin({img(CodeKind::sass, 80), img(CodeKind::sass, 90)})});
+  const VerifyReport rep = run_verify(app, "80,90");
+  CHECK_FALSE(rep.passed());
+  REQUIRE(rep.units.size() == 2);
+  CHECK(rep.units[0].status == UnitStatus::missing);
+  CHECK(rep.units[0].missing_sass == std::vector<Arch>{{90, Suffix::none}});
+  CHECK(rep.units[0].message ==
+        "app: fatbin 1 has no SASS for sm_90 and no PTX <= 90 (found sm_80); add 90 to ARCH_POLICY or enable PTX");
+  CHECK(rep.units[1].status == UnitStatus::ok);
+  CHECK(rep.objects == 1);
+
+  SECTION("lower PTX turns the advice into 'JIT at first launch'") {
+    const ObjectFatbins o = object("app", {fatbin({img(CodeKind::sass, 80), img(CodeKind::ptx, 80)})});
+    const VerifyReport r = run_verify(o, "80,90");
+    REQUIRE(r.units.size() == 1);
+    CHECK(r.units[0].message ==
+          "app: fatbin 0 has no SASS for sm_90 (found sm_80; only compute_80 PTX would be JIT-compiled at first launch); add 90 to ARCH_POLICY");
+  }
+  SECTION("identifiers name the translation unit") {
+    ObjectFatbins o = object("app", {fatbin({img(CodeKind::sass, 80)})});
+    o.fatbins[0].entries[0].identifier = "kernels.cu";
+    CHECK(run_verify(o, "90").units[0].message.starts_with("app: fatbin 0 (kernels.cu) has no SASS for sm_90"));
+  }
+  SECTION("--allow-compatible accepts lower SASS of the same major and says so") {
+    const ObjectFatbins o = object("app", {fatbin({img(CodeKind::sass, 80)})});
+    const VerifyReport r = run_verify(o, "86", {}, true);
+    CHECK(r.passed());
+    REQUIRE(r.units[0].compatible.size() == 1);
+    CHECK(r.units[0].status == UnitStatus::compatible);
+    CHECK(r.units[0].message == "app: fatbin 0 uses compatible lower SASS: sm_80 for sm_86");
+    CHECK_FALSE(run_verify(o, "90", {}, true).passed());  // never across majors
+    CHECK_FALSE(run_verify(o, "86").passed());            // exact by default
+  }
+  SECTION("fatbins of only a/f images are extras unless --strict") {
+    const ObjectFatbins o = object("app", {fatbin({img(CodeKind::sass, 80)}), fatbin({img(CodeKind::sass, 90, Suffix::a)})});
+    const VerifyReport r = run_verify(o, "80");
+    CHECK(r.passed());
+    CHECK(r.units[1].status == UnitStatus::specific_extra);
+    CHECK_FALSE(run_verify(o, "80", {}, false, true).passed());
+  }
+  SECTION("PTX requirements") {
+    const ObjectFatbins o = object("app", {fatbin({img(CodeKind::sass, 80), img(CodeKind::sass, 90), img(CodeKind::ptx, 80)})});
+    CHECK_FALSE(run_verify(o, "80-real;90").passed());  // CMake '90' wants compute_90
+    const VerifyReport h = run_verify(o, "80,90", "highest");
+    CHECK_FALSE(h.passed());
+    CHECK(h.units[0].missing_ptx_highest);
+    CHECK(run_verify(o, "80,90", "80").passed());
+    CHECK(run_verify(o, "80-real;90-real").passed());
+  }
+}
+
+TEST_CASE("check runs select_image on every deciding fatbin; the worst outcome wins", "[coverage]") {
+  const ObjectFatbins app = object("app", {dlink(), fatbin({img(CodeKind::sass, 90)}), fatbin({img(CodeKind::sass, 80), img(CodeKind::ptx, 80)})});
+  const ObjectVerdict on_h200 = check_object(app, device_for_cc({9, 0}));
+  REQUIRE(on_h200.units.size() == 2);
+  CHECK(on_h200.units[0].verdict.outcome == Outcome::native);
+  CHECK(on_h200.units[1].verdict.outcome == Outcome::jit);
+  CHECK(on_h200.outcome == Outcome::jit);
+  const ObjectVerdict on_a100 = check_object(app, device_for_cc({8, 0}));
+  CHECK(on_a100.outcome == Outcome::fail);  // the sm_90-only fatbin
+  CHECK(on_a100.cuda_error == kErrNoKernelImage);
+  DriverSettings no_jit;
+  no_jit.disable_ptx_jit = true;
+  const ObjectVerdict disabled = check_object(app, device_for_cc({9, 0}), no_jit);
+  CHECK(disabled.outcome == Outcome::fail);
+  CHECK(disabled.cuda_error == kErrJitDisabled);
+  DriverSettings old;
+  old.driver = DriverVersion{570, 26, 0};  // PTX ISA 8.7 at most
+  const ObjectVerdict too_new = check_object(object("p", {fatbin({img(CodeKind::ptx, 80)})}), device_for_cc({9, 0}), old);
+  CHECK(too_new.cuda_error == kErrUnsupportedPtx);
+  CHECK_FALSE(check_object(object("host-only", {}), device_for_cc({9, 0})).has_device_code());
+}
+
+TEST_CASE("fleet CSV from many nodes", "[coverage]") {
+  const std::string csv =
+      "name, compute_cap\nNVIDIA H100 80GB HBM3, 9.0\nNVIDIA H100 80GB HBM3, 9.0\n\n"
+      "name, compute_cap\nTesla T4, 7.5\nNVIDIA GeForce RTX 4060 Ti, 8.9\r\nTesla T4, 7.5\n";
+  auto m = parse_fleet_csv(csv, "fleet.csv");
+  REQUIRE(m.ok());
+  REQUIRE(m->size() == 3);
+  CHECK((*m)[0].name == "NVIDIA H100 80GB HBM3");
+  CHECK((*m)[0].count == 2);
+  CHECK((*m)[1].cc == Version2{7, 5});
+  CHECK((*m)[1].count == 2);
+  CHECK((*m)[2].cc == Version2{8, 9});
+  auto bad = parse_fleet_csv("name, compute_cap\nH100, nine\n", "f.csv");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message() == "f.csv: line 2: compute capability 'nine' is not of the form 9.0");
+  CHECK_FALSE(parse_fleet_csv("name, compute_cap\n", "f.csv").ok());
+  CHECK_FALSE(parse_fleet_csv("H100, 99999999999999999999.0\n", "f.csv").ok());
+}

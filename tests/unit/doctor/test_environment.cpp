@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <archguard/doctor.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+
+using namespace archguard::doctor;
+
+namespace {
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+const Finding* find(const Step& s, std::string_view subject) {
+  for (const auto& f : s.findings)
+    if (f.subject == subject) return &f;
+  return nullptr;
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() / ("ag_doctor_env_" + std::to_string(::getpid()) + "_" +
+                                                     std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a clean environment passes step 4", "[doctor]") {
+  TempDir home;
+  const Step s = check_environment(env_of({{"HOME", home.path.string()}}));
+  CHECK(s.number == 4);
+  CHECK(s.status() == Level::pass);
+  REQUIRE(find(s, "default cache") != nullptr);
+  CHECK(find(s, "default cache")->message.find("created on first use") != std::string::npos);
+}
+
+TEST_CASE("ptx jit switches are flagged with the variable to unset", "[doctor]") {
+  TempDir home;
+  SECTION("disable") {
+    const Step s = check_environment(env_of({{"HOME", home.path.string()}, {"CUDA_DISABLE_PTX_JIT", "1"}}));
+    const Finding* f = find(s, "CUDA_DISABLE_PTX_JIT");
+    REQUIRE(f != nullptr);
+    CHECK(f->status == Level::warn);
+    CHECK(f->message.find("223") != std::string::npos);
+    CHECK(f->fix == "unset CUDA_DISABLE_PTX_JIT");
+  }
+  SECTION("force") {
+    const Step s = check_environment(env_of({{"HOME", home.path.string()}, {"CUDA_FORCE_PTX_JIT", "1"}}));
+    const Finding* f = find(s, "CUDA_FORCE_PTX_JIT");
+    REQUIRE(f != nullptr);
+    CHECK(f->status == Level::warn);
+    CHECK(f->message.find("209") != std::string::npos);
+    CHECK(f->fix == "unset CUDA_FORCE_PTX_JIT");
+  }
+  SECTION("both is a failure") {
+    const Step s = check_environment(
+        env_of({{"HOME", home.path.string()}, {"CUDA_FORCE_PTX_JIT", "1"}, {"CUDA_DISABLE_PTX_JIT", "1"}}));
+    CHECK(s.status() == Level::fail);
+  }
+  SECTION("0 means off") {
+    const Step s = check_environment(env_of({{"HOME", home.path.string()}, {"CUDA_FORCE_PTX_JIT", "0"}}));
+    CHECK(find(s, "CUDA_FORCE_PTX_JIT")->status == Level::pass);
+  }
+}
+
+TEST_CASE("the jit cache directory is checked for writability and fullness", "[doctor]") {
+  TempDir dir;
+  SECTION("an existing writable cache reports its size") {
+    {
+      std::ofstream f(dir.path / "entry", std::ios::binary);
+      f << std::string(2048, 'x');
+    }
+    const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}}));
+    const Finding* f = find(s, "CUDA_CACHE_PATH");
+    REQUIRE(f != nullptr);
+    CHECK(f->status == Level::pass);
+    CHECK(f->message.find("writable") != std::string::npos);
+    CHECK(f->message.find("in 1 files") != std::string::npos);
+  }
+  SECTION("a nearly full cache is a warning") {
+    {
+      std::ofstream f(dir.path / "entry", std::ios::binary);
+      f << std::string(1000, 'x');
+    }
+    const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}, {"CUDA_CACHE_MAXSIZE", "1000"}}));
+    const Finding* f = find(s, "CUDA_CACHE_PATH");
+    REQUIRE(f != nullptr);
+    CHECK(f->status == Level::warn);
+    CHECK(f->message.find("nearly full") != std::string::npos);
+  }
+  SECTION("a file where the directory should be fails") {
+    { std::ofstream f(dir.path / "file"); }
+    const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", (dir.path / "file").string()}}));
+    CHECK(find(s, "CUDA_CACHE_PATH")->status == Level::fail);
+  }
+  SECTION("a bad CUDA_CACHE_MAXSIZE is a warning") {
+    const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}, {"CUDA_CACHE_MAXSIZE", "lots"}}));
+    CHECK(find(s, "CUDA_CACHE_MAXSIZE")->status == Level::warn);
+  }
+  SECTION("disabled cache") {
+    const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}, {"CUDA_CACHE_DISABLE", "1"}}));
+    CHECK(find(s, "CUDA_CACHE_DISABLE")->status == Level::warn);
+  }
+  if (::geteuid() != 0) {
+    SECTION("an unwritable cache is a warning") {
+      std::filesystem::permissions(dir.path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+      const Step s = check_environment(env_of({{"CUDA_CACHE_PATH", dir.path.string()}}));
+      std::filesystem::permissions(dir.path, std::filesystem::perms::owner_all);
+      CHECK(find(s, "CUDA_CACHE_PATH")->status == Level::warn);
+    }
+  }
+}
+
+TEST_CASE("module loading, launch blocking and visible devices", "[doctor]") {
+  TempDir home;
+  const std::string h = home.path.string();
+  CHECK(find(check_environment(env_of({{"HOME", h}, {"CUDA_MODULE_LOADING", "EAGER"}})), "CUDA_MODULE_LOADING")->status ==
+        Level::pass);
+  CHECK(find(check_environment(env_of({{"HOME", h}, {"CUDA_MODULE_LOADING", "lazy-ish"}})), "CUDA_MODULE_LOADING")->status ==
+        Level::warn);
+  CHECK(find(check_environment(env_of({{"HOME", h}, {"CUDA_LAUNCH_BLOCKING", "1"}})), "CUDA_LAUNCH_BLOCKING")->status ==
+        Level::warn);
+  const Step hidden = check_environment(env_of({{"HOME", h}, {"CUDA_VISIBLE_DEVICES", ""}}));
+  CHECK(find(hidden, "CUDA_VISIBLE_DEVICES")->status == Level::fail);
+  CHECK(find(hidden, "CUDA_VISIBLE_DEVICES")->fix.find("unset CUDA_VISIBLE_DEVICES") == 0);
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <archguard/doctor.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+using namespace archguard::doctor;
+
+namespace {
+Options no_driver_options() {
+  Options o;
+  o.libcuda = "/nonexistent/libcuda.so.1";
+  o.libnvml = "";
+  o.nvidia_smi = "";
+  o.env = [](std::string_view name) -> std::optional<std::string> {
+    if (name == "HOME") return std::filesystem::temp_directory_path().string();
+    if (name == "CUDA_FORCE_PTX_JIT") return std::string("1");
+    return std::nullopt;
+  };
+  return o;
+}
+}  // namespace
+
+TEST_CASE("without a driver doctor still runs steps 2-4 and says so", "[doctor]") {
+  const Report r = run(no_driver_options());
+  CHECK_FALSE(r.driver_found);
+  CHECK(r.driver_problem.find("libcuda.so.1") != std::string::npos);
+  REQUIRE(r.steps.size() == 5);
+  CHECK(r.steps[0].number == 1);
+  CHECK(r.steps[0].status() == Level::fail);
+  CHECK(r.steps[0].findings[0].message.find("no cuda driver found") == 0);
+  CHECK(r.steps[1].name == "versions");
+  CHECK_FALSE(r.steps[1].findings.empty());
+  CHECK(r.steps[2].name == "binaries");
+  CHECK(r.steps[3].name == "environment");
+  CHECK(r.steps[4].name == "smoke test");
+  CHECK(r.steps[4].status() == Level::skip);
+  CHECK(r.overall() == Level::fail);
+  // Fixes: the driver first (a failure), then the environment warning.
+  REQUIRE(r.fixes.size() >= 2);
+  CHECK(r.fixes[0].kind == FixKind::driver);
+  bool env_fix = false;
+  for (const auto& f : r.fixes) env_fix = env_fix || (f.kind == FixKind::environment && f.text == "unset CUDA_FORCE_PTX_JIT");
+  CHECK(env_fix);
+}
+
+TEST_CASE("files are read in step 2 even without a driver", "[doctor]") {
+  Options o = no_driver_options();
+  o.files = {"/proc/self/exe", "/nonexistent/app"};
+  const Report r = run(o);
+  const Step& versions = r.steps[1];
+  bool self = false, missing = false;
+  for (const auto& f : versions.findings) {
+    if (f.subject == "/proc/self/exe") self = f.status == Level::pass && f.message.find("does not need the cuda runtime") == 0;
+    if (f.subject == "/nonexistent/app") missing = f.status == Level::fail;
+  }
+  CHECK(self);
+  CHECK(missing);
+}

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// The committed malformed corpus (tests/data/malformed, described in its README and
+// MANIFEST.txt): every file is read like a user's input, then every image is decompressed and
+// its kernels listed. Controls must read cleanly; every other file must give an error that
+// names the file and contains the documented text. Nothing may crash (the asan preset runs this).
+#include <archguard/container.hpp>
+#include <archguard/fatbin.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace archguard;
+
+namespace {
+
+const std::string kDir = std::string(ARCHGUARD_SOURCE_DIR) + "/tests/data/malformed/";
+
+std::vector<std::string> all_errors(const std::string& name) {
+  std::vector<std::string> errors;
+  auto r = scan_path(kDir + name);
+  if (!r) return {r.message()};
+  errors = r->errors;
+  for (const auto& o : r->objects)
+    for (const auto& fb : o.fatbins)
+      for (const auto& e : fb.entries) {
+        if (e.kind == CodeKind::ltoir) continue;
+        auto image = decompress(e, o.path);
+        if (!image) {
+          errors.push_back(image.message());
+          continue;
+        }
+        auto k = list_kernels(e, *image, o.path);
+        if (!k) errors.push_back(k.message());
+      }
+  return errors;
+}
+
+}  // namespace
+
+TEST_CASE("malformed corpus: errors, never crashes", "[fatbin][corpus]") {
+  std::ifstream manifest(kDir + "MANIFEST.txt");
+  REQUIRE(manifest.good());
+  std::string line;
+  int files = 0;
+  while (std::getline(manifest, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto bar1 = line.find('|');
+    const auto bar2 = line.find('|', bar1 + 1);
+    REQUIRE(bar2 != std::string::npos);
+    const std::string name = line.substr(0, bar1);
+    const std::string expect = line.substr(bar1 + 1, bar2 - bar1 - 1);
+    ++files;
+    INFO(name << ": " << line.substr(bar2 + 1));
+    const auto errors = all_errors(name);
+    if (expect == "ok") {
+      CHECK(errors.empty());
+      for (const auto& e : errors) UNSCOPED_INFO(e);
+      continue;
+    }
+    REQUIRE_FALSE(errors.empty());
+    INFO("error: " << errors.front());
+    CHECK(errors.front().find(name) != std::string::npos);    // names the file
+    CHECK(errors.front().find(expect) != std::string::npos);  // says what is wrong
+    CHECK(errors.front().back() != '.');                       // house style: no final period
+  }
+  CHECK(files >= 40);
+}
+
+TEST_CASE("controls decode to the documented images and kernels", "[fatbin][corpus]") {
+  auto r = scan_path(kDir + "valid.o");
+  REQUIRE(r.ok());
+  REQUIRE(r->objects.size() == 1);
+  const auto& fbs = r->objects[0].fatbins;
+  REQUIRE(fbs.size() == 1);
+  const auto& e = fbs[0].entries;
+  REQUIRE(e.size() == 3);
+  CHECK(e[0].kind == CodeKind::sass);
+  CHECK(e[1].kind == CodeKind::ptx);
+  CHECK(e[1].compression == Compression::lz4);
+  CHECK(e[1].options == "-O3");
+  CHECK(e[2].compression == Compression::zstd);
+  CHECK(e[2].identifier == "kernels.cu");
+  for (const auto& entry : e) {
+    auto image = decompress(entry, "valid.o");
+    REQUIRE(image.ok());
+    auto k = list_kernels(entry, *image, "valid.o");
+    REQUIRE(k.ok());
+    REQUIRE(k->size() == 1);  // the cubin's plain device function is not an entry
+    CHECK((*k)[0].demangled == "kernel(float*)");
+  }
+  auto a = scan_path(kDir + "valid.a");
+  REQUIRE(a.ok());
+  REQUIRE(a->objects.size() == 1);
+  CHECK(a->objects[0].path == kDir + "valid.a:valid.o");
+  CHECK(a->objects[0].member == "valid.o");
+}

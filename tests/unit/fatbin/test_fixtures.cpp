@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+// The reader on objects nvcc built at test time with known architecture sets
+// (make_fixtures.sh): the exact image list of each, as nvcc 13.0 lays it out.
+#include <archguard/container.hpp>
+#include <archguard/fatbin.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+using namespace archguard;
+
+namespace {
+
+const std::string kDir = ARCHGUARD_FIXTURE_DIR;
+
+/// Exits 77 (CTest: skipped) when the fixtures could not be built (no nvcc).
+ScanReport load(const std::string& name) {
+  if (!std::filesystem::exists(kDir + "/stamp")) {
+    std::cerr << "no nvcc fixtures in " << kDir << ": skipped\n";
+    std::exit(77);
+  }
+  auto r = scan_path(kDir + "/" + name);
+  if (!r) FAIL(r.message());
+  if (!r->errors.empty()) FAIL(r->errors.front());
+  return std::move(*r);
+}
+
+/// "sass sm_80 none; ptx compute_90 zstd": kind, arch, compression of every image.
+std::string describe(const Fatbin& fb) {
+  std::string s;
+  for (const auto& e : fb.entries) {
+    if (!s.empty()) s += "; ";
+    s += e.kind == CodeKind::sass ? "sass " : e.kind == CodeKind::ptx ? "ptx " : "ltoir ";
+    s += nvcc_name(e.arch, e.kind);
+    if (e.kind != CodeKind::ltoir) s += " " + std::string(to_string(e.compression));
+    if (e.debug) s += " debug";
+  }
+  return s;
+}
+
+std::string only_fatbin(const std::string& file, FatbinSection section = FatbinSection::nv_fatbin) {
+  const ScanReport r = load(file);
+  REQUIRE(r.objects.size() == 1);
+  REQUIRE(r.objects[0].fatbins.size() == 1);
+  CHECK(r.objects[0].fatbins[0].section == section);
+  CHECK_FALSE(r.objects[0].fatbins[0].device_link);
+  return describe(r.objects[0].fatbins[0]);
+}
+
+}  // namespace
+
+TEST_CASE("plain, a/f, PTX-only and -G objects", "[fatbin][nvcc]") {
+  CHECK(only_fatbin("plain.o") == "sass sm_80 none; sass sm_90 none; ptx compute_90 zstd");
+  CHECK(only_fatbin("specific.o") ==
+        "sass sm_90a none; ptx compute_90a zstd; sass sm_100f none; ptx compute_100f zstd; sass sm_120a none");
+  CHECK(only_fatbin("ptxonly.o") == "ptx compute_75 zstd");
+  CHECK(only_fatbin("debug.o") == "sass sm_80 zstd debug");
+  const ScanReport d = load("debug.o");
+  const auto& e = d.objects[0].fatbins[0].entries[0];
+  CHECK(e.identifier.ends_with("fixture_kernels.cu"));  // -G records the source
+  CHECK(e.version == Version2{1, 8});                   // ELF ABI 8 under CUDA 13
+  const ScanReport s = load("specific.o");
+  CHECK(s.objects[0].fatbins[0].only_specific());
+  CHECK(s.objects[0].fatbins[0].entries[1].version == Version2{9, 0});  // PTX ISA 9.0
+  CHECK((s.objects[0].fatbins[0].entries[2].flags & kEntryFlagCompatExtension) != 0);
+  CHECK_FALSE(s.objects[0].fatbins[0].entries[2].extension.empty());
+}
+
+TEST_CASE("every --compress-mode", "[fatbin][nvcc]") {
+  CHECK(only_fatbin("compress-default.o") == "sass sm_80 none; ptx compute_80 zstd");
+  CHECK(only_fatbin("compress-balance.o") == "sass sm_80 none; ptx compute_80 zstd");
+  CHECK(only_fatbin("compress-speed.o") == "sass sm_80 none; ptx compute_80 lz4");
+  CHECK(only_fatbin("compress-size.o") == "sass sm_80 zstd; ptx compute_80 zstd");
+  CHECK(only_fatbin("compress-none.o") == "sass sm_80 none; ptx compute_80 none");
+}
+
+TEST_CASE("rdc objects and executables, LTO-IR", "[fatbin][nvcc]") {
+  CHECK(only_fatbin("rdc.o", FatbinSection::nv_relfatbin) == "sass sm_80 zstd; ptx compute_80 zstd");
+  const ScanReport o = load("rdc.o");
+  CHECK(o.objects[0].fatbins[0].entries[1].options.starts_with("--compile-only"));
+  CHECK(only_fatbin("lto.o", FatbinSection::nv_relfatbin) == "ltoir lto_80; sass sm_90 zstd");
+
+  const ScanReport x = load("rdc.exe");
+  REQUIRE(x.objects.size() == 1);
+  const auto& fbs = x.objects[0].fatbins;
+  REQUIRE(fbs.size() == 3);
+  CHECK(fbs[0].section == FatbinSection::nv_fatbin);
+  CHECK(fbs[0].linked);              // written by nvlink ...
+  CHECK_FALSE(fbs[0].device_link);   // ... and it holds the kernels: it decides
+  CHECK(describe(fbs[0]) == "sass sm_80 none");
+  CHECK(fbs[1].section == FatbinSection::nv_relfatbin);
+  CHECK(describe(fbs[1]) == "sass sm_80 zstd; ptx compute_80 zstd");
+  CHECK(fbs[2].section == FatbinSection::nv_relfatbin);  // fixture_main.cu
+}
+
+TEST_CASE("shared library: the device-link fatbin comes first and is marked", "[fatbin][nvcc]") {
+  const ScanReport r = load("libplain.so");
+  REQUIRE(r.objects.size() == 1);
+  const auto& fbs = r.objects[0].fatbins;
+  REQUIRE(fbs.size() == 2);
+  CHECK(fbs[0].linked);
+  CHECK(fbs[0].device_link);
+  CHECK(describe(fbs[0]) == "sass sm_75 none");
+  CHECK_FALSE(fbs[1].device_link);
+  CHECK(describe(fbs[1]) == "sass sm_80 none; sass sm_90 none; ptx compute_90 zstd");
+
+  // The self-check's path: only the bytes of .nv_fatbin, as a loaded module has them.
+  auto storage = map_file(kDir + "/libplain.so");
+  REQUIRE(storage.ok());
+  auto elf = ElfFile::parse((*storage)->bytes(), "libplain.so");
+  REQUIRE(elf.ok());
+  const ElfSection* section = elf->find(".nv_fatbin");
+  REQUIRE(section != nullptr);
+  auto bytes = elf->section_bytes(*section);
+  REQUIRE(bytes.ok());
+  auto region = read_region(*bytes, "libplain.so (loaded)");
+  REQUIRE(region.ok());
+  REQUIRE(region->fatbins.size() == 2);
+  CHECK(region->fatbins[0].device_link);
+  CHECK_FALSE(region->fatbins[1].device_link);
+  CHECK(describe(region->fatbins[1]) == describe(fbs[1]));
+}
+
+TEST_CASE("static library members", "[fatbin][nvcc]") {
+  const ScanReport r = load("libfixture.a");
+  REQUIRE(r.objects.size() == 2);
+  CHECK(r.objects[0].member == "plain.o");
+  CHECK(r.objects[1].member == "ptxonly.o");
+  CHECK(describe(r.objects[1].fatbins[0]) == "ptx compute_75 zstd");
+}
+
+TEST_CASE("kernels of every image, demangled", "[fatbin][nvcc]") {
+  for (const char* file : {"plain.o", "specific.o", "compress-speed.o", "compress-size.o", "debug.o", "rdc.o"}) {
+    const ScanReport r = load(file);
+    for (const auto& e : r.objects[0].fatbins[0].entries) {
+      INFO(file << " entry " << e.index);
+      auto image = decompress(e, file);
+      REQUIRE(image.ok());
+      CHECK(image->size() == e.image_size());
+      auto k = list_kernels(e, *image, file);
+      REQUIRE(k.ok());
+      std::vector<std::string> names;
+      for (const auto& kernel : *k) names.push_back(kernel.demangled);
+      std::sort(names.begin(), names.end());
+      CHECK(names == std::vector<std::string>{"fixture_fill", "void fixture::scale<float>(float, float*, int)"});
+    }
+  }
+}

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fatbin reader on synthetic bytes: every header field, every error path, bounded
+// decompression with real liblz4/libzstd payloads, kernel listing, cuobjdump names.
+#include <archguard/bytes.hpp>
+#include <archguard/container.hpp>
+#include <archguard/fatbin.hpp>
+
+#include <catch2/catch.hpp>
+#include <lz4.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace archguard;
+
+namespace {
+
+using Buf = std::vector<std::byte>;
+
+void put(Buf& b, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) b.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
+}
+void put_at(Buf& b, std::size_t at, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+}
+Buf bytes_of(std::string_view s) {
+  Buf b;
+  for (char c : s) b.push_back(static_cast<std::byte>(c));
+  return b;
+}
+void pad8(Buf& b) {
+  while (b.size() % 8 != 0) b.push_back(std::byte{0});
+}
+
+struct EntrySpec {
+  std::uint16_t kind = 2;
+  std::uint32_t arch = 80;
+  std::uint64_t flags = 0x11;
+  std::uint16_t major = 1, minor = 8;
+  Buf payload = bytes_of("payload!");
+  std::uint32_t compressed = 0;
+  std::uint64_t uncompressed = 0;
+  std::string identifier;
+  std::string options;
+};
+
+EntrySpec spec(std::uint16_t kind, std::uint32_t arch, std::uint64_t flags, std::uint16_t major,
+               std::uint16_t minor, Buf payload, std::uint32_t compressed = 0, std::uint64_t uncompressed = 0) {
+  EntrySpec s;
+  s.kind = kind;
+  s.arch = arch;
+  s.flags = flags;
+  s.major = major;
+  s.minor = minor;
+  s.payload = std::move(payload);
+  s.compressed = compressed;
+  s.uncompressed = uncompressed;
+  return s;
+}
+
+Buf make_entry(const EntrySpec& s) {
+  Buf ext;
+  std::uint32_t id_off = 0, id_len = 0, opt_at = 0;
+  if (!s.identifier.empty()) {
+    id_off = 0x40;
+    id_len = static_cast<std::uint32_t>(s.identifier.size());
+    for (char c : s.identifier) ext.push_back(static_cast<std::byte>(c));
+    ext.push_back(std::byte{0});
+    pad8(ext);
+  }
+  if (!s.options.empty()) {
+    opt_at = static_cast<std::uint32_t>(0x40 + ext.size());
+    put(ext, opt_at + 8, 4);
+    put(ext, s.options.size(), 4);
+    for (char c : s.options) ext.push_back(static_cast<std::byte>(c));
+    ext.push_back(std::byte{0});
+    pad8(ext);
+  }
+  Buf payload = s.payload;
+  pad8(payload);
+  Buf e;
+  put(e, s.kind, 2);
+  put(e, 0x0101, 2);
+  put(e, 0x40 + ext.size(), 4);
+  put(e, payload.size(), 8);
+  put(e, s.compressed, 4);
+  put(e, opt_at, 4);
+  put(e, s.minor, 2);
+  put(e, s.major, 2);
+  put(e, s.arch, 4);
+  put(e, id_off, 4);
+  put(e, id_len, 4);
+  put(e, s.flags, 8);
+  put(e, 0, 8);
+  put(e, s.uncompressed, 8);
+  e.insert(e.end(), ext.begin(), ext.end());
+  e.insert(e.end(), payload.begin(), payload.end());
+  return e;
+}
+
+Buf make_fatbin(const std::vector<EntrySpec>& entries) {
+  Buf body;
+  for (const auto& s : entries) {
+    Buf e = make_entry(s);
+    body.insert(body.end(), e.begin(), e.end());
+  }
+  Buf f;
+  put(f, kFatbinMagic, 4);
+  put(f, 1, 2);
+  put(f, 16, 2);
+  put(f, body.size(), 8);
+  f.insert(f.end(), body.begin(), body.end());
+  return f;
+}
+
+std::string first_error(const Buf& b, const std::string& name = "t.fatbin") {
+  auto r = Fatbin::parse_all(b, name);
+  return r ? std::string("ok") : r.message();
+}
+
+const std::string kPtx =
+    "//\n.version 9.0\n.target sm_80\n.address_size 64\n"
+    "// .entry in a comment is not a kernel: .entry\n"
+    ".visible .entry _Z5scalePfi(\n.param .u64 p\n)\n{\nret;\n}\n"
+    ".entry plain_c_kernel\n{\nret;\n}\n"
+    ".func helper()\n{\nret;\n}\n";
+
+}  // namespace
+
+TEST_CASE("byte reader checks every read and names file and absolute offset", "[fatbin]") {
+  Buf b = bytes_of("abcdefgh");
+  ByteReader r(b, "lib.so", 0x1000);
+  REQUIRE(r.u32(4, "field").ok());
+  CHECK(*r.u32(4, "field") == 0x68676665u);
+  auto past = r.u64(4, "field");
+  REQUIRE_FALSE(past.ok());
+  CHECK(past.message() == "lib.so: field at 0x1004: 0x8 bytes run past the end 0x1008");
+  CHECK_FALSE(r.u8(UINT64_MAX, "x").ok());          // no wrap-around
+  CHECK_FALSE(r.span(UINT64_MAX - 2, 8, "x").ok());  // overflowing end
+  CHECK_FALSE(r.cstring(0, "name").ok());            // no NUL before the end
+  auto sub = r.sub(2, 4, "part");
+  REQUIRE(sub.ok());
+  CHECK(sub->base() == 0x1002);
+  CHECK_FALSE(sub->u32(1, "y").ok());
+  CHECK(checked_add(UINT64_MAX, 1) == std::nullopt);
+  CHECK(hex(0x1a40) == "0x1a40");
+}
+
+TEST_CASE("every entry header field is decoded", "[fatbin]") {
+  EntrySpec sass = spec(2, 90, 0x100013, 1, 8, bytes_of("cubin..."));
+  sass.identifier = "kernels.cu";
+  EntrySpec ptx = spec(1, 100, 0x200011, 9, 0, bytes_of(kPtx));
+  ptx.options = "-O2";
+  EntrySpec lto = spec(8, 80, 0x11, 1, 65, bytes_of("ltoir"));
+  const Buf b = make_fatbin({sass, ptx, lto});
+  auto r = Fatbin::parse_all(b, "t.fatbin", FatbinSection::nv_fatbin, 0x400);
+  REQUIRE(r.ok());
+  REQUIRE(r->size() == 1);
+  const Fatbin& fb = r->front();
+  CHECK(fb.offset == 0x400);
+  CHECK(fb.version == 1);
+  CHECK(fb.size == b.size());
+  REQUIRE(fb.entries.size() == 3);
+  const FatbinEntry& e0 = fb.entries[0];
+  CHECK(e0.kind == CodeKind::sass);
+  CHECK(e0.arch == Arch{90, Suffix::a});
+  CHECK(e0.debug);
+  CHECK(e0.identifier == "kernels.cu");
+  CHECK(e0.version == Version2{1, 8});
+  CHECK(e0.compression == Compression::none);
+  CHECK(e0.offset == 0x400 + 16);
+  CHECK(e0.header_size == 0x50);
+  CHECK(e0.image_size() == 8);
+  const FatbinEntry& e1 = fb.entries[1];
+  CHECK(e1.kind == CodeKind::ptx);
+  CHECK(e1.arch == Arch{100, Suffix::f});
+  CHECK(e1.version == Version2{9, 0});
+  CHECK(e1.options == "-O2");
+  CHECK_FALSE(e1.debug);
+  CHECK(fb.entries[2].kind == CodeKind::ltoir);
+  CHECK(fb.identifier() == "kernels.cu");
+  CHECK_FALSE(fb.only_specific());
+  const auto images = fb.images();
+  REQUIRE(images.size() == 3);
+  CHECK(images[1].ptx_isa == Version2{9, 0});
+  CHECK(images[0].ptx_isa.empty());
+}
+
+TEST_CASE("fatbins back to back with zero padding", "[fatbin]") {
+  Buf a = make_fatbin({EntrySpec{}});
+  Buf b = make_fatbin({spec(1, 75, 0x11, 9, 0, bytes_of("ptx text"))});
+  Buf all = a;
+  all.insert(all.end(), 8, std::byte{0});
+  all.insert(all.end(), b.begin(), b.end());
+  all.insert(all.end(), 24, std::byte{0});
+  auto r = Fatbin::parse_all(all, "t");
+  REQUIRE(r.ok());
+  REQUIRE(r->size() == 2);
+  CHECK((*r)[1].offset == a.size() + 8);
+  CHECK((*r)[1].index == 1);
+  CHECK((*r)[1].entries[0].arch.sm == 75);
+  CHECK(Fatbin::parse_all(Buf(64, std::byte{0}), "zeros")->empty());
+}
+
+TEST_CASE("malformed headers give errors naming file, offset and value", "[fatbin]") {
+  Buf good = make_fatbin({EntrySpec{}});
+  SECTION("bad magic") {
+    Buf b = good;
+    put_at(b, 0, 0xdeadbeef, 4);
+    CHECK(first_error(b) == "t.fatbin: fatbin 0 at 0x0: bad magic 0xdeadbeef (expected 0xba55ed50)");
+  }
+  SECTION("fat size past the section") {
+    Buf b = good;
+    put_at(b, 8, 0x1000, 8);
+    CHECK(first_error(b).find("size 0x1000 runs past the section end") != std::string::npos);
+  }
+  SECTION("fat size overflowing 64 bits") {
+    Buf b = good;
+    put_at(b, 8, UINT64_MAX - 4, 8);
+    CHECK(first_error(b).find("runs past the section end") != std::string::npos);
+  }
+  SECTION("entry header size below 0x40") {
+    Buf b = good;
+    put_at(b, 16 + 4, 0x20, 4);
+    CHECK(first_error(b) == "t.fatbin: fatbin 0 entry 0 at 0x14: entry header size 0x20 is below the minimum 0x40");
+  }
+  SECTION("payload past the fatbin end") {
+    Buf b = good;
+    put_at(b, 16 + 8, 0x200, 8);
+    CHECK(first_error(b) == "t.fatbin: fatbin 0 entry 0 at 0x18: payload size 0x200 runs past the fatbin end 0x58");
+  }
+  SECTION("payload size overflowing 64 bits") {
+    Buf b = good;
+    put_at(b, 16 + 8, UINT64_MAX, 8);
+    CHECK(first_error(b).find("runs past the fatbin end") != std::string::npos);
+  }
+  SECTION("unknown kind") {
+    Buf b = good;
+    put_at(b, 16, 0x33, 2);
+    CHECK(first_error(b).find("unknown image kind 0x33") != std::string::npos);
+  }
+  SECTION("compressed without an uncompressed size") {
+    Buf b = good;
+    put_at(b, 16 + 0x28, 0x8011, 8);
+    CHECK(first_error(b).find("uncompressed size of 0") != std::string::npos);
+  }
+  SECTION("identifier outside the entry") {
+    Buf b = good;
+    put_at(b, 16 + 0x20, 0x40, 4);
+    put_at(b, 16 + 0x24, 0x100, 4);
+    CHECK(first_error(b).find("identifier at +0x40 of 0x100 bytes runs past the entry end +0x48") != std::string::npos);
+  }
+  SECTION("entry header cut by the fatbin end") {
+    Buf b = good;
+    put_at(b, 8, 0x20, 8);  // the fatbin now ends inside the entry header
+    b.resize(16 + 0x20);
+    CHECK(first_error(b).find("entry header of 0x40 bytes runs past the fatbin end 0x30") != std::string::npos);
+  }
+  SECTION("every truncation fails cleanly") {
+    for (std::size_t cut = 1; cut < good.size(); ++cut) {
+      Buf b(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut));
+      INFO("cut " << cut);
+      CHECK(first_error(b) != "ok");
+    }
+  }
+}
+
+TEST_CASE("lz4 and zstd payloads decompress, within limits", "[fatbin]") {
+  const Buf text = bytes_of(kPtx + kPtx + kPtx);
+  Buf lz(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(text.size()))));
+  const int lz_n = LZ4_compress_default(reinterpret_cast<const char*>(text.data()), reinterpret_cast<char*>(lz.data()),
+                                        static_cast<int>(text.size()), static_cast<int>(lz.size()));
+  REQUIRE(lz_n > 0);
+  lz.resize(static_cast<std::size_t>(lz_n));
+  Buf zs(ZSTD_compressBound(text.size()));
+  const std::size_t zs_n = ZSTD_compress(zs.data(), zs.size(), text.data(), text.size(), 3);
+  REQUIRE(ZSTD_isError(zs_n) == 0);
+  zs.resize(zs_n);
+
+  EntrySpec l = spec(1, 80, 0x2011, 9, 0, lz, static_cast<std::uint32_t>(lz.size()), text.size());
+  EntrySpec z = spec(1, 90, 0x8011, 9, 0, zs, static_cast<std::uint32_t>(zs.size()), text.size());
+  EntrySpec zs_nolen = z;  // exact compressed length absent: the frame is measured
+  zs_nolen.compressed = 0;
+  auto r = Fatbin::parse_all(make_fatbin({l, z, zs_nolen}), "c.fatbin");
+  REQUIRE(r.ok());
+  const auto& entries = r->front().entries;
+  CHECK(entries[0].compression == Compression::lz4);
+  CHECK(entries[1].compression == Compression::zstd);
+  for (const auto& e : entries) {
+    auto out = decompress(e, "c.fatbin");
+    REQUIRE(out.ok());
+    CHECK(*out == text);
+    auto k = list_kernels(e, *out, "c.fatbin");
+    REQUIRE(k.ok());
+    REQUIRE(k->size() == 6);
+    CHECK((*k)[0].name == "_Z5scalePfi");
+    CHECK((*k)[0].demangled == "scale(float*, int)");
+    CHECK((*k)[1].name == "plain_c_kernel");
+  }
+  SECTION("a claimed size above the limit is refused before allocating") {
+    auto out = decompress(entries[1], "c.fatbin", 16);
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.message().find("claimed uncompressed size 0x") != std::string::npos);
+    CHECK(out.message().find("exceeds the limit 0x10") != std::string::npos);
+  }
+  SECTION("sizes inconsistent with the header are refused") {
+    FatbinEntry e = entries[0];
+    e.uncompressed_size = text.size() + 1;
+    auto out = decompress(e, "c.fatbin");
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.message().find("c.fatbin: entry 0 at 0x10: lz4 payload decompresses to") != std::string::npos);
+    FatbinEntry f = entries[1];
+    f.uncompressed_size = text.size() - 1;
+    auto out2 = decompress(f, "c.fatbin");
+    REQUIRE_FALSE(out2.ok());
+    CHECK(out2.message().find("zstd frame holds") != std::string::npos);
+  }
+}
+
+TEST_CASE("kernels of a cubin are its CUDA entry symbols", "[fatbin]") {
+  // A cubin whose ELF header is valid but whose symbol table is absent lists no kernel;
+  // one that is not ELF at all is an error naming the entry.
+  EntrySpec s = spec(2, 80, 0x11, 1, 8, bytes_of("definitely not elf"));
+  auto r = Fatbin::parse_all(make_fatbin({s}), "k.fatbin");
+  REQUIRE(r.ok());
+  const auto& e = r->front().entries[0];
+  auto k = list_kernels(e, e.payload, "k.fatbin");
+  REQUIRE_FALSE(k.ok());
+  CHECK(k.message().find("k.fatbin: entry 0 at 0x10: cubin") != std::string::npos);
+  CHECK(k.message().find("not an elf file") != std::string::npos);
+}
+
+TEST_CASE("demangling and cuobjdump names", "[fatbin]") {
+  CHECK(demangle("_ZN7fixture5scaleIfEEvT_PS1_i") == "void fixture::scale<float>(float, float*, int)");
+  CHECK(demangle("plain") == "plain");
+  CHECK(demangle("_Znot valid") == "_Znot valid");
+  CHECK(cuobjdump_base("/usr/lib/libcublasLt.so.13") == "libcublasLt.so");
+  CHECK(cuobjdump_base("app") == "app");
+  CHECK(cuobjdump_base("dir.d/file") == "file");
+  FatbinEntry e;
+  e.kind = CodeKind::sass;
+  e.arch = Arch{100, Suffix::f};
+  CHECK(cuobjdump_name(e, "libx", 3) == "libx.3.sm_100.cubin");  // f dropped for ELF
+  e.kind = CodeKind::ptx;
+  CHECK(cuobjdump_name(e, "libx", 1) == "libx.1.sm_100f.ptx");   // kept for PTX
+  e.arch = Arch{90, Suffix::a};
+  e.kind = CodeKind::sass;
+  CHECK(cuobjdump_name(e, "libx", 2) == "libx.2.sm_90a.cubin");
+  e.identifier = "/src/kernels.cu";
+  CHECK(cuobjdump_name(e, "libx", 2) == "kernels.sm_90a.cubin");
+}
+
+TEST_CASE("scan_bytes reads raw fatbins and rejects other bytes", "[fatbin]") {
+  const Buf fb = make_fatbin({EntrySpec{}});
+  auto r = scan_bytes(fb, "mem.fatbin");
+  REQUIRE(r.ok());
+  REQUIRE(r->objects.size() == 1);
+  CHECK(r->objects[0].fatbins.size() == 1);
+  const Buf junk = bytes_of("hello world, not a binary");
+  auto bad = scan_bytes(junk, "notes.txt");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message() == "notes.txt: not an elf file, a fatbin or a supported archive (ar, zip, tar)");
+  auto missing = scan_path("/nonexistent/lib.so");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.message().find("/nonexistent/lib.so: cannot open") == 0);
+}

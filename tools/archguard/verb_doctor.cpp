@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// archguard doctor [FILE...] [--json] [--no-smoke]: the five-step diagnosis of "no kernel image
+// is available for execution on the device". Exit codes: 0 nothing failed, 1 a step failed,
+// 3 no CUDA driver on this machine (steps 2-4 still ran), 2 bad usage.
+#include "cli.hpp"
+
+#include <archguard/doctor.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace archguard;
+using namespace archguard::doctor;
+
+std::string v2(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
+
+std::string badge(Level s, bool colour) {
+  const char* text = "";
+  const char* code = "";
+  switch (s) {
+    case Level::pass: text = "PASS"; code = "\033[32m"; break;
+    case Level::warn: text = "WARN"; code = "\033[33m"; break;
+    case Level::fail: text = "FAIL"; code = "\033[31m"; break;
+    case Level::skip: text = "SKIP"; code = "\033[90m"; break;
+  }
+  return colour ? std::string(code) + text + "\033[0m" : std::string(text);
+}
+
+nlohmann::json to_json(const Report& r, int exit_code) {
+  nlohmann::json j;
+  j["driver_found"] = r.driver_found;
+  if (!r.driver_found) j["driver_problem"] = r.driver_problem;
+  j["driver_version"] = r.driver_version ? nlohmann::json(format_driver_version(*r.driver_version)) : nlohmann::json();
+  j["driver_cuda"] = r.driver_cuda ? nlohmann::json(v2(*r.driver_cuda)) : nlohmann::json();
+  j["devices"] = nlohmann::json::array();
+  for (const auto& d : r.devices) {
+    nlohmann::json dj{{"ordinal", d.ordinal}, {"name", d.name}, {"cc", v2(d.cc)}, {"tegra", d.tegra},
+                      {"pci_bus_id", d.pci_bus_id}};
+    dj["nvidia_smi_cc"] = d.smi_cc ? nlohmann::json(v2(*d.smi_cc)) : nlohmann::json();
+    dj["nvml_cc"] = d.nvml_cc ? nlohmann::json(v2(*d.nvml_cc)) : nlohmann::json();
+    j["devices"].push_back(dj);
+  }
+  j["steps"] = nlohmann::json::array();
+  for (const auto& s : r.steps) {
+    nlohmann::json sj{{"number", s.number}, {"name", s.name}, {"status", to_string(s.status())}};
+    sj["findings"] = nlohmann::json::array();
+    for (const auto& f : s.findings)
+      sj["findings"].push_back(
+          {{"status", to_string(f.status)}, {"subject", f.subject}, {"message", f.message}, {"fix", f.fix}});
+    j["steps"].push_back(sj);
+  }
+  j["timings"] = nlohmann::json::array();
+  for (const auto& t : r.timings)
+    j["timings"].push_back({{"ordinal", t.ordinal}, {"module_load_ms", t.module_load_ms},
+                            {"first_launch_ms", t.first_launch_ms}, {"second_launch_ms", t.second_launch_ms},
+                            {"image", t.image}, {"matmul_gflops", t.matmul_gflops}});
+  j["fixes"] = nlohmann::json::array();
+  for (const auto& f : r.fixes)
+    j["fixes"].push_back({{"kind", to_string(f.kind)}, {"text", f.text}, {"details", f.details}});
+  j["verdict"] = to_string(r.overall());
+  j["exit_code"] = exit_code;
+  j["elapsed_ms"] = r.elapsed_ms;
+  return j;
+}
+
+void render(const Report& r, std::ostream& out, bool colour) {
+  for (const auto& s : r.steps) {
+    out << "[" << s.number << "] " << s.name << ": " << badge(s.status(), colour) << "\n";
+    for (const auto& f : s.findings) {
+      out << "    " << badge(f.status, colour) << "  " << f.subject << ": " << f.message << "\n";
+      if (!f.fix.empty() && (f.status == Level::fail || f.status == Level::warn))
+        out << "          fix: " << f.fix << "\n";
+    }
+  }
+  out << "\nverdict: " << badge(r.overall(), colour);
+  if (!r.driver_found) out << " (no CUDA driver found: steps 1 and 5 could not run)";
+  out << "\n";
+  if (r.fixes.empty()) {
+    out << "nothing to fix\n";
+  } else {
+    for (std::size_t i = 0; i < r.fixes.size(); ++i) {
+      out << "  " << (i + 1) << ". [" << to_string(r.fixes[i].kind) << "] " << r.fixes[i].text << "\n";
+      for (const auto& d : r.fixes[i].details) out << "       " << d << "\n";
+    }
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "(%.0f ms)\n", r.elapsed_ms);
+  out << buf;
+}
+
+void setup(CLI::App& root, archguard::cli::Context& ctx) {
+  struct Opts {
+    std::vector<std::string> files;
+    bool json = false;
+    bool no_smoke = false;
+    std::vector<std::string> cc;
+  };
+  auto opts = std::make_shared<Opts>();
+  CLI::App* cmd = root.add_subcommand(
+      "doctor", "Diagnose 'no kernel image is available': devices, versions, binaries, environment, smoke test");
+  cmd->add_option("FILE", opts->files, "binaries, libraries, wheels or directories to check against the GPUs");
+  cmd->add_flag("--json", opts->json, "print the report as JSON");
+  cmd->add_flag("--no-smoke", opts->no_smoke, "skip step 5 (the kernels that really run)");
+  cmd->add_option("--cc", opts->cc, "also judge the FILEs for this compute capability (e.g. 9.0; repeatable)")
+      ->allow_extra_args(false);
+  cmd->footer(
+      "Exit codes: 0 nothing failed, 1 a step failed, 2 bad usage, 3 no CUDA driver (steps 2-4 still ran).");
+  cmd->callback([opts, &ctx]() {
+    Options o;
+    o.files = opts->files;
+    for (const auto& text : opts->cc) {
+      auto cc = parse_cc(text);
+      if (!cc) {
+        std::cerr << "archguard doctor: --cc '" << text << "' is not a compute capability such as 9.0\n";
+        ctx.exit_code = archguard::cli::kExitUsage;
+        return;
+      }
+      o.assume_cc.push_back(*cc);
+    }
+    o.smoke = !opts->no_smoke;
+    const Report r = run(o);
+    int code = archguard::cli::kExitOk;
+    if (!r.driver_found) code = archguard::cli::kExitNoDriver;
+    else if (r.overall() == Level::fail) code = archguard::cli::kExitProblem;
+    if (opts->json) std::cout << to_json(r, code).dump(2) << "\n";
+    else render(r, std::cout, archguard::cli::stdout_is_tty());
+    ctx.exit_code = code;
+  });
+}
+
+}  // namespace
+
+ARCHGUARD_VERB(setup);

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: Apache-2.0
+// archguard inspect FILE...: the images of every fatbin, a coverage summary, optionally the
+// kernels; --list-like-cuobjdump prints cuobjdump --list-elf / --list-ptx lines.
+#include "cli.hpp"
+#include "verb_inputs.hpp"
+
+#include <archguard/container.hpp>
+#include <archguard/coverage.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <thread>
+
+namespace archguard::cli {
+namespace {
+
+struct InspectOptions {
+  std::vector<std::string> files;
+  bool json = false;
+  bool kernels = false;
+  bool cuobjdump = false;
+  bool all_fatbins = false;
+  bool summary = false;
+  unsigned threads = 0;
+};
+
+struct KernelList {
+  std::vector<Kernel> kernels;
+  std::string error;
+};
+
+using KernelMap = std::map<const FatbinEntry*, KernelList>;
+
+/// Decodes every image's kernels on a few threads: decompression dominates for large files.
+KernelMap collect_kernels(const Inputs& in, unsigned threads) {
+  std::vector<std::pair<const FatbinEntry*, const std::string*>> work;
+  for (const auto& r : in.reports)
+    for (const auto& o : r.objects)
+      for (const auto& fb : o.fatbins)
+        for (const auto& e : fb.entries) work.emplace_back(&e, &o.path);
+  std::vector<KernelList> results(work.size());
+  std::atomic<std::size_t> next{0};
+  auto run = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < work.size();) {
+      const FatbinEntry& e = *work[i].first;
+      if (e.kind == CodeKind::ltoir) continue;  // LTO-IR is not decoded
+      auto image = decompress(e, *work[i].second);
+      if (!image) {
+        results[i].error = image.message();
+        continue;
+      }
+      auto k = list_kernels(e, *image, *work[i].second);
+      if (k) results[i].kernels = std::move(*k);
+      else results[i].error = k.message();
+    }
+  };
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads && t < work.size(); ++t) pool.emplace_back(run);
+  run();
+  for (auto& t : pool) t.join();
+  KernelMap map;
+  for (std::size_t i = 0; i < work.size(); ++i) map.emplace(work[i].first, std::move(results[i]));
+  return map;
+}
+
+std::string elf_type_text(std::uint16_t t) {
+  switch (t) {
+    case kElfTypeRel: return "relocatable";
+    case kElfTypeExec: return "executable";
+    case kElfTypeDyn: return "shared";
+    default: return "type " + std::to_string(t);
+  }
+}
+
+std::string machine_text(std::uint16_t m) {
+  switch (m) {
+    case kElfMachineX86_64: return "x86-64";
+    case kElfMachineAarch64: return "aarch64";
+    case kElfMachineCuda: return "cuda";
+    default: return "machine " + std::to_string(m);
+  }
+}
+
+std::string entry_arch(const FatbinEntry& e) {
+  return nvcc_name(e.arch, e.kind == CodeKind::ltoir ? CodeKind::ptx : e.kind);
+}
+
+std::string flags_text(const FatbinEntry& e) {
+  std::string s;
+  auto add = [&s](std::string_view w) {
+    if (!s.empty()) s += ',';
+    s += w;
+  };
+  if (e.debug) add("debug");
+  if ((e.flags & kEntryFlagCompatExtension) != 0) add("compat");
+  if ((e.flags & kEntryFlag64Bit) == 0) add("32-bit");
+  return s.empty() ? "-" : s;
+}
+
+nlohmann::json coverage_json(const CoverageSummary& c) {
+  return {{"sass", arch_list_json(c.sass, CodeKind::sass)},
+          {"ptx", arch_list_json(c.ptx, CodeKind::ptx)},
+          {"ltoir", arch_list_json(c.ltoir, CodeKind::ptx)},
+          {"highest_ptx_isa", c.highest_ptx_isa.empty() ? nlohmann::json(nullptr) : nlohmann::json(version_text(c.highest_ptx_isa))},
+          {"fatbins", c.fatbins},
+          {"images", c.images}};
+}
+
+nlohmann::json entry_json(const FatbinEntry& e, const KernelMap* kernels) {
+  nlohmann::json j{{"index", e.index},
+                   {"offset", e.offset},
+                   {"kind", kind_text(e.kind)},
+                   {"raw_kind", e.raw_kind},
+                   {"arch", entry_arch(e)},
+                   {"sm", e.arch.sm},
+                   {"suffix", e.arch.suffix == Suffix::a ? "a" : e.arch.suffix == Suffix::f ? "f" : ""},
+                   {"version", version_text(e.version)},
+                   {"header_size", e.header_size},
+                   {"stored_size", e.stored_size},
+                   {"compressed_size", e.compressed_size},
+                   {"uncompressed_size", e.uncompressed_size},
+                   {"image_size", e.image_size()},
+                   {"compression", to_string(e.compression)},
+                   {"flags", e.flags},
+                   {"debug", e.debug},
+                   {"identifier", e.identifier},
+                   {"options", e.options}};
+  if (e.kind == CodeKind::ptx) j["ptx_isa"] = version_text(e.version);
+  if (e.kind == CodeKind::sass) j["elf_abi"] = e.version.minor;
+  if (kernels != nullptr) {
+    const auto it = kernels->find(&e);
+    auto list = nlohmann::json::array();
+    if (it != kernels->end()) {
+      for (const auto& k : it->second.kernels) list.push_back({{"name", k.name}, {"demangled", k.demangled}});
+      if (!it->second.error.empty()) j["kernel_error"] = it->second.error;
+    }
+    j["kernels"] = std::move(list);
+  }
+  return j;
+}
+
+nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
+  nlohmann::json fatbins = nlohmann::json::array();
+  for (const auto& fb : o.fatbins) {
+    nlohmann::json images = nlohmann::json::array();
+    for (const auto& e : fb.entries) images.push_back(entry_json(e, kernels));
+    fatbins.push_back({{"index", fb.index},
+                       {"section", to_string(fb.section)},
+                       {"offset", fb.offset},
+                       {"size", fb.size},
+                       {"version", fb.version},
+                       {"linked", fb.linked},
+                       {"device_link", fb.device_link},
+                       {"identifier", fb.identifier()},
+                       {"images", std::move(images)}});
+  }
+  return {{"path", o.path},
+          {"archive", o.archive},
+          {"member", o.member},
+          {"elf_type", elf_type_text(o.elf_type)},
+          {"machine", machine_text(o.machine)},
+          {"fatbins", std::move(fatbins)},
+          {"coverage", coverage_json(summarize(o))}};
+}
+
+std::string coverage_line(const CoverageSummary& c) {
+  auto names = [](const std::vector<Arch>& v, CodeKind k) {
+    std::string s;
+    for (const Arch& a : v) s += (s.empty() ? "" : " ") + nvcc_name(a, k);
+    return s.empty() ? std::string("none") : s;
+  };
+  std::string line = "  coverage: sass " + names(c.sass, CodeKind::sass) + "; ptx " + names(c.ptx, CodeKind::ptx);
+  if (!c.highest_ptx_isa.empty()) line += " (highest ptx isa " + version_text(c.highest_ptx_isa) + ")";
+  if (!c.ltoir.empty()) line += "; lto-ir " + names(c.ltoir, CodeKind::ptx);
+  return line;
+}
+
+void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* kernels) {
+  for (const auto& r : in.reports) {
+    for (const auto& o : r.objects) {
+      if (o.fatbins.empty() && !o.archive.empty()) continue;  // archive members without device code
+      std::printf("%s  (%s, %s)\n", o.path.c_str(), elf_type_text(o.elf_type).c_str(), machine_text(o.machine).c_str());
+      if (o.fatbins.empty()) {
+        std::printf("  no device code\n");
+        continue;
+      }
+      if (!opt.summary) {
+        for (const auto& fb : o.fatbins) {
+          std::string note;
+          if (fb.device_link) note = "  device-link fatbin (no kernels: decides nothing)";
+          else if (fb.linked) note = "  linked by nvlink (-rdc)";
+          if (const std::string id = fb.identifier(); !id.empty()) note += "  " + id;
+          std::printf("  fatbin %zu  %s at 0x%llx, 0x%llx bytes, %zu images%s\n", fb.index,
+                      std::string(to_string(fb.section)).c_str(), static_cast<unsigned long long>(fb.offset),
+                      static_cast<unsigned long long>(fb.size), fb.entries.size(), note.c_str());
+          std::printf("    %4s  %-5s  %-14s  %-7s  %10s  %10s  %-5s  %s\n", "#", "kind", "arch", "version", "size",
+                      "stored", "comp", "flags");
+          for (const auto& e : fb.entries) {
+            std::string extra;
+            if (!e.identifier.empty()) extra += "  id=" + e.identifier;
+            if (!e.options.empty()) extra += "  options=\"" + e.options + "\"";
+            std::printf("    %4zu  %-5s  %-14s  %-7s  %10llu  %10llu  %-5s  %s%s\n", e.index,
+                        std::string(kind_text(e.kind)).c_str(), entry_arch(e).c_str(), version_text(e.version).c_str(),
+                        static_cast<unsigned long long>(e.image_size()), static_cast<unsigned long long>(e.stored_size),
+                        std::string(to_string(e.compression)).c_str(), flags_text(e).c_str(), extra.c_str());
+            if (kernels != nullptr) {
+              const auto it = kernels->find(&e);
+              if (it == kernels->end()) continue;
+              for (const auto& k : it->second.kernels) std::printf("            kernel %s\n", k.demangled.c_str());
+              if (!it->second.error.empty()) std::printf("            kernels not listed: %s\n", it->second.error.c_str());
+            }
+          }
+        }
+      }
+      std::printf("%s\n", coverage_line(summarize(o)).c_str());
+    }
+  }
+}
+
+/// cuobjdump's listing: the executable fatbins (.nv_fatbin) of an object, or its relocatable
+/// ones when it has none; LTO-IR is not listed; numbering runs on across archive members.
+int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
+  for (const auto& r : in.reports) {
+    std::error_code ec;
+    const std::string shown = r.directory ? r.input : std::filesystem::absolute(r.input, ec).string();
+    const std::string base = cuobjdump_base(r.input);
+    bool any_code = false;
+    for (const auto& o : r.objects)
+      if (!o.fatbins.empty()) any_code = true;
+    for (CodeKind kind : {CodeKind::sass, CodeKind::ptx}) {
+      std::size_t n = 0;
+      for (const auto& o : r.objects) {
+        if (!o.archive.empty()) {
+          std::error_code ec2;
+          std::printf("\nmember %s:%s:\n", std::filesystem::absolute(o.archive, ec2).string().c_str(), o.member.c_str());
+        }
+        bool has_exec = false;
+        for (const auto& fb : o.fatbins) has_exec = has_exec || fb.section != FatbinSection::nv_relfatbin;
+        const std::string obj_base = r.directory ? cuobjdump_base(o.path) : base;
+        std::vector<const Fatbin*> listed;  // -all: every section, in file order
+        for (const auto& fb : o.fatbins)
+          if (all_fatbins || has_exec != (fb.section == FatbinSection::nv_relfatbin)) listed.push_back(&fb);
+        std::sort(listed.begin(), listed.end(), [](const Fatbin* a, const Fatbin* b) { return a->offset < b->offset; });
+        for (const Fatbin* fbp : listed) {
+          const Fatbin& fb = *fbp;
+          for (const auto& e : fb.entries) {
+            if (e.kind != kind) continue;
+            std::printf("%s file %4zu: %s\n", kind == CodeKind::sass ? "ELF" : "PTX", n + 1,
+                        cuobjdump_name(e, obj_base, n + 1).c_str());
+            ++n;
+          }
+        }
+      }
+      if (!any_code) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "cuobjdump info    : File '%s' does not contain device code\n", shown.c_str());
+      } else if (kind == CodeKind::ptx && n == 0) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "cuobjdump info    : No PTX file found to extract from '%s'. You may try with -all option.\n",
+                     shown.c_str());
+      }
+    }
+  }
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+int run_inspect(const InspectOptions& opt) {
+  const Inputs in = read_inputs(opt.files, opt.threads);
+  if (opt.cuobjdump) {
+    print_like_cuobjdump(in, opt.all_fatbins);
+    print_errors(in.errors);
+    return in.errors.empty() ? kExitOk : kExitUsage;
+  }
+  KernelMap kernels;
+  if (opt.kernels) kernels = collect_kernels(in, opt.threads);
+  const KernelMap* kp = opt.kernels ? &kernels : nullptr;
+  if (opt.json) {
+    nlohmann::json inputs = nlohmann::json::array();
+    for (const auto& r : in.reports) {
+      nlohmann::json objects = nlohmann::json::array();
+      for (const auto& o : r.objects) {
+        if (o.fatbins.empty() && !o.archive.empty()) continue;
+        objects.push_back(object_json(o, kp));
+      }
+      inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"objects", std::move(objects)}});
+    }
+    nlohmann::json doc{{"schema", "archguard.inspect/1"}, {"inputs", std::move(inputs)}, {"errors", in.errors}};
+    std::printf("%s\n", doc.dump(2).c_str());
+  } else {
+    print_table(in, opt, kp);
+    print_errors(in.errors);
+  }
+  return in.errors.empty() ? kExitOk : kExitUsage;
+}
+
+void setup(CLI::App& root, Context& ctx) {
+  auto opt = std::make_shared<InspectOptions>();
+  CLI::App* cmd = root.add_subcommand("inspect", "List the device code of ELF files, static libraries, wheels, tar archives and directories");
+  cmd->add_option("files", opt->files, "Files or directories to read")->required();
+  cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
+  cmd->add_flag("--kernels", opt->kernels, "Decompress the images and list their kernel entry points");
+  cmd->add_flag("--summary", opt->summary, "Only the coverage summary per object");
+  cmd->add_flag("--list-like-cuobjdump", opt->cuobjdump,
+                "Print the lines of 'cuobjdump --list-elf' then 'cuobjdump --list-ptx'");
+  cmd->add_flag("--all-fatbins", opt->all_fatbins,
+                "With --list-like-cuobjdump: list __nv_relfatbin too, as cuobjdump -all does");
+  cmd->add_option("--threads", opt->threads, "Worker threads (default: all cores)");
+  cmd->callback([opt, &ctx] { ctx.exit_code = run_inspect(*opt); });
+}
+
+}  // namespace
+
+ARCHGUARD_VERB(setup);
+
+}  // namespace archguard::cli

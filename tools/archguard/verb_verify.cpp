@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// archguard verify FILE... --require LIST: exit 1 unless every kernel-bearing fatbin carries
+// the required SASS (and PTX). The CMake verify step calls this after each link.
+#include "cli.hpp"
+#include "verb_inputs.hpp"
+
+#include <cstdio>
+#include <memory>
+
+namespace archguard::cli {
+namespace {
+
+struct VerifyOptions {
+  std::vector<std::string> files;
+  std::vector<std::string> require;
+  std::string ptx;
+  bool allow_compatible = false;
+  bool strict = false;
+  bool json = false;
+  bool quiet = false;
+};
+
+int run_verify(const VerifyOptions& opt) {
+  std::string list;
+  for (const auto& r : opt.require) list += (list.empty() ? "" : " ") + r;
+  auto req = parse_requirement(list, opt.ptx);
+  if (!req) {
+    std::fprintf(stderr, "archguard verify: %s\n", req.message().c_str());
+    return kExitUsage;
+  }
+  req->allow_compatible = opt.allow_compatible;
+  req->strict = opt.strict;
+  const Inputs in = read_inputs(opt.files);
+  VerifyReport report;
+  for (const auto& r : in.reports) {  // per input: the reports keep the mapped bytes alive
+    VerifyReport part = verify(r.objects, *req);
+    report.objects += part.objects;
+    for (auto& u : part.units) report.units.push_back(std::move(u));
+  }
+  const bool passed = report.passed();
+  int code = !in.errors.empty() ? kExitUsage : passed ? kExitOk : kExitProblem;
+
+  if (opt.json) {
+    nlohmann::json units = nlohmann::json::array();
+    for (const auto& u : report.units) {
+      nlohmann::json compatible = nlohmann::json::array();
+      for (const auto& [need, have] : u.compatible)
+        compatible.push_back({{"required", nvcc_name(need, CodeKind::sass)}, {"used", nvcc_name(have, CodeKind::sass)}});
+      units.push_back({{"object", u.object},
+                       {"fatbin", u.fatbin},
+                       {"section", to_string(u.section)},
+                       {"identifier", u.identifier},
+                       {"status", to_string(u.status)},
+                       {"found_sass", arch_list_json(u.found_sass, CodeKind::sass)},
+                       {"found_ptx", arch_list_json(u.found_ptx, CodeKind::ptx)},
+                       {"missing_sass", arch_list_json(u.missing_sass, CodeKind::sass)},
+                       {"missing_ptx", arch_list_json(u.missing_ptx, CodeKind::ptx)},
+                       {"missing_ptx_highest", u.missing_ptx_highest},
+                       {"compatible", std::move(compatible)},
+                       {"message", u.message}});
+    }
+    nlohmann::json doc{{"schema", "archguard.verify/1"},
+                       {"passed", passed && in.errors.empty()},
+                       {"require",
+                        {{"sass", arch_list_json(req->sass, CodeKind::sass)},
+                         {"ptx", arch_list_json(req->ptx, CodeKind::ptx)},
+                         {"ptx_highest", req->ptx_highest},
+                         {"allow_compatible", req->allow_compatible},
+                         {"strict", req->strict}}},
+                       {"objects_checked", report.objects},
+                       {"units", std::move(units)},
+                       {"errors", in.errors}};
+    std::printf("%s\n", doc.dump(2).c_str());
+    return code;
+  }
+  std::size_t failed = 0, extras = 0, compatible = 0;
+  for (const auto& u : report.units) {
+    if (u.status == UnitStatus::missing) {
+      ++failed;
+      std::printf("%s\n", u.message.c_str());
+    } else if (u.status == UnitStatus::specific_extra) {
+      ++extras;
+      if (!opt.quiet) std::printf("note: %s\n", u.message.c_str());
+    } else if (u.status == UnitStatus::compatible) {
+      ++compatible;
+      if (!opt.quiet) std::printf("note: %s\n", u.message.c_str());
+    }
+  }
+  print_errors(in.errors);
+  if (report.units.empty() && in.errors.empty()) {
+    std::fprintf(stderr, "archguard verify: no device code in the given files\n");
+    return kExitProblem;
+  }
+  if (!opt.quiet || code != kExitOk) {
+    std::printf("verify: %s: %zu fatbins in %zu objects, %zu lacking, %zu architecture-specific extras, %zu using compatible SASS\n",
+                code == kExitOk ? "ok" : "FAILED", report.units.size(), report.objects, failed, extras, compatible);
+  }
+  return code;
+}
+
+void setup(CLI::App& root, Context& ctx) {
+  auto opt = std::make_shared<VerifyOptions>();
+  CLI::App* cmd = root.add_subcommand("verify", "Fail unless every kernel-bearing fatbin carries the required SASS and PTX");
+  cmd->add_option("files", opt->files, "Files or directories to check")->required();
+  cmd->add_option("--require", opt->require,
+                  "Required architectures: 75,80,90,120 | sm_90a | a CMake list such as 80-real;90 "
+                  "(-real: SASS, -virtual: PTX) | nvcc flags such as '-gencode arch=compute_80,code=sm_80'")
+      ->required()
+      ->allow_extra_args(false);
+  cmd->add_option("--ptx", opt->ptx, "PTX requirement: highest | <arch> | none (default: what --require says)");
+  cmd->add_flag("--allow-compatible", opt->allow_compatible,
+                "Accept a binary-compatible lower SASS (e.g. sm_80 for 86) and say so");
+  cmd->add_flag("--strict", opt->strict, "Judge fatbins holding only a/f images like the others");
+  cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
+  cmd->add_flag("-q,--quiet", opt->quiet, "Print only problems");
+  cmd->callback([opt, &ctx] { ctx.exit_code = run_verify(*opt); });
+}
+
+}  // namespace
+
+ARCHGUARD_VERB(setup);
+
+}  // namespace archguard::cli
