@@ -376,6 +376,10 @@ int bench_gpu(int reps, nlohmann::json& out) {
     std::printf("gpu: skipped: %s\n", n ? "no device" : n.message().c_str());
     return 77;
   }
+  if (auto nv = jit::shared_nvrtc(); !nv) {
+    std::printf("gpu: skipped: %s\n", nv.message().c_str());
+    return 77;
+  }
   auto ctx = device::Context::primary(*drv, 0);
   if (!ctx) {
     std::printf("gpu: %s\n", ctx.message().c_str());
