@@ -166,6 +166,8 @@ class Cache {
   Status clear();
   /// Evicts least-recently-used entries until the writable layer holds at most max_bytes, and
   /// removes temporary files abandoned for over an hour. Entries locked by a writer are skipped.
+  /// Stores call this themselves when their running estimate of the size nears the bound (a
+  /// full scan of the entries), and then trim to 90% of the bound.
   Status enforce_bound();
 
  private:
@@ -183,7 +185,12 @@ class Cache {
   void count(std::uint64_t CacheCounters::*field);
 
   Result<std::optional<CacheHit>> read_entry(Layer& layer, const Digest& key, bool stamp);
-  Status publish(Layer& layer, const Digest& key, const CacheRecord& record, std::string_view metadata);
+  Status publish(Layer& layer, const Digest& key, const CacheRecord& record, std::string_view metadata,
+                 std::uint64_t* written);
+  Status after_store(std::uint64_t added);
+  Status trim(std::uint64_t low_water, std::uint64_t& total_out);
+  static constexpr std::uint64_t kUnknownTotal = ~std::uint64_t{0};
+  std::uint64_t known_total_ = kUnknownTotal;  // guarded by mu_
 };
 
 }  // namespace archguard::jit
