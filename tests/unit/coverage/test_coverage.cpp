@@ -51,7 +51,7 @@ VerifyReport run_verify(const ObjectFatbins& o, std::string_view require, std::s
 
 }  // namespace
 
-TEST_CASE("the device-link fatbin decides nothing; relocatable fatbins decide only alone", "[coverage]") {
+TEST_CASE("the device-link fatbin decides nothing, relocatable fatbins decide only alone", "[coverage]") {
   const ObjectFatbins so = object("lib.so", {dlink(), fatbin({img(CodeKind::sass, 80)})});
   auto units = units_of(so);
   REQUIRE(units.size() == 1);
@@ -155,7 +155,7 @@ TEST_CASE("verify names the fatbin and what it lacks", "[coverage]") {
   }
 }
 
-TEST_CASE("check runs select_image on every deciding fatbin; the worst outcome wins", "[coverage]") {
+TEST_CASE("check runs select_image on every deciding fatbin and the worst outcome wins", "[coverage]") {
   const ObjectFatbins app = object("app", {dlink(), fatbin({img(CodeKind::sass, 90)}), fatbin({img(CodeKind::sass, 80), img(CodeKind::ptx, 80)})});
   const ObjectVerdict on_h200 = check_object(app, device_for_cc({9, 0}));
   REQUIRE(on_h200.units.size() == 2);
