@@ -25,12 +25,15 @@ cuobjdump=${CUOBJDUMP:-$(ls "$venv"/lib/python3*/site-packages/nvidia/cu13/bin/c
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# measure <name> <command...>: appends "seconds kilobytes" to $tmp/<name>
+# measure <name> <command...>: appends "seconds kilobytes" to $tmp/<name>. Wall time from the
+# shell's microsecond clock (GNU time prints only centiseconds), peak RSS from GNU time.
 measure() {
-  local name=$1
+  local name=$1 t0 t1
   shift
-  /usr/bin/time -f "%e %M" -o "$tmp/t" "$@" >/dev/null 2>&1 || true
-  cat "$tmp/t" >> "$tmp/$name"
+  t0=$EPOCHREALTIME
+  /usr/bin/time -f "%M" -o "$tmp/t" "$@" >/dev/null 2>&1 || true
+  t1=$EPOCHREALTIME
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f", b - a}') $(cat "$tmp/t")" >> "$tmp/$name"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
@@ -53,7 +56,7 @@ row() {
   local t m
   t=$(cut -d' ' -f1 "$tmp/$name" | median)
   m=$(cut -d' ' -f2 "$tmp/$name" | median)
-  printf "| %-44s | %8.2f | %10.1f |\n" "$label" "$t" "$(awk -v m="$m" 'BEGIN {print m / 1024}')"
+  printf "| %-44s | %8.3f | %10.1f |\n" "$label" "$t" "$(awk -v m="$m" 'BEGIN {print m / 1024}')"
   echo "$t $m" > "$tmp/$name.med"
 }
 echo

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +32,15 @@ namespace {
 
 using namespace archguard;
 using Clock = std::chrono::steady_clock;
+
+// CPU time of the calling thread: NVRTC compiles on the calling thread, and CPU time is far less
+// sensitive than wall time to other work on a shared host (it leaves out fsync waits, which the
+// store row measures on its own).
+double cpu_ms() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
@@ -163,11 +174,12 @@ struct TempDir {
   }
 };
 
-std::unique_ptr<jit::Compiler> make_compiler(const std::string& cache_dir, bool pch = false) {
+std::unique_ptr<jit::Compiler> make_compiler(const std::string& cache_dir, bool pch = false, bool fsync = true) {
   jit::CompilerOptions o;
   jit::CacheOptions c;
   c.dir = cache_dir;
   c.disabled = cache_dir.empty();
+  c.fsync = fsync;
   o.cache = c;
   o.pch = pch;
   auto r = jit::Compiler::create(o);
@@ -193,40 +205,87 @@ void print_row(const char* what, const Stats& s, const char* unit = "ms") {
 
 nlohmann::json js(const Stats& s) { return {{"median", s.median}, {"p95", s.p95}, {"min", s.min}}; }
 
-// Cold compiles: archguard (fresh cache dir each rep, so a miss that also stores) vs raw, interleaved.
+// Cold compiles, interleaved: raw NVRTC, archguard (fresh cache dir each rep: a miss that also
+// stores), and archguard with ARCHGUARD_CACHE_FSYNC=0.
 nlohmann::json bench_cold(const char* label, const std::function<std::string(int)>& source,
                           const std::vector<std::string>& options, int reps, const RawNvrtc& raw) {
-  std::vector<double> ours, anchor;
+  std::vector<double> ours, nosync, anchor, cpu_ours, cpu_anchor;
   std::vector<std::string> raw_opts = options;
   raw_opts.emplace_back("-arch=sm_90");
+  double cpu = 0;
+  auto ours_once = [&](const std::string& src, bool fsync) {
+    TempDir d;
+    auto c = make_compiler(d.path + "/cache", false, fsync);
+    const double c0 = cpu_ms();
+    const auto t0 = Clock::now();
+    auto r = c->compile(request(src, options));
+    const double ms = ms_since(t0);
+    cpu = cpu_ms() - c0;
+    if (!r || r->from_cache) {
+      std::fprintf(stderr, "bench_jit: %s: %s\n", label, r ? "unexpected hit" : r.message().c_str());
+      std::exit(1);
+    }
+    return ms;
+  };
   for (int i = 0; i < reps + 1; ++i) {
     const std::string src = source(i);
+    const double c0 = cpu_ms();
     auto t0 = Clock::now();
     if (raw.run(src, raw_opts) == 0) {
       std::fprintf(stderr, "bench_jit: raw nvrtc failed on %s\n", label);
       std::exit(1);
     }
     const double a = ms_since(t0);
-    TempDir d;
-    auto c = make_compiler(d.path + "/cache");
-    t0 = Clock::now();
-    auto r = c->compile(request(src, options));
-    const double b = ms_since(t0);
-    if (!r || r->from_cache) {
-      std::fprintf(stderr, "bench_jit: %s: %s\n", label, r ? "unexpected hit" : r.message().c_str());
-      std::exit(1);
-    }
+    const double ca = cpu_ms() - c0;
+    const double b = ours_once(src, true);
+    const double cb = cpu;
+    const double c = ours_once(src, false);
     if (i == 0) continue;  // warm-up: loads libraries, fills NVRTC's builtin caches
+    cpu_anchor.push_back(ca);
+    cpu_ours.push_back(cb);
     anchor.push_back(a);
     ours.push_back(b);
+    nosync.push_back(c);
   }
-  const Stats sa = stats_of(anchor), so = stats_of(ours);
+  const Stats sa = stats_of(anchor), so = stats_of(ours), sn = stats_of(nosync);
   std::printf("%s (n=%d, interleaved)\n", label, reps);
   print_row("raw nvrtc (anchor)", sa);
   print_row("archguard::jit cold (miss + store)", so);
-  const double ratio = so.median / sa.median;
-  std::printf("  overhead: %+.1f%% of the median\n", (ratio - 1.0) * 100.0);
-  return {{"raw", js(sa)}, {"archguard", js(so)}, {"ratio", ratio}};
+  print_row("  the same, ARCHGUARD_CACHE_FSYNC=0", sn);
+  const double ratio = so.median / sa.median, ratio_ns = sn.median / sa.median;
+  const Stats ca = stats_of(cpu_anchor), co = stats_of(cpu_ours);
+  print_row("raw nvrtc, thread cpu time", ca);
+  print_row("archguard::jit cold, thread cpu time", co);
+  const double ratio_cpu = co.median / ca.median;
+  std::printf("  overhead: wall %+.1f%% of the median (%+.1f%% without fsync), cpu %+.1f%%\n", (ratio - 1.0) * 100.0,
+              (ratio_ns - 1.0) * 100.0, (ratio_cpu - 1.0) * 100.0);
+  return {{"raw", js(sa)}, {"archguard", js(so)}, {"archguard_nofsync", js(sn)}, {"ratio", ratio},
+          {"ratio_nofsync", ratio_ns}, {"raw_cpu", js(ca)}, {"archguard_cpu", js(co)}, {"ratio_cpu", ratio_cpu}};
+}
+
+// What a store costs by itself (the part of a cold compile that is not NVRTC).
+nlohmann::json bench_store(int reps, std::size_t bytes) {
+  nlohmann::json out;
+  for (bool fsync : {true, false}) {
+    TempDir d;
+    jit::CacheOptions o;
+    o.dir = d.path + "/cache";
+    o.fsync = fsync;
+    auto c = jit::Cache::open(o);
+    if (!c) std::exit(1);
+    jit::CacheRecord r;
+    r.image.assign(bytes, std::byte{0x5a});
+    std::vector<double> t;
+    for (int i = 0; i < reps; ++i) {
+      const auto t0 = Clock::now();
+      if (!(*c)->store(jit::sha256("store " + std::to_string(i)), r, "{}")) std::exit(1);
+      t.push_back(ms_since(t0));
+    }
+    const Stats s = stats_of(t);
+    print_row(fsync ? "store of that cubin (tmp, fsync, rename)" : "store without fsync", s);
+    out[fsync ? "fsync" : "nofsync"] = js(s);
+  }
+  return out;
 }
 
 nlohmann::json bench_warm(int reps) {
@@ -252,7 +311,8 @@ nlohmann::json bench_warm(int reps) {
   std::printf("warm cache, %zu-byte cubin (n=%d)\n", first->image.size(), reps);
   print_row("cache hit to a cubin in memory", sh);
   print_row("  of which the key (scan + sha-256)", sk);
-  return {{"hit", js(sh)}, {"key", js(sk)}, {"cubin_bytes", first->image.size()}};
+  nlohmann::json store = bench_store(std::max(reps / 10, 20), first->image.size());
+  return {{"hit", js(sh)}, {"key", js(sk)}, {"store", store}, {"cubin_bytes", first->image.size()}};
 }
 
 nlohmann::json bench_warm_heavy(int reps, const std::vector<std::string>& options) {
@@ -314,6 +374,10 @@ int bench_gpu(int reps, nlohmann::json& out) {
   auto n = (*drv)->device_count();
   if (!n || *n == 0) {
     std::printf("gpu: skipped: %s\n", n ? "no device" : n.message().c_str());
+    return 77;
+  }
+  if (auto nv = jit::shared_nvrtc(); !nv) {
+    std::printf("gpu: skipped: %s\n", nv.message().c_str());
     return 77;
   }
   auto ctx = device::Context::primary(*drv, 0);

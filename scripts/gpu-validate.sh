@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # GPU validation in one go (docs/gpu-validation.md): build CudaArchGuard from source on the GPU
-# machine, run the gpu- and samples-labelled tests, the fatbin-composition matrix, `archguard
-# doctor`, the samples by hand and the benchmark; write the logs under $OUT (8 files at most).
+# machine, run `archguard doctor`, the gpu- and samples-labelled tests (the fatbin-composition
+# matrix among them), the samples by hand and the benchmark; write the logs under $OUT: summary.md,
+# build.log, doctor.log, doctor.json, ctest.log, matrix.md, samples.log, bench.log.
 #   OUT=<dir> (default ./gpu-validation-out)   JOBS=<n> (default nproc)
 # Missing build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4, OpenSSL
-# headers) are taken from Debian packages in .gpu-carry/debs when present (unpacked under /tmp,
-# never into /).
+# headers) are taken from Debian packages in $DEBS (default .gpu-carry/debs) when present
+# (unpacked under /tmp, never into /).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -26,7 +27,7 @@ say "- host: $(uname -srm), $(nproc) cores"
 say "- gpu: $(nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 4 | tr '\n' ';')"
 say "- nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*, V[0-9.]*' || echo 'not found')"
 say "- cmake: $(cmake --version | head -n1), ninja $(ninja --version 2>/dev/null || echo missing), $(g++ --version | head -n1)"
-say "- commit: $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "- commit: ${GIT_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 
 # ---- dependencies -------------------------------------------------------------------------
 deps=/tmp/archguard-deps
@@ -36,9 +37,10 @@ for h in /usr/include/CLI/CLI.hpp /usr/include/nlohmann/json.hpp /usr/include/ca
          /usr/include/archive.h /usr/include/zstd.h /usr/include/lz4.h /usr/include/openssl/sha.h; do
   have_dev "$h" || { missing=1; say "- missing on this machine: $h"; }
 done
-if [ "$missing" = 1 ] && ls .gpu-carry/debs/*.deb >/dev/null 2>&1; then
+debs_dir="${DEBS:-.gpu-carry/debs}"
+if [ "$missing" = 1 ] && ls "$debs_dir"/*.deb >/dev/null 2>&1; then
   rm -rf "$deps" && mkdir -p "$deps"
-  for d in .gpu-carry/debs/*.deb; do dpkg -x "$d" "$deps"; done
+  for d in "$debs_dir"/*.deb; do dpkg -x "$d" "$deps"; done
   for pc in "$deps"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$deps"/usr/share/pkgconfig/*.pc; do
     [ -f "$pc" ] && sed -i "s|^prefix=/usr|prefix=$deps/usr|" "$pc"
   done
@@ -48,7 +50,7 @@ if [ "$missing" = 1 ] && ls .gpu-carry/debs/*.deb >/dev/null 2>&1; then
   export CPATH="$deps/usr/include${CPATH:+:$CPATH}"
   export LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
   extra=(-DOPENSSL_ROOT_DIR="$deps/usr")
-  say "- build dependencies taken from .gpu-carry/debs ($(ls .gpu-carry/debs | wc -l) Debian 12 packages, unpacked in $deps)"
+  say "- build dependencies taken from $debs_dir ($(ls "$debs_dir" | wc -l) Debian 12 packages, unpacked in $deps)"
 else
   extra=()
 fi
@@ -87,11 +89,20 @@ grep -E "^run [0-9]" "$OUT/doctor.log" | sed 's/^/- /' | tee -a "$summary"
 python3 - "$OUT/doctor.json" <<'PY' | tee -a "$summary"
 import json, sys
 r = json.load(open(sys.argv[1]))
-print("- verdict %s, elapsed %.0f ms inside doctor" % (r["verdict"], r["elapsed_ms"]))
+print("- verdict %s, elapsed %.0f ms inside doctor (%s)" % (r["verdict"], r["elapsed_ms"],
+      ", ".join("%s %.0f ms" % (s["name"], s["elapsed_ms"]) for s in r["steps"])))
 for t in r["timings"]:
     print("- device %d: module load %.2f ms, first launch %.2f ms, second %.3f ms, image %s, matmul %.0f GFLOP/s"
           % (t["ordinal"], t["module_load_ms"], t["first_launch_ms"], t["second_launch_ms"], t["image"], t["matmul_gflops"]))
 PY
+
+# ---- gpu- and samples-labelled tests (the matrix among them) --------------------------------
+say ""
+say "## ctest -L 'gpu|samples' ($(stamp))"
+timeout 300 ctest --test-dir "$build" -L 'gpu|samples' --output-on-failure > "$OUT/ctest.log" 2>&1
+say "- ctest exit $? (log: ctest.log)"
+grep -E "tests passed|tests failed|Not Run|\*\*\*Failed|Skipped" "$OUT/ctest.log" | head -n 20 | sed 's/^/  /' | tee -a "$summary"
+cp "$build/tests/gpu/matrix/matrix.md" "$OUT/matrix.md" 2>/dev/null && head -n 1 "$OUT/matrix.md" | sed 's/^/- matrix: /' | tee -a "$summary"
 
 # ---- samples by hand ----------------------------------------------------------------------
 say ""
@@ -105,23 +116,18 @@ say "## samples ($(stamp))"
   done
   echo "\$ CUDA_FORCE_PTX_JIT=1 arch-specific/arch_specific"; CUDA_FORCE_PTX_JIT=1 "$s/arch-specific/arch_specific"; echo "exit $?"; echo
   echo "\$ archguard check --cc 9.0 --force-ptx-jit arch-specific/arch_specific"; "$ag" check --cc 9.0 --force-ptx-jit "$s/arch-specific/arch_specific"; echo "exit $?"; echo
-  echo "\$ archguard check --cc 9.0 no-kernel-image/no_kernel_image_broken"; "$ag" check --cc 9.0 "$s/no-kernel-image/no_kernel_image_broken"; echo "exit $?"
+  echo "\$ archguard check --cc 9.0 no-kernel-image/no_kernel_image_broken"; "$ag" check --cc 9.0 "$s/no-kernel-image/no_kernel_image_broken"; echo "exit $?"; echo
+  echo "\$ gpu_selfcheck (self-check prediction against a real launch, nvcc-built libraries)"
+  "$build/tests/gpu/doctor/gpu_selfcheck" "$build/tests/gpu/doctor"; echo "exit $?"
 } > "$OUT/samples.log" 2>&1
-grep -E "^\\$|^exit|picked|correct|209|path:" "$OUT/samples.log" | head -n 40 | sed 's/^/    /' | tee -a "$summary"
-
-# ---- gpu- and samples-labelled tests (the matrix among them) --------------------------------
-say ""
-say "## ctest -L 'gpu|samples' ($(stamp))"
-timeout 300 ctest --test-dir "$build" -L 'gpu|samples' --output-on-failure > "$OUT/ctest.log" 2>&1
-say "- ctest exit $? (log: ctest.log)"
-grep -E "tests passed|tests failed|Not Run|\*\*\*Failed|Skipped" "$OUT/ctest.log" | head -n 20 | sed 's/^/  /' | tee -a "$summary"
-cp "$build/tests/gpu/matrix/matrix.md" "$OUT/matrix.md" 2>/dev/null && head -n 1 "$OUT/matrix.md" | sed 's/^/- matrix: /' | tee -a "$summary"
+grep -E "^\\$|^exit|picked|correct|209|path:|agree" "$OUT/samples.log" | head -n 60 | sed 's/^/    /' | tee -a "$summary"
 
 # ---- benchmark ----------------------------------------------------------------------------
 say ""
 say "## benchmark ($(stamp))"
-CUDA_CACHE_DISABLE=1 timeout 180 "$build/tests/gpu/bench/archguard_bench_gpu" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+CUDA_CACHE_DISABLE=1 timeout 180 "$build/tests/gpu/bench/archguard_bench_gpu" --json /tmp/archguard-bench.json > "$OUT/bench.log" 2>&1
 say "- exit $?"
+{ echo; echo "--- json"; cat /tmp/archguard-bench.json; } >> "$OUT/bench.log" 2>&1
 sed 's/^/    /' "$OUT/bench.log" | tee -a "$summary"
 say ""
 say "done in $(stamp)"

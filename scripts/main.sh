@@ -42,7 +42,7 @@ for b in "${deliberately_wrong[@]}"; do
 done
 
 echo "== coverage report"
-"$ag" inspect "${policy_built[@]}" "${deliberately_wrong[@]}"
+"$ag" inspect --summary "${policy_built[@]}" "${deliberately_wrong[@]}"
 echo "== archguard"
 "$ag" --version
 "$ag" arch list

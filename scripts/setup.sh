@@ -8,7 +8,7 @@ venv="${ARCHGUARD_VENV:-$here/.venv}"
 
 debs=(build-essential cmake ninja-build pkg-config git python3 python3-venv
       catch2 libcli11-dev nlohmann-json3-dev libarchive-dev libzstd-dev liblz4-dev libssl-dev
-      clang-14 libclang-rt-14-dev zstd)
+      clang-14 libclang-rt-14-dev zstd time binutils-aarch64-linux-gnu)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -85,8 +85,13 @@ struct CacheOptions {
   std::vector<std::string> readonly_dirs;  ///< searched after `dir`, never written
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
   bool disabled = false;
+  /// fsync each record before it is renamed into place (ARCHGUARD_CACHE_FSYNC=0 turns it off).
+  /// Without it a power loss may leave a torn entry, which the checksum then catches and the
+  /// next lookup rebuilds; the fsync is most of a store's cost (about 4 ms here).
+  bool fsync = true;
   /// Reads ARCHGUARD_CACHE_DIR, ARCHGUARD_CACHE_DISABLE, ARCHGUARD_CACHE_MAX_BYTES,
-  /// ARCHGUARD_CACHE_READONLY_DIRS, XDG_CACHE_HOME and HOME. A malformed size is an error.
+  /// ARCHGUARD_CACHE_READONLY_DIRS, ARCHGUARD_CACHE_FSYNC, XDG_CACHE_HOME and HOME. A malformed
+  /// size is an error.
   static Result<CacheOptions> from_environment();
 };
 
@@ -161,6 +166,8 @@ class Cache {
   Status clear();
   /// Evicts least-recently-used entries until the writable layer holds at most max_bytes, and
   /// removes temporary files abandoned for over an hour. Entries locked by a writer are skipped.
+  /// Stores call this themselves when their running estimate of the size nears the bound (a
+  /// full scan of the entries), and then trim to 90% of the bound.
   Status enforce_bound();
 
  private:
@@ -168,6 +175,7 @@ class Cache {
   struct Layer;
   std::string dir_;
   std::uint64_t max_bytes_ = 0;
+  bool fsync_ = true;
   std::vector<std::unique_ptr<Layer>> layers_;  // [0] writable, then read-only
   mutable std::mutex mu_;  // guards warnings_ and counters_
   std::vector<std::string> warnings_;
@@ -177,7 +185,12 @@ class Cache {
   void count(std::uint64_t CacheCounters::*field);
 
   Result<std::optional<CacheHit>> read_entry(Layer& layer, const Digest& key, bool stamp);
-  Status publish(Layer& layer, const Digest& key, const CacheRecord& record, std::string_view metadata);
+  Status publish(Layer& layer, const Digest& key, const CacheRecord& record, std::string_view metadata,
+                 std::uint64_t* written);
+  Status after_store(std::uint64_t added);
+  Status trim(std::uint64_t low_water, std::uint64_t& total_out);
+  static constexpr std::uint64_t kUnknownTotal = ~std::uint64_t{0};
+  std::uint64_t known_total_ = kUnknownTotal;  // guarded by mu_
 };
 
 }  // namespace archguard::jit

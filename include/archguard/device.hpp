@@ -88,7 +88,8 @@ class Driver {
   /// The library that was loaded (as given to dlopen) and where it lives when known.
   const std::string& library() const { return library_; }
   std::string library_path() const;
-  /// cuInit(0)'s outcome (Ok when init was not requested yet succeeded later calls need).
+  /// cuInit(0)'s outcome: Ok, the driver's error (CUDA_ERROR_NO_DEVICE when no GPU is visible),
+  /// or an error saying cuInit was not called (OpenOptions::init false).
   const Status& init_status() const { return init_status_; }
   /// cuDriverGetVersion: the CUDA version the driver supports, e.g. 13000 for 13.0.
   Result<int> version() const;

@@ -50,6 +50,7 @@ struct Step {
   int number = 0;    ///< 1..5
   std::string name;  ///< "devices", "versions", "binaries", "environment", "smoke test"
   std::vector<Finding> findings;
+  double elapsed_ms = 0;  ///< time this step took
   /// The worst status among the findings (skip when there are none).
   Level status() const;
 };

@@ -124,6 +124,11 @@ struct LoadedKernel {
 struct Prebuilt {
   std::span<const std::byte> image;
   std::vector<Image> images;
+
+  /// A fatbin (as written by `nvcc -fatbin`, or the bytes of an .nv_fatbin section) with its
+  /// images read by the fatbin reader; device-link fatbins are ignored (rule 9). The bytes must
+  /// outlive the result. `name` names them in errors.
+  static Result<Prebuilt> from_fatbin(std::span<const std::byte> bytes, const std::string& name);
 };
 
 class Compiler {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // arch-specific: one binary with a portable path, an sm_90 path (thread-block clusters adding
 // partial sums through distributed shared memory) and arch-/family-specific images (sm_90a,
-// sm_100f). The kernel (kernels/cluster_sum.cuh) reports which image's code ran, so the program
+// one sm_XYf, see CMakeLists.txt). The kernel (kernels/cluster_sum.cuh) reports which image's code ran, so the program
 // can say which image the driver picked.
 //   --expect-tag N   exit 1 unless the image tag is N (9001 = sm_90a, 9000 = sm_90, ...)
 #include "../common/sample_util.cuh"

@@ -82,11 +82,13 @@ std::vector<Unit> units_of(const ObjectFatbins& object) {
     };
     add(fb);
     if (fb.linked) {  // -rdc link: the driver may JIT-link the relocatable PTX (rule 8)
+      // The relocatable SASS comes along too: it is what tells the engine that a SASS-only -rdc
+      // executable without a matching image fails with 500, not 209 (rule 8, seen on the H200).
       for (const auto& rel : object.fatbins) {
         if (rel.section != FatbinSection::nv_relfatbin) continue;
         const auto images = rel.images();
         for (std::size_t i = 0; i < images.size(); ++i) {
-          if (images[i].kind != CodeKind::ptx) continue;
+          if (images[i].kind == CodeKind::ltoir) continue;
           u.images.push_back(images[i]);
           u.entries.push_back(&rel.entries[i]);
         }

@@ -115,7 +115,9 @@ Step step_binaries(Session& s, Report& report) {
         step.findings.push_back({jit > 0 ? Level::warn : Level::pass, who,
                                  "cc " + v2(d.cc) + ": " + counts +
                                      (jit > 0 ? " (each jit costs start-up time at first launch)" : ""),
-                                 jit > 0 ? "rebuild for cc " + v2(d.cc) + " to skip the jit" : ""});
+                                 jit == 0                 ? ""
+                                 : settings.force_ptx_jit ? "unset CUDA_FORCE_PTX_JIT to use the sass"
+                                                          : "rebuild for cc " + v2(d.cc) + " to skip the jit"});
       }
     }
   }

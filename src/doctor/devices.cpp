@@ -60,10 +60,8 @@ Step step_devices(Session& s, Report& report) {
                                (report.driver_cuda ? ", supports cuda " + cc_text(*report.driver_cuda) : ""),
                            ""});
 
-  auto hidden_fix = [&]() {
-    return "unset CUDA_VISIBLE_DEVICES or set it to the gpus to use (0.." + std::to_string(machine_gpus(s) - 1) +
-           " or their UUIDs)";
-  };
+  // The same text as step 4's, so that the verdict lists it once.
+  auto hidden_fix = []() { return std::string("unset CUDA_VISIBLE_DEVICES or list the gpus to use (e.g. 0)"); };
   if (!s.driver->init_status().ok()) {
     const auto& e = s.driver->init_status();
     if (visible && machine_gpus(s) > 0) {

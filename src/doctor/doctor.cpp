@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <set>
 
 namespace archguard::doctor::detail {
@@ -96,8 +97,8 @@ Step step_versions(Session& s, Report& report) {
       step.findings.push_back({Level::pass, name, msg, ""});
     }
   };
-  tool("nvcc", probe_nvcc(s.options->nvcc));
-  tool("nvrtc", probe_nvrtc());
+  tool("nvcc", s.nvcc);
+  tool("nvrtc", s.nvrtc);
 
   for (const auto& file : s.options->files) {
     std::string note;
@@ -202,14 +203,29 @@ Report run(const Options& options) {
   s.options = &options;
   report.assumed_cc = options.assume_cc;
   s.env = options.env ? options.env : process_environment();
-  s.smi = detail::probe_nvidia_smi(options.nvidia_smi);
-  s.nvml = detail::probe_nvml(options.libnvml);
-
-  report.steps.push_back(detail::step_devices(s, report));
-  report.steps.push_back(detail::step_versions(s, report));
-  report.steps.push_back(detail::step_binaries(s, report));
-  report.steps.push_back(check_environment(s.env));
-  report.steps.push_back(detail::step_smoke(s, report));
+  auto timed = [&](auto&& step_fn) {
+    const auto t = std::chrono::steady_clock::now();
+    Step st = step_fn();
+    st.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+    report.steps.push_back(std::move(st));
+  };
+  // The probes of other programs and libraries run side by side (nvidia-smi and NVML take tens
+  // to hundreds of milliseconds each); their time counts towards step 1.
+  auto smi = std::async(std::launch::async, detail::probe_nvidia_smi, options.nvidia_smi);
+  auto nvml = std::async(std::launch::async, detail::probe_nvml, options.libnvml);
+  auto nvcc = std::async(std::launch::async, detail::probe_nvcc, options.nvcc);
+  auto nvrtc = std::async(std::launch::async, detail::probe_nvrtc);
+  timed([&] {
+    s.smi = smi.get();
+    s.nvml = nvml.get();
+    return detail::step_devices(s, report);
+  });
+  s.nvcc = nvcc.get();
+  s.nvrtc = nvrtc.get();
+  timed([&] { return detail::step_versions(s, report); });
+  timed([&] { return detail::step_binaries(s, report); });
+  timed([&] { return check_environment(s.env); });
+  timed([&] { return detail::step_smoke(s, report); });
   report.fixes = detail::collect_fixes(report);
   report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return report;

@@ -67,7 +67,6 @@ std::string tag_text(unsigned tag) {
 
 struct DeviceRun {
   Step& step;
-  const device::DeviceInfo& info;
   std::string who;
   bool ok = true;
   void fail(const std::string& what, const Error& e, std::string fix = "") {
@@ -105,7 +104,7 @@ void run_device(Session& s, int ordinal, Step& step, Report& report) {
                              "check nvidia-smi for the gpu's state (compute mode, xid errors)"});
     return;
   }
-  DeviceRun run{step, ctx->device(), who};
+  DeviceRun run{step, who};
   SmokeTiming timing;
   timing.ordinal = ordinal;
 

@@ -18,6 +18,8 @@ struct Session {
   device::DriverPtr driver;  ///< null without a driver
   ProbeResult smi;
   ProbeResult nvml;
+  ToolVersion nvcc;
+  ToolVersion nvrtc;
 };
 
 /// Step 1. Fills report.devices, driver_found, driver_problem, driver_cuda.

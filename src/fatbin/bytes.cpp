@@ -35,7 +35,7 @@ Error ByteReader::error_at(std::uint64_t offset, std::string_view what, std::str
 
 Error ByteReader::error_past(std::uint64_t offset, std::uint64_t length, std::string_view what) const {
   return error_at(offset, what,
-                  "0x" + hex(length).substr(2) + " bytes run past the end " + hex(base_ + bytes_.size()));
+                  hex(length) + " bytes run past the end " + hex(base_ + bytes_.size()));
 }
 
 }  // namespace archguard

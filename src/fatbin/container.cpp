@@ -110,7 +110,9 @@ struct Scanner {
 
   void add_elf(Bytes bytes, const std::string& display, const std::string& archive,
                const std::string& member, bool named_directly, const Storage* storage = nullptr) {
-    if (!named_directly && foreign_elf(bytes)) return;
+    // 32-bit or big-endian objects carry no device code a current driver loads: skipped in
+    // directory walks and archives, an error only for a file the user named.
+    if ((!named_directly || !archive.empty()) && foreign_elf(bytes)) return;
     auto elf = ElfFile::parse(bytes, display);
     if (!elf) {
       report.errors.push_back(elf.message());
@@ -195,7 +197,12 @@ struct Scanner {
     return mapped;
   }
 
-  void scan_archive(Bytes bytes, const std::string& display, unsigned depth) {
+  /// `quiet`: bytes that only looked like an archive (a gzip file that is no tar) are skipped
+  /// without a message, as in directory walks and inside other archives.
+  /// `file`: read the archive through read() from this path rather than from `bytes`, so that a
+  /// 2 GB wheel does not become 2 GB of resident mapped pages.
+  void scan_archive(Bytes bytes, const std::string& display, unsigned depth, bool quiet,
+                    const std::string* file = nullptr) {
     if (depth > options.max_depth) {
       report.errors.push_back(display + ": archives nested deeper than " + std::to_string(options.max_depth) + " are not opened");
       return;
@@ -209,8 +216,10 @@ struct Scanner {
     archive_read_support_format_zip(a);
     archive_read_support_format_tar(a);
     archive_read_support_format_gnutar(a);
-    if (archive_read_open_memory(a, bytes.data(), bytes.size()) != ARCHIVE_OK) {
-      report.errors.push_back(display + ": not a readable archive: " + archive_text(a));
+    const int opened = file != nullptr ? archive_read_open_filename(a, file->c_str(), std::size_t{1} << 16)
+                                       : archive_read_open_memory(a, bytes.data(), bytes.size());
+    if (opened != ARCHIVE_OK) {
+      if (!quiet) report.errors.push_back(display + ": not a readable archive: " + archive_text(a));
       archive_read_free(a);
       return;
     }
@@ -236,7 +245,7 @@ struct Scanner {
       const Bytes mb = (*storage)->bytes();
       const Kind k = classify(mb);
       if (k == Kind::other) continue;
-      report.storage.push_back(*storage);
+      const std::size_t before = report.objects.size();
       // Static libraries: every object is listed (as cuobjdump does), with device code or not.
       const bool ar = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_AR;
       if (k == Kind::elf)
@@ -244,16 +253,21 @@ struct Scanner {
       else if (k == Kind::fatbin)
         add_fatbin(mb, member_display, display, member);
       else
-        scan_archive(mb, member_display, depth + 1);
+        scan_archive(mb, member_display, depth + 1, true);
+      // Keep the member's bytes only when an object with device code points into them.
+      bool used = false;
+      for (std::size_t i = before; i < report.objects.size(); ++i) used = used || !report.objects[i].fatbins.empty();
+      if (used) report.storage.push_back(*storage);
     }
     archive_read_free(a);
   }
 
-  Status scan(Bytes bytes, const std::string& display, bool named_directly, const Storage* storage = nullptr) {
+  Status scan(Bytes bytes, const std::string& display, bool named_directly, const Storage* storage = nullptr,
+              const std::string* file = nullptr) {
     switch (classify(bytes)) {
       case Kind::elf: add_elf(bytes, display, {}, {}, named_directly, storage); return Ok{};
       case Kind::fatbin: add_fatbin(bytes, display, {}, {}); return Ok{};
-      case Kind::archive: scan_archive(bytes, display, 1); return Ok{};
+      case Kind::archive: scan_archive(bytes, display, 1, !named_directly, file); return Ok{};
       case Kind::other: break;
     }
     if (named_directly) return Error{display + ": not an elf file, a fatbin or a supported archive (ar, zip, tar)"};
@@ -280,9 +294,10 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
     report.errors.push_back(storage.message());
     return;
   }
-  report.storage.push_back(*storage);
   Scanner s{options, report};
-  (void)s.scan((*storage)->bytes(), path, false, storage->get());
+  const std::size_t before = report.objects.size();
+  (void)s.scan((*storage)->bytes(), path, false, storage->get(), &path);
+  if (report.objects.size() > before) report.storage.push_back(*storage);  // else unmapped here
 }
 
 }  // namespace
@@ -344,10 +359,10 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   }
   auto storage = map_file(path);
   if (!storage) return storage.error();
-  report.storage.push_back(*storage);
   Scanner s{options, report};
-  auto st = s.scan((*storage)->bytes(), path, true, storage->get());
+  auto st = s.scan((*storage)->bytes(), path, true, storage->get(), &path);
   if (!st) return st.error();
+  report.storage.push_back(*storage);
   return report;
 }
 

@@ -113,6 +113,7 @@ Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint6
 }  // namespace
 
 bool defines_no_kernel(const Fatbin& fb, std::string_view name) {
+  if (fb.entries.empty()) return true;  // nvcc 13 writes an empty device-link fatbin for PTX-only builds
   for (const auto& e : fb.entries) {
     if (e.kind != CodeKind::sass) continue;
     auto image = decompress(e, name);
@@ -227,6 +228,13 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
         }
       }
     }
+    // nvcc 13 executables and shared objects built without -rdc carry no version-2 wrapper: their
+    // device-link fatbin, first in .nv_fatbin, is recognised as in read_region (it defines no
+    // kernel; found by the H200 fatbin-composition matrix, docs/gpu-validation.md).
+    if (kind == FatbinSection::nv_fatbin && elf.type() != kElfTypeRel && fbs.size() > 1 &&
+        std::none_of(fbs.begin(), fbs.end(), [](const Fatbin& f) { return f.linked; }) &&
+        defines_no_kernel(fbs.front(), elf.name()))
+      fbs.front().device_link = true;
     for (auto& fb : fbs) {
       if (fb.linked) fb.device_link = defines_no_kernel(fb, elf.name());
       fb.index = out.size();

@@ -252,6 +252,8 @@ Result<CacheOptions> CacheOptions::from_environment() {
   };
   const std::string disable = env("ARCHGUARD_CACHE_DISABLE");
   o.disabled = !disable.empty() && disable != "0" && disable != "false" && disable != "no";
+  const std::string sync = env("ARCHGUARD_CACHE_FSYNC");
+  o.fsync = !(sync == "0" || sync == "false" || sync == "no");
   o.dir = env("ARCHGUARD_CACHE_DIR");
   if (o.dir.empty()) {
     const std::string xdg = env("XDG_CACHE_HOME");
@@ -326,6 +328,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
   c->dir_ = options.dir;
   while (c->dir_.size() > 1 && c->dir_.back() == '/') c->dir_.pop_back();
   c->max_bytes_ = options.max_bytes;
+  c->fsync_ = options.fsync;
 
   auto open_layer = [](const std::string& root, bool readonly) -> Result<std::unique_ptr<Layer>> {
     auto layer = std::make_unique<Layer>();
@@ -392,6 +395,10 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
   if (!S_ISREG(st.st_mode)) return make_error(path + ": not a regular file", kCorrupt);
   if (st.st_uid != ::geteuid() && !(layer.readonly && st.st_uid == 0)) {
     return make_error(path + ": owned by uid " + std::to_string(st.st_uid) + ", not by you", kCorrupt);
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return make_error(path + ": writable by group or others (mode " + octal_mode(st.st_mode) + "): not trusted",
+                      kCorrupt);
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size < kHeaderSize || size > kMaxEntryBytes) {
@@ -477,7 +484,8 @@ Result<std::optional<CacheHit>> Cache::lookup(const Digest& key) {
 
 // ---- writing ------------------------------------------------------------------------------
 
-Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record, std::string_view metadata) {
+Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record, std::string_view metadata,
+                      std::uint64_t* written) {
   const std::string hex = to_hex(key);
   auto shard = layer.shard(hex, true);
   if (!shard) return shard.error();
@@ -513,7 +521,7 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
     cleanup();
     return s;
   }
-  if (auto s = write_tmp(tmp_bin, file, true); !s) {
+  if (auto s = write_tmp(tmp_bin, file, fsync_); !s) {
     cleanup();
     return s;
   }
@@ -525,6 +533,7 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
     return make_error(layer.path_of(shard_of(hex), hex + ".bin") + ": rename failed: " + errno_text(e), e);
   }
   count(&CacheCounters::stores);
+  if (written != nullptr) *written = file.size() + metadata.size();
   return Ok{};
 }
 
@@ -533,12 +542,13 @@ Status Cache::store(const Digest& key, const CacheRecord& record, std::string_vi
   const std::string hex = to_hex(key);
   auto shard = layer.shard(hex, true);
   if (!shard) return shard.error();
+  std::uint64_t written = 0;
   {
     auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
     if (!lock) return lock.error();
-    if (auto s = publish(layer, key, record, metadata); !s) return s;
+    if (auto s = publish(layer, key, record, metadata, &written); !s) return s;
   }
-  return enforce_bound();
+  return after_store(written);
 }
 
 Result<CacheHit> Cache::get_or_build(const Digest& key, const Builder& build, bool* built) {
@@ -552,6 +562,7 @@ Result<CacheHit> Cache::get_or_build(const Digest& key, const Builder& build, bo
   auto shard = layer.shard(hex, true);
   if (!shard) return shard.error();
   CacheHit out;
+  std::uint64_t written = 0;
   {
     auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
     if (!lock) return lock.error();
@@ -566,11 +577,11 @@ Result<CacheHit> Cache::get_or_build(const Digest& key, const Builder& build, bo
     auto rec = build(metadata);
     if (!rec) return rec.error();
     if (built != nullptr) *built = true;
-    if (auto s = publish(layer, key, *rec, metadata); !s) return s.error();
+    if (auto s = publish(layer, key, *rec, metadata, &written); !s) return s.error();
     out.record = std::move(*rec);
     out.layer = layer.root;
   }
-  if (auto s = enforce_bound(); !s) return s.error();
+  if (auto s = after_store(written); !s) return s.error();
   return out;
 }
 
@@ -626,6 +637,30 @@ std::vector<Found> scan_entries(int entries_fd) {
 }  // namespace
 
 Status Cache::enforce_bound() {
+  std::uint64_t total = 0;
+  return trim(max_bytes_, total);
+}
+
+// After a store: a full scan only when the running estimate says the bound may be crossed (or
+// nothing is known yet, i.e. the first store of this Cache). A scan that finds the layer over
+// the bound trims it to 90% of it, so that the next stores need no scan. Other processes'
+// stores are not in the estimate; each of them checks its own, and every scan sees them all.
+Status Cache::after_store(std::uint64_t added) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (known_total_ != kUnknownTotal && known_total_ + added <= max_bytes_) {
+      known_total_ += added;
+      return Ok{};
+    }
+  }
+  std::uint64_t total = 0;
+  if (auto s = trim(max_bytes_ - max_bytes_ / 10, total); !s) return s;
+  std::lock_guard<std::mutex> g(mu_);
+  known_total_ = total;
+  return Ok{};
+}
+
+Status Cache::trim(std::uint64_t low_water, std::uint64_t& total_out) {
   Layer& layer = *layers_.front();
   const auto now = std::chrono::system_clock::now();
   const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
@@ -639,13 +674,14 @@ Status Cache::enforce_bound() {
   std::vector<Found> all = scan_entries(layer.entries_fd.get());
   std::uint64_t total = 0;
   for (const Found& f : all) total += f.bytes;
+  total_out = total;
   if (total <= max_bytes_) return Ok{};
   std::sort(all.begin(), all.end(), [](const Found& a, const Found& b) {
     if (a.mtime.tv_sec != b.mtime.tv_sec) return a.mtime.tv_sec < b.mtime.tv_sec;
     return a.mtime.tv_nsec < b.mtime.tv_nsec;
   });
   for (const Found& f : all) {
-    if (total <= max_bytes_) break;
+    if (total <= low_water) break;
     Fd sd(::openat(layer.entries_fd.get(), f.shard.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sd.valid()) continue;
     auto lock = EntryLock::acquire(sd.get(), f.hex + ".lock", layer.path_of(f.shard, f.hex + ".lock"), false);
@@ -657,6 +693,7 @@ Status Cache::enforce_bound() {
     ::unlinkat(sd.get(), (f.hex + ".json").c_str(), 0);
     ::unlinkat(sd.get(), (f.hex + ".lock").c_str(), 0);
   }
+  total_out = total;
   return Ok{};
 }
 
@@ -728,13 +765,19 @@ Status Cache::clear() {
       if (auto s = evict(*key); !s) return s;
     }
   }
-  // Stray metadata and lock files of entries that were never published.
+  // Stray metadata and lock files (entries that were never published, failed builds).
   for (const std::string& s : list_dir(layer.entries_fd.get())) {
     if (s.size() != 2) continue;
     Fd sd(::openat(layer.entries_fd.get(), s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sd.valid()) continue;
     for (const std::string& n : list_dir(sd.get())) {
-      if (ends_with(n, ".json")) ::unlinkat(sd.get(), n.c_str(), 0);
+      if (ends_with(n, ".json")) {
+        ::unlinkat(sd.get(), n.c_str(), 0);
+      } else if (ends_with(n, ".lock")) {
+        // Only when nobody holds it: a writer may be building that entry right now.
+        auto lock = EntryLock::acquire(sd.get(), n, layer.path_of(s, n), false);
+        if (lock && lock->held()) ::unlinkat(sd.get(), n.c_str(), 0);
+      }
     }
   }
   for (const std::string& n : list_dir(layer.tmp_fd.get())) ::unlinkat(layer.tmp_fd.get(), n.c_str(), 0);

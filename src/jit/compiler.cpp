@@ -4,6 +4,8 @@
 #include "jit/includes.hpp"
 #include "jit/nvrtc.hpp"
 
+#include <archguard/fatbin.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -328,6 +330,20 @@ Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest r
   lk.reason = "jit-compiled " + tname + " for " + ctx.device().name + " (cc " + cc_text(ctx.device().cc) + ")" +
               (lk.compiled.from_cache ? " from the cache" : "") + (reloads ? " after evicting a refused cached image" : "");
   return lk;
+}
+
+Result<Prebuilt> Prebuilt::from_fatbin(std::span<const std::byte> bytes, const std::string& name) {
+  auto fatbins = Fatbin::parse_all(bytes, name);
+  if (!fatbins) return fatbins.error();
+  Prebuilt p;
+  p.image = bytes;
+  for (const Fatbin& f : *fatbins) {
+    if (f.device_link) continue;
+    const std::vector<Image> im = f.images();
+    p.images.insert(p.images.end(), im.begin(), im.end());
+  }
+  if (p.images.empty()) return make_error(name + ": no images in its fatbins");
+  return p;
 }
 
 Result<LoadedKernel> Compiler::load_with_fallback(const device::Context& ctx, const Prebuilt& prebuilt,

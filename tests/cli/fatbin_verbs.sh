@@ -55,6 +55,7 @@ mkdir -p "$tmp/tree/sub" && cp plain.o "$tmp/tree/sub/" && echo "text" > "$tmp/t
 expect 0 'sub/plain\.o' -- "$ag" inspect "$tmp/tree"
 [[ $("$ag" inspect --summary "$tmp/tree" | grep -c 'relocatable') == 1 ]] || { echo "FAIL: directory walk listed a link or a text file"; fails=$((fails + 1)); }
 # containers: tar.gz, tar.zst, wheel (zip)
+tar cf "$tmp/fx.tar" ptxonly.o && expect 0 'fx\.tar:ptxonly\.o' -- "$ag" inspect "$tmp/fx.tar"
 tar czf "$tmp/fx.tar.gz" plain.o libfixture.a && expect 0 'fx\.tar\.gz:libfixture\.a:plain\.o' -- "$ag" inspect "$tmp/fx.tar.gz"
 if command -v zstd >/dev/null; then
   tar cf - specific.o | zstd -q -o "$tmp/fx.tar.zst" && expect 0 'fx\.tar\.zst:specific\.o' -- "$ag" inspect "$tmp/fx.tar.zst"
@@ -79,6 +80,7 @@ expect 1 'has no PTX >= 90' -- "$ag" verify compress-default.o --require 80,90 -
 expect 1 'has no PTX for compute_90' -- "$ag" verify libfixture.a --require '80-real;90-virtual'
 expect 2 "no 'a' variant" -- "$ag" verify plain.o --require 86a
 expect 2 '-' -- "$ag" verify plain.o
+expect 0 'no device code in the given files' -- "$ag" verify "$(command -v bash)" --require 80
 "$ag" verify --json libplain.so --require 75,80,90 > "$tmp/verify.json"; rc=$?
 python3 -c "
 import json,sys; d=json.load(open(sys.argv[1])); assert d['schema']=='archguard.verify/1' and not d['passed']

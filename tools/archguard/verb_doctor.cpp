@@ -48,7 +48,8 @@ nlohmann::json to_json(const Report& r, int exit_code) {
   }
   j["steps"] = nlohmann::json::array();
   for (const auto& s : r.steps) {
-    nlohmann::json sj{{"number", s.number}, {"name", s.name}, {"status", to_string(s.status())}};
+    nlohmann::json sj{{"number", s.number}, {"name", s.name}, {"status", to_string(s.status())},
+                      {"elapsed_ms", s.elapsed_ms}};
     sj["findings"] = nlohmann::json::array();
     for (const auto& f : s.findings)
       sj["findings"].push_back(

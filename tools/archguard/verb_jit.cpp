@@ -24,6 +24,7 @@ using nlohmann::json;
 
 struct CompileOptions {
   std::string source;
+  std::string name;
   std::vector<std::string> archs;
   std::string cache_dir;
   std::string output;
@@ -67,7 +68,7 @@ int run_compile(const CompileOptions& o) {
   int rc = cli::kExitOk;
   for (const jc::TargetChoice& t : *targets) {
     archguard::jit::CompileRequest r;
-    r.name = o.source;
+    r.name = o.name.empty() ? o.source : o.name;
     r.source = *text;
     r.target = t.target;
     r.driver_cuda = t.driver_cuda;
@@ -158,6 +159,9 @@ void setup(CLI::App& root, cli::Context& ctx) {
                       "target: sm_90 (cubin), compute_90 (PTX), 90 (both), or 'auto' (the clamp rule for GPU 0); repeatable")
       ->required()
       ->allow_extra_args(false);
+  compile->add_option("--name", o->name,
+                      "program name given to NVRTC (part of the cache key; default: SRC as written). Use the "
+                      "name the application passes so that a pre-warmed entry is the one it looks up");
   compile->add_option("--cache-dir", o->cache_dir, "cache directory (default: ARCHGUARD_CACHE_DIR or ~/.cache/archguard)");
   compile->add_flag("--no-cache", o->no_cache, "compile without reading or writing the cache");
   compile->add_option("-o,--output", o->output, "also write the image (cubin or PTX) to FILE");

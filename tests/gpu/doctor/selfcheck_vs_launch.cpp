@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   std::printf("device 0: %s, cc %u.%u\n", info->name.c_str(), info->cc.major, info->cc.minor);
   archguard::Device dev = archguard::device_for_cc(info->cc);
   int failures = 0;
-  for (const char* name : {"sm75", "sm75_ptx", "sm80", "sm90", "sm90a", "sm100_ptx", "allmajor"}) {
+  for (const char* name : {"sm75", "sm75_ptx", "sm80", "sm90", "sm90a", "sm100_ptx", "sm80_sm90_ptx90"}) {
     const std::string file = std::string("gpu_fixture_") + name + ".so";
     const std::string path = std::string(argv[1]) + "/" + file;
     void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -266,9 +266,16 @@ int main(int argc, char** argv) {
   {
     const std::string pretend = "not a loadable image";
     jit::Prebuilt pb;
-    pb.image = sm80.empty() ? std::span(reinterpret_cast<const std::byte*>(pretend.data()), pretend.size())
-                            : std::span<const std::byte>(sm80);
-    pb.images = {Image{CodeKind::sass, Arch{80, Suffix::none}, {}, false, false}};
+    if (sm80.empty()) {
+      pb.image = std::span(reinterpret_cast<const std::byte*>(pretend.data()), pretend.size());
+      pb.images = {Image{CodeKind::sass, Arch{80, Suffix::none}, {}, false, false}};
+    } else {
+      auto read = jit::Prebuilt::from_fatbin(sm80, fatbin_sm80);
+      check(read.ok(), "read the sm_80-only fatbin" + (read ? std::string() : ": " + read.message()));
+      if (read) pb = *read;
+      check(pb.images.size() == 1 && pb.images[0].arch == Arch{80, Suffix::none} && pb.images[0].kind == CodeKind::sass,
+            "the sm_80-only fatbin holds exactly sm_80 sass");
+    }
     const bool sm80_runs = sass_runs_on(Arch{80, Suffix::none}, device_for_cc(info.cc));
     auto fb = (*compiler)->load_with_fallback(*ctx, pb, req, "mix");
     check(fb.ok(), "fallback load" + (fb ? std::string() : ": " + fb.message()));

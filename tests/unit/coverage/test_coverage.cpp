@@ -51,7 +51,7 @@ VerifyReport run_verify(const ObjectFatbins& o, std::string_view require, std::s
 
 }  // namespace
 
-TEST_CASE("the device-link fatbin decides nothing; relocatable fatbins decide only alone", "[coverage]") {
+TEST_CASE("the device-link fatbin decides nothing, relocatable fatbins decide only alone", "[coverage]") {
   const ObjectFatbins so = object("lib.so", {dlink(), fatbin({img(CodeKind::sass, 80)})});
   auto units = units_of(so);
   REQUIRE(units.size() == 1);
@@ -69,10 +69,19 @@ TEST_CASE("the device-link fatbin decides nothing; relocatable fatbins decide on
   units = units_of(exe);
   REQUIRE(units.size() == 1);
   CHECK(units[0].fatbin->index == 0);
-  REQUIRE(units[0].images.size() == 2);  // its SASS plus the relocatable PTX (rule 8)
-  CHECK(units[0].images[1].kind == CodeKind::ptx);
+  // Its SASS plus the relocatable images: the PTX the driver may JIT-link (rule 8) and the SASS,
+  // which marks a SASS-only -rdc mismatch as 500 rather than 209 (seen on the H200).
+  REQUIRE(units[0].images.size() == 3);
+  CHECK(units[0].images[1].kind == CodeKind::sass);
   CHECK(units[0].images[1].relocatable);
+  CHECK(units[0].images[2].kind == CodeKind::ptx);
+  CHECK(units[0].images[2].relocatable);
   CHECK(summarize(exe).highest_ptx_isa == Version2{9, 0});
+
+  const ObjectFatbins sass_only = object("app", {linked, fatbin({img(CodeKind::sass, 80)}, FatbinSection::nv_relfatbin)});
+  const ObjectVerdict v = check_object(sass_only, device_for_cc({9, 0}));
+  CHECK(v.outcome == Outcome::fail);
+  CHECK(v.cuda_error == kErrSymbolNotFound);
 }
 
 TEST_CASE("requirement parsing: bare numbers are SASS, CMake lists keep their meaning", "[coverage]") {
@@ -155,7 +164,7 @@ TEST_CASE("verify names the fatbin and what it lacks", "[coverage]") {
   }
 }
 
-TEST_CASE("check runs select_image on every deciding fatbin; the worst outcome wins", "[coverage]") {
+TEST_CASE("check runs select_image on every deciding fatbin and the worst outcome wins", "[coverage]") {
   const ObjectFatbins app = object("app", {dlink(), fatbin({img(CodeKind::sass, 90)}), fatbin({img(CodeKind::sass, 80), img(CodeKind::ptx, 80)})});
   const ObjectVerdict on_h200 = check_object(app, device_for_cc({9, 0}));
   REQUIRE(on_h200.units.size() == 2);

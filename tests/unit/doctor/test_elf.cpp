@@ -7,17 +7,23 @@
 
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 using namespace archguard::doctor;
 
 namespace {
+// A real ELF file to corrupt: a small one (an nvcc fixture) when built, else this test program
+// (large under the sanitizers, so read in one go).
 std::vector<std::byte> self_bytes() {
-  std::ifstream f("/proc/self/exe", std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> b(c.size());
-  std::memcpy(b.data(), c.data(), c.size());
+#ifdef ARCHGUARD_DOCTOR_FIXTURE_DIR
+  std::ifstream f(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_sm75.so", std::ios::binary | std::ios::ate);
+#else
+  std::ifstream f("/proc/self/exe", std::ios::binary | std::ios::ate);
+#endif
+  const auto size = static_cast<std::size_t>(f.tellg());
+  std::vector<std::byte> b(size);
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(size));
   return b;
 }
 }  // namespace

@@ -125,6 +125,28 @@ TEST_CASE("shared library: the device-link fatbin comes first and is marked", "[
   CHECK(describe(region->fatbins[1]) == describe(fbs[1]));
 }
 
+TEST_CASE("the device-link wrapper pointer is found through its RELATIVE relocation", "[fatbin][nvcc]") {
+  // Linkers may leave the in-place word of a RELA-relocated pointer zero: the reader must then
+  // take the relocation's addend. Zero the version-2 wrapper's pointer in a copy of the library.
+  const ScanReport original = load("libplain.so");
+  auto storage = map_file(kDir + "/libplain.so");
+  REQUIRE(storage.ok());
+  std::vector<std::byte> copy((*storage)->bytes().begin(), (*storage)->bytes().end());
+  auto elf = ElfFile::parse(copy, "libplain.so");
+  REQUIRE(elf.ok());
+  const ElfSection* seg = elf->find(".nvFatBinSegment");
+  REQUIRE(seg != nullptr);
+  REQUIRE(seg->size >= 24);
+  std::fill_n(copy.begin() + static_cast<std::ptrdiff_t>(seg->offset + 8), 8, std::byte{0});  // wrapper 0: version 2
+  auto r = scan_bytes(copy, "libplain.so (zeroed pointer)");
+  REQUIRE(r.ok());
+  REQUIRE(r->objects.size() == 1);
+  REQUIRE(r->objects[0].fatbins.size() == 2);
+  CHECK(r->objects[0].fatbins[0].linked);
+  CHECK(r->objects[0].fatbins[0].device_link);
+  CHECK(original.objects[0].fatbins[0].device_link);
+}
+
 TEST_CASE("static library members", "[fatbin][nvcc]") {
   const ScanReport r = load("libfixture.a");
   REQUIRE(r.objects.size() == 2);

@@ -283,7 +283,8 @@ TEST_CASE("lz4 and zstd payloads decompress, within limits", "[fatbin]") {
   EntrySpec z = spec(1, 90, 0x8011, 9, 0, zs, static_cast<std::uint32_t>(zs.size()), text.size());
   EntrySpec zs_nolen = z;  // exact compressed length absent: the frame is measured
   zs_nolen.compressed = 0;
-  auto r = Fatbin::parse_all(make_fatbin({l, z, zs_nolen}), "c.fatbin");
+  const Buf fatbin_bytes = make_fatbin({l, z, zs_nolen});  // the entries point into it
+  auto r = Fatbin::parse_all(fatbin_bytes, "c.fatbin");
   REQUIRE(r.ok());
   const auto& entries = r->front().entries;
   CHECK(entries[0].compression == Compression::lz4);
@@ -323,7 +324,8 @@ TEST_CASE("kernels of a cubin are its CUDA entry symbols", "[fatbin]") {
   // A cubin whose ELF header is valid but whose symbol table is absent lists no kernel;
   // one that is not ELF at all is an error naming the entry.
   EntrySpec s = spec(2, 80, 0x11, 1, 8, bytes_of("definitely not elf"));
-  auto r = Fatbin::parse_all(make_fatbin({s}), "k.fatbin");
+  const Buf fatbin_bytes = make_fatbin({s});  // the entries point into it
+  auto r = Fatbin::parse_all(fatbin_bytes, "k.fatbin");
   REQUIRE(r.ok());
   const auto& e = r->front().entries[0];
   auto k = list_kernels(e, e.payload, "k.fatbin");

@@ -297,6 +297,13 @@ TEST_CASE("read-only layers serve entries and are never written", "[jit][cache]"
   CHECK(fs::last_write_time(bin_path(t.path + "/ro", key_of(9))) == before);
   REQUIRE((*c)->clear().ok());
   CHECK(fs::exists(bin_path(t.path + "/ro", key_of(9))));
+  // A file in a read-only layer that others could have written is not trusted.
+  ::chmod(bin_path(t.path + "/ro", key_of(9)).c_str(), 0666);
+  auto tampered = (*c)->lookup(key_of(9));
+  REQUIRE(tampered.ok());
+  CHECK_FALSE(tampered->has_value());
+  CHECK((*c)->warnings().back().find("writable by group or others (mode 0666): not trusted") != std::string::npos);
+  CHECK(fs::exists(bin_path(t.path + "/ro", key_of(9))));
 }
 
 TEST_CASE("cache options come from the environment", "[jit][cache]") {
@@ -310,6 +317,11 @@ TEST_CASE("cache options come from the environment", "[jit][cache]") {
   CHECK(o->max_bytes == 64u * 1024 * 1024);
   CHECK(o->readonly_dirs == std::vector<std::string>{"/opt/a", "/opt/b"});
   CHECK(o->disabled);
+  CHECK(o->fsync);
+  {
+    ScopedEnv s("ARCHGUARD_CACHE_FSYNC", "0");
+    CHECK_FALSE(CacheOptions::from_environment()->fsync);
+  }
   ScopedEnv e("ARCHGUARD_CACHE_MAX_BYTES", "lots");
   auto bad = CacheOptions::from_environment();
   REQUIRE_FALSE(bad.ok());

@@ -115,6 +115,11 @@ TEST_CASE("compiles to cubin and ptx for several architectures", "[jit]") {
   CHECK(text.find(".target sm_80") != std::string::npos);
   CHECK(text.find(".visible .entry saxpy") != std::string::npos);
   CHECK(text.find(".version " + std::to_string(c->nvrtc().ptx_isa.major)) != std::string::npos);
+  auto lto = c->compile(request(kSaxpy, Target{{90, Suffix::none}, CodeKind::ltoir}));
+  REQUIRE(lto.ok());
+  CHECK_FALSE(lto->image.empty());
+  CHECK_FALSE(is_elf(lto->image));
+  CHECK(lto->key != p->key);
 }
 
 TEST_CASE("a second compile hits the cache; a changed option or target misses", "[jit]") {
@@ -400,4 +405,28 @@ TEST_CASE("the per-process scan memo notices a same-size rewrite with the mtime 
   REQUIRE(k2.ok());
   CHECK(k1->hex == k1_memo->hex);
   CHECK(k1->hex != k2->hex);
+}
+
+TEST_CASE("prebuilt images come from the fatbin reader", "[jit]") {
+  const std::string dir = ARCHGUARD_BINARY_DIR "/tests/gpu/jit/";
+  if (!fs::exists(dir + "kernels_sm80.fatbin")) {
+    WARN("no nvcc-built fatbins in " << dir << ": skipped");
+    return;
+  }
+  auto sm80 = read_text_file(dir + "kernels_sm80.fatbin");
+  REQUIRE(sm80.ok());
+  auto pb = Prebuilt::from_fatbin(std::as_bytes(std::span(sm80->data(), sm80->size())), "kernels_sm80.fatbin");
+  REQUIRE(pb.ok());
+  REQUIRE(pb->images.size() == 1);
+  CHECK(pb->images[0].kind == CodeKind::sass);
+  CHECK(pb->images[0].arch == Arch{80, Suffix::none});
+  CHECK(select_image(pb->images, dev(9, 0)).outcome == Outcome::fail);
+  auto all = read_text_file(dir + "kernels_all.fatbin");
+  REQUIRE(all.ok());
+  auto pa = Prebuilt::from_fatbin(std::as_bytes(std::span(all->data(), all->size())), "kernels_all.fatbin");
+  REQUIRE(pa.ok());
+  CHECK(pa->images.size() == 3);
+  CHECK(select_image(pa->images, dev(9, 0)).outcome == Outcome::native);
+  const std::string junk = "not a fatbin at all";
+  CHECK_FALSE(Prebuilt::from_fatbin(std::as_bytes(std::span(junk.data(), junk.size())), "junk").ok());
 }
