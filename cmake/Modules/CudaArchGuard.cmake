@@ -46,9 +46,12 @@ Result variables (also in the cache as INTERNAL entries, so every directory sees
 ``CudaArchGuard_SASS``, ``CudaArchGuard_PTX``, ``CudaArchGuard_POLICY_USED``, ``CudaArchGuard_GPUS``
 
 Verification: every target with CUDA sources gets ``cuda_arch_guard_verify()`` (see
-``CudaArchGuardVerify``) at the end of the top-level directory: through
-``cmake_language(DEFER)`` on CMake >= 3.19, through a watch on ``CMAKE_CURRENT_LIST_DIR``
-(which CMake clears once the whole project is read) on 3.18. Set ``CudaArchGuard_VERIFY=OFF``
+``CudaArchGuardVerify``). On CMake >= 3.19 that happens at the end of the target's own
+directory (``cmake_language(DEFER DIRECTORY)``, registered for each directory as CMake starts
+reading it, seen through a watch on ``CMAKE_CURRENT_LIST_DIR``), so the check is a ``POST_BUILD``
+step of the target; targets of directories finished before the include, and every target on
+CMake 3.18 (no deferred calls: the watch sees ``CMAKE_CURRENT_LIST_DIR`` cleared once the whole
+project is read), get a ``<target>_archguard_verify`` stamp target instead. Set ``CudaArchGuard_VERIFY=OFF``
 to skip it, or the target property ``CUDA_ARCH_GUARD_VERIFY`` to ``OFF`` for one target.
 #]=======================================================================]
 include_guard(GLOBAL)
@@ -158,7 +161,15 @@ endif()
 string(REPLACE "\n" "\n   " _cag_sum "${CudaArchGuard_SUMMARY}")
 message(STATUS "CudaArchGuard: ${_cag_head}\n   ${_cag_sum}\n   CMake: ${CudaArchGuard_ARCHITECTURES}\n   verify: ${_cag_verify_line}")
 
-# ---- end of configure: apply the policy to stragglers and attach the verify step ---------------
+# ---- end of each directory and of the configure step ------------------------------------------
+# A POST_BUILD step can only be added in the target's own directory, so on CMake >= 3.19 each
+# directory gets a deferred call at its end (_cag_dir_end): the current one and its ancestors now,
+# every directory entered later through a watch on CMAKE_CURRENT_LIST_DIR (CMake sets it to the
+# directory's path when it starts reading it). The last call (_cag_finish, end of the top
+# directory) sets nvcc --threads, which needs the whole project's file count, and verifies the
+# targets of directories finished before the include with a stamp target instead. CMake 3.18 has
+# no deferred calls: there the watch sees CMAKE_CURRENT_LIST_DIR cleared at the very end and
+# runs _cag_finish alone (stamp targets).
 function(_cag_collect_targets dir out_var)
   get_property(_t DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
   get_property(_subs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
@@ -169,6 +180,52 @@ function(_cag_collect_targets dir out_var)
   set(${out_var} "${_t}" PARENT_SCOPE)
 endfunction()
 
+# Applies the policy to a target still carrying CMake's default and attaches its verify step.
+# Sets <out_files> to its number of CUDA sources (0: not a CUDA target). Runs once per target.
+function(_cag_handle_target target out_files)
+  set(${out_files} 0 PARENT_SCOPE)
+  get_target_property(_type ${target} TYPE)
+  if(NOT _type MATCHES "^(EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY|STATIC_LIBRARY|OBJECT_LIBRARY)$")
+    return()
+  endif()
+  _cag_target_has_cuda(${target} _cuda _n)
+  if(NOT _cuda)
+    return()
+  endif()
+  set(${out_files} ${_n} PARENT_SCOPE)
+  get_target_property(_done ${target} _CAG_HANDLED)
+  if(_done)
+    return()
+  endif()
+  set_property(TARGET ${target} PROPERTY _CAG_HANDLED ON)
+  get_property(_apply GLOBAL PROPERTY _CAG_APPLY_POLICY)
+  get_property(_default GLOBAL PROPERTY _CAG_CMAKE_DEFAULT)
+  get_target_property(_archs ${target} CUDA_ARCHITECTURES)
+  if(_apply AND "${_archs}" STREQUAL "${_default}")
+    set_property(TARGET ${target} PROPERTY CUDA_ARCHITECTURES "${CudaArchGuard_ARCHITECTURES}")
+  endif()
+  get_target_property(_want ${target} CUDA_ARCH_GUARD_VERIFY)
+  if(CudaArchGuard_VERIFY AND NOT "${_want}" STREQUAL "OFF")
+    cuda_arch_guard_verify(${target})
+  endif()
+endfunction()
+
+function(_cag_dir_end)
+  list(APPEND CMAKE_MESSAGE_CONTEXT "CudaArchGuard" "directory")
+  get_property(_targets DIRECTORY PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(_t IN LISTS _targets)
+    _cag_handle_target(${_t} _n)
+  endforeach()
+endfunction()
+
+function(_cag_register_dir dir)
+  get_property(_seen DIRECTORY "${dir}" PROPERTY _CAG_DIR_REGISTERED)
+  if(NOT _seen)
+    set_property(DIRECTORY "${dir}" PROPERTY _CAG_DIR_REGISTERED ON)
+    cmake_language(DEFER DIRECTORY "${dir}" CALL _cag_dir_end)
+  endif()
+endfunction()
+
 function(_cag_finish)
   get_property(_done GLOBAL PROPERTY _CAG_FINISHED)
   if(_done)
@@ -176,18 +233,12 @@ function(_cag_finish)
   endif()
   set_property(GLOBAL PROPERTY _CAG_FINISHED ON)
   list(APPEND CMAKE_MESSAGE_CONTEXT "CudaArchGuard" "finish")
-  get_property(_apply GLOBAL PROPERTY _CAG_APPLY_POLICY)
-  get_property(_default GLOBAL PROPERTY _CAG_CMAKE_DEFAULT)
   _cag_collect_targets("${CMAKE_SOURCE_DIR}" _targets)
   set(_cuda_targets "")
   set(_files 0)
   foreach(_t IN LISTS _targets)
-    get_target_property(_type ${_t} TYPE)
-    if(NOT _type MATCHES "^(EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY|STATIC_LIBRARY|OBJECT_LIBRARY)$")
-      continue()
-    endif()
-    _cag_target_has_cuda(${_t} _cuda _n)
-    if(_cuda)
+    _cag_handle_target(${_t} _n)
+    if(_n GREATER 0)
       list(APPEND _cuda_targets ${_t})
       math(EXPR _files "${_files} + ${_n}")
     endif()
@@ -210,34 +261,35 @@ function(_cag_finish)
   if(NOT _threads MATCHES "^[0-9]+$" OR _threads EQUAL 1 OR CudaArchGuard_NVCC_VERSION VERSION_LESS 11.2)
     set(_threads "")
   endif()
-  foreach(_t IN LISTS _cuda_targets)
-    get_target_property(_archs ${_t} CUDA_ARCHITECTURES)
-    if(_apply AND "${_archs}" STREQUAL "${_default}")
-      set_property(TARGET ${_t} PROPERTY CUDA_ARCHITECTURES "${CudaArchGuard_ARCHITECTURES}")
-    endif()
-    if(_threads)
+  if(_threads)
+    foreach(_t IN LISTS _cuda_targets)
       get_target_property(_opts ${_t} COMPILE_OPTIONS)
       if(NOT "${_opts}" MATCHES "--threads|(^|;)-t[ =0-9]")
         set_property(TARGET ${_t} APPEND PROPERTY COMPILE_OPTIONS "$<$<COMPILE_LANGUAGE:CUDA>:--threads=${_threads}>")
       endif()
-    endif()
-    get_target_property(_want ${_t} CUDA_ARCH_GUARD_VERIFY)
-    if(CudaArchGuard_VERIFY AND NOT "${_want}" STREQUAL "OFF")
-      cuda_arch_guard_verify(${_t})
-    endif()
-  endforeach()
+    endforeach()
+  endif()
 endfunction()
 
-function(_cag_finish_watch variable access value)
-  if(access STREQUAL "MODIFIED_ACCESS" AND "${value}" STREQUAL "")
-    _cag_finish()
+function(_cag_watch variable access value)
+  if(NOT access STREQUAL "MODIFIED_ACCESS")
+    return()
+  endif()
+  if("${value}" STREQUAL "")
+    _cag_finish()  # CMake 3.18: the whole project has been read (a no-op after the deferred call)
+  elseif(CMAKE_VERSION VERSION_GREATER_EQUAL 3.19 AND "${value}" STREQUAL "${CMAKE_CURRENT_SOURCE_DIR}")
+    _cag_register_dir("${value}")  # a directory starts being read
   endif()
 endfunction()
 
 if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.19)
+  set(_cag_dir "${CMAKE_CURRENT_SOURCE_DIR}")
+  while(_cag_dir)
+    _cag_register_dir("${_cag_dir}")
+    get_property(_cag_dir DIRECTORY "${_cag_dir}" PROPERTY PARENT_DIRECTORY)
+  endwhile()
   cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _cag_finish)
-else()
-  variable_watch(CMAKE_CURRENT_LIST_DIR _cag_finish_watch)
 endif()
+variable_watch(CMAKE_CURRENT_LIST_DIR _cag_watch)
 
 list(POP_BACK CMAKE_MESSAGE_CONTEXT)
