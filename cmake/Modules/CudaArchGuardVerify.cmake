@@ -325,6 +325,7 @@ function(cuda_arch_guard_verify target)
     return()
   endif()
   string(REPLACE ";" "|" _req "${_items}")
+  _cag_tokens_format("${_items}" cmake _req_text)
   set_property(TARGET ${target} PROPERTY _CAG_VERIFY_ATTACHED ON)
   set(_cmd "${CMAKE_COMMAND}" "-DTARGET=${target}" "-DFILES=${_files}" "-DREQUIRE=${_req}"
            "-DREASON=${_reason}" ${_cag_tool_cmd})
@@ -332,7 +333,7 @@ function(cuda_arch_guard_verify target)
   if(NOT _type STREQUAL "OBJECT_LIBRARY" AND _bindir STREQUAL CMAKE_CURRENT_BINARY_DIR)
     add_custom_command(TARGET ${target} POST_BUILD
       COMMAND ${_cmd} -P "${_CAG_VERIFY_SCRIPT}"
-      COMMENT "CudaArchGuard: verifying ${target} holds ${_req}"
+      COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
     if(_cag_tool_dep)
       add_dependencies(${target} ${_cag_tool_dep})
@@ -347,7 +348,7 @@ function(cuda_arch_guard_verify target)
     add_custom_command(OUTPUT "${_stamp}"
       COMMAND ${_cmd} "-DSTAMP=${_stamp}" -P "${_CAG_VERIFY_SCRIPT}"
       DEPENDS ${target} ${_cag_tool_dep} "${_dep_files}" "${_CAG_VERIFY_SCRIPT}"
-      COMMENT "CudaArchGuard: verifying ${target} holds ${_req}"
+      COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
     add_custom_target(${target}_archguard_verify ALL DEPENDS "${_stamp}")
   endif()
