@@ -9,7 +9,7 @@ Runs one CudaArchGuard scenario and checks its exit status and output (rapids-cm
 .. code-block:: console
 
   cmake -DCMAKE_UNDER_TEST=<cmake> -DEXPECT=pass|fail -DMATCH=<regex> [-DNOT_MATCH=<regex>]
-        [-DENV=<k=v|k=v>] [-DPROJECT=<dir> -DBUILD=<dir>] [-DAFTER=ON] -DARGS=<-Da=b|-Dc=d> -P run_scenario.cmake
+        [-DENV=<k=v|k=v>] [-DPROJECT=<dir> -DBUILD=<dir>] [-DAFTER=ON | -DSCRIPT=<file>] -DARGS=<-Da=b|-Dc=d> -P run_scenario.cmake
 
 Without ``PROJECT`` it runs ``<cmake> <ARGS> -P CudaArchGuardPolicy.cmake`` (script mode,
 nothing compiled), or with ``AFTER=ON`` ``<cmake> -P CudaArchGuardPolicy.cmake <ARGS>``; with
@@ -42,7 +42,11 @@ if(PROJECT)
                           "${CMAKE_UNDER_TEST}" -S "${PROJECT}" -B "${BUILD}" -G Ninja "-DCAG_MODULE_DIR=${MODULE_DIR}" ${_args}
                   RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
 else()
-  if(AFTER)  # "cmake -P script -Da=b", as the documentation writes it
+  if(SCRIPT)  # another scenario script instead of the policy engine's own script mode
+    execute_process(COMMAND "${CMAKE_COMMAND}" -E env ${_env}
+                            "${CMAKE_UNDER_TEST}" "-DMODULE_DIR=${MODULE_DIR}" ${_args} -P "${SCRIPT}"
+                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+  elseif(AFTER)  # "cmake -P script -Da=b", as the documentation writes it
     execute_process(COMMAND "${CMAKE_COMMAND}" -E env ${_env}
                             "${CMAKE_UNDER_TEST}" -P "${MODULE_DIR}/CudaArchGuardPolicy.cmake" ${_args}
                     RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
