@@ -272,13 +272,18 @@ function(_cag_finish)
 endfunction()
 
 function(_cag_watch variable access value)
-  if(NOT access STREQUAL "MODIFIED_ACCESS")
-    return()
-  endif()
-  if("${value}" STREQUAL "")
+  if(access STREQUAL "MODIFIED_ACCESS" AND "${value}" STREQUAL "")
     _cag_finish()  # CMake 3.18: the whole project has been read (a no-op after the deferred call)
-  elseif(CMAKE_VERSION VERSION_GREATER_EQUAL 3.19 AND "${value}" STREQUAL "${CMAKE_CURRENT_SOURCE_DIR}")
-    _cag_register_dir("${value}")  # a directory starts being read
+  endif()
+endfunction()
+
+# Every new target reads CMAKE_CUDA_ARCHITECTURES (to initialise its CUDA_ARCHITECTURES) while its
+# directory's CMakeLists.txt is being executed: the moment to schedule that directory's end-of-
+# directory call. (Scheduling when CMAKE_CURRENT_LIST_DIR changes on entering a directory is
+# refused by CMake >= 4.1: "DEFER CALL may not be scheduled in directory ... at this time".)
+function(_cag_watch_archs variable access value)
+  if(access STREQUAL "READ_ACCESS" OR access STREQUAL "UNKNOWN_READ_ACCESS")
+    _cag_register_dir("${CMAKE_CURRENT_SOURCE_DIR}")
   endif()
 endfunction()
 
@@ -289,7 +294,9 @@ if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.19)
     get_property(_cag_dir DIRECTORY "${_cag_dir}" PROPERTY PARENT_DIRECTORY)
   endwhile()
   cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _cag_finish)
+  variable_watch(CMAKE_CUDA_ARCHITECTURES _cag_watch_archs)
+else()
+  variable_watch(CMAKE_CURRENT_LIST_DIR _cag_watch)
 endif()
-variable_watch(CMAKE_CURRENT_LIST_DIR _cag_watch)
 
 list(POP_BACK CMAKE_MESSAGE_CONTEXT)
