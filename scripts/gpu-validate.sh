@@ -128,6 +128,10 @@ say "## benchmark ($(stamp))"
 CUDA_CACHE_DISABLE=1 timeout 180 "$build/tests/gpu/bench/archguard_bench_gpu" --json /tmp/archguard-bench.json > "$OUT/bench.log" 2>&1
 say "- exit $?"
 { echo; echo "--- json"; cat /tmp/archguard-bench.json; } >> "$OUT/bench.log" 2>&1
+# The JIT layer on the GPU: a warm cache hit to a loaded module against cuModuleLoadData alone.
+{ echo; echo "--- bench_jit --gpu (warm cache to a loaded module)"
+  timeout 120 "$build/bin/bench_jit" --gpu --json /tmp/archguard-bench-jit.json; echo "exit $?"
+  cat /tmp/archguard-bench-jit.json 2>/dev/null; } >> "$OUT/bench.log" 2>&1
 sed 's/^/    /' "$OUT/bench.log" | tee -a "$summary"
 say ""
 say "done in $(stamp)"
