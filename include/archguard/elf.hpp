@@ -66,6 +66,9 @@ class ElfFile {
   Result<Bytes> section_bytes(const ElfSection& section) const;
   /// The symbols of the first SHT_SYMTAB section (empty when there is none).
   Result<std::vector<ElfSymbol>> symbols() const;
+  /// The DT_NEEDED entries of the SHT_DYNAMIC section, in order (empty for a static or
+  /// relocatable file).
+  Result<std::vector<std::string>> needed() const;
   /// Reads the 64-bit word at virtual address `addr` from the section containing it, or the
   /// addend of a RELATIVE relocation at that address when the stored word is zero (position
   /// independent files keep pointers in relocations). Nothing when the address maps nowhere.

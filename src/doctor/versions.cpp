@@ -2,7 +2,8 @@
 // Step 2 helpers: what a binary needs of the CUDA runtime, read from its dynamic section.
 #include <archguard/doctor.hpp>
 
-#include "doctor/elf_dynamic.hpp"
+#include <archguard/elf.hpp>
+
 #include "doctor/mapped_file.hpp"
 
 #include <charconv>
@@ -14,12 +15,14 @@ Result<RuntimeNeed> runtime_need(const std::string& path) {
   need.path = path;
   auto file = detail::MappedFile::open(path);
   if (!file) return file.error();
-  if (!detail::is_elf(file->bytes())) return need;
-  auto headers = detail::parse_elf_headers(file->bytes(), path);
-  if (!headers) return headers.error();
+  if (!looks_like_elf(file->bytes())) return need;
+  auto elf = ElfFile::parse(file->bytes(), path);
+  if (!elf) return elf.error();
+  auto needed = elf->needed();
+  if (!needed) return needed.error();
   need.elf = true;
-  need.needed = headers->needed;
-  need.has_device_code = headers->find(".nv_fatbin") != nullptr || headers->find("__nv_relfatbin") != nullptr;
+  need.needed = std::move(*needed);
+  need.has_device_code = elf->find(".nv_fatbin") != nullptr || elf->find("__nv_relfatbin") != nullptr;
   for (const std::string& lib : need.needed) {
     constexpr std::string_view prefix = "libcudart.so.";
     if (lib.rfind(prefix, 0) == 0) {

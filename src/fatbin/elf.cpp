@@ -10,6 +10,9 @@ namespace {
 
 constexpr std::uint32_t kShtSymtab = 2;
 constexpr std::uint32_t kShtRela = 4;
+constexpr std::uint32_t kShtDynamic = 6;
+constexpr std::uint64_t kDtNull = 0;
+constexpr std::uint64_t kDtNeeded = 1;
 constexpr std::uint32_t kShtNobits = 8;
 constexpr std::uint64_t kShfAlloc = 0x2;
 constexpr std::uint32_t kRelX86Relative = 8;
@@ -132,6 +135,30 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols() const {
     }
     sym.info = info; sym.other = other; sym.shndx = shndx; sym.value = value; sym.size = size;
     out.push_back(sym);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> ElfFile::needed() const {
+  std::vector<std::string> out;
+  const ElfSection* dynamic = nullptr;
+  for (const auto& s : sections_)
+    if (s.type == kShtDynamic) { dynamic = &s; break; }
+  if (dynamic == nullptr) return out;
+  if (dynamic->link >= sections_.size())
+    return reader_.error_at(dynamic->offset, "dynamic section", "string table index " + hex(dynamic->link) + " is out of range");
+  const ElfSection& strtab = sections_[dynamic->link];
+  auto entries = reader_.sub(dynamic->offset, dynamic->size, "dynamic section");
+  if (!entries) return entries.error();
+  auto strs = reader_.sub(strtab.offset, strtab.size, "dynamic string table");
+  if (!strs) return strs.error();
+  for (std::uint64_t o = 0; dynamic->size - o >= 16; o += 16) {
+    AG_TRY(auto tag, entries->u64(o, "dynamic entry"));
+    if (tag == kDtNull) break;
+    if (tag != kDtNeeded) continue;
+    AG_TRY(auto value, entries->u64(o + 8, "dynamic entry"));
+    AG_TRY(auto name, strs->cstring(value, "DT_NEEDED name"));
+    out.emplace_back(name);
   }
   return out;
 }
