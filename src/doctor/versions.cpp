@@ -2,9 +2,9 @@
 // Step 2 helpers: what a binary needs of the CUDA runtime, read from its dynamic section.
 #include <archguard/doctor.hpp>
 
+#include <archguard/container.hpp>
 #include <archguard/elf.hpp>
 
-#include "doctor/mapped_file.hpp"
 
 #include <charconv>
 
@@ -13,10 +13,11 @@ namespace archguard::doctor {
 Result<RuntimeNeed> runtime_need(const std::string& path) {
   RuntimeNeed need;
   need.path = path;
-  auto file = detail::MappedFile::open(path);
+  auto file = map_file(path);
   if (!file) return file.error();
-  if (!looks_like_elf(file->bytes())) return need;
-  auto elf = ElfFile::parse(file->bytes(), path);
+  const Bytes bytes = (*file)->bytes();
+  if (!looks_like_elf(bytes)) return need;
+  auto elf = ElfFile::parse(bytes, path);
   if (!elf) return elf.error();
   auto needed = elf->needed();
   if (!needed) return needed.error();
