@@ -122,6 +122,36 @@ say "## samples ($(stamp))"
 } > "$OUT/samples.log" 2>&1
 grep -E "^\\$|^exit|picked|correct|209|path:|agree" "$OUT/samples.log" | head -n 60 | sed 's/^/    /' | tee -a "$summary"
 
+# ---- real software: the machine's own Python environment (it works, so any FAIL is ours) -----
+say ""
+say "## real software: this machine's Python environment ($(stamp))"
+sp="$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)"
+{
+  echo "site-packages: $sp"
+  python3 -c 'import torch; a = torch.randn(1024, 1024, device="cuda"); print("torch", torch.__version__, "cuda", torch.version.cuda, "matmul ok:", bool(torch.isfinite(a @ a).all()))' 2>&1 | tail -n 1
+  python3 -c 'import torchvision, torch; from torchvision.ops import nms; b = torch.tensor([[0., 0, 1, 1], [0, 0, 1, 1]], device="cuda"); print("torchvision", torchvision.__version__, "nms ok:", nms(b, torch.tensor([1., .5], device="cuda"), .5).tolist())' 2>&1 | tail -n 1
+  python3 -c 'import cupy; print("cupy", cupy.__version__, "sum ok:", int((cupy.arange(10) ** 2).sum()) == 285)' 2>&1 | tail -n 1
+  python3 -c 'import jax, jax.numpy as jnp; print("jax", jax.__version__, jax.devices()[0].platform, "sum ok:", float(jnp.ones(8).sum()) == 8.0)' 2>&1 | tail -n 1
+  echo; echo "\$ archguard doctor --no-smoke $sp"
+  "$ag" doctor --no-smoke "$sp"; echo "exit $?"
+  echo; echo "\$ archguard check $sp   (no --cc: the visible GPUs and the installed driver)"
+  "$ag" check "$sp" | grep -v "^  " ; echo "exit ${PIPESTATUS[0]}"
+} > "$OUT/realsw.log" 2>&1
+"$ag" doctor --no-smoke --json "$sp" > "$OUT/realsw-doctor.json" 2>/dev/null
+python3 - "$OUT/realsw-doctor.json" <<'PY' | tee -a "$summary"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("- doctor json unreadable: %s" % e); sys.exit(0)
+fails = [(s["name"], f.get("subject", ""), f.get("message", "")[:160]) for s in r["steps"] for f in s["findings"] if f["status"] == "fail"]
+rebuild = [f for f in r.get("fixes", []) if f.get("kind") == "rebuild"]
+print("- doctor verdict on site-packages: %s; FAIL findings: %d; rebuild fixes: %d" % (r["verdict"], len(fails), len(rebuild)))
+for n, s, m in fails[:10]:
+    print("  - FAIL [%s] %s: %s" % (n, s, m))
+PY
+grep -E "ok:|^exit" "$OUT/realsw.log" | sed 's/^/    /' | tee -a "$summary"
+
 # ---- benchmark ----------------------------------------------------------------------------
 say ""
 say "## benchmark ($(stamp))"
