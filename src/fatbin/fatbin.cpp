@@ -243,7 +243,8 @@ bool plausible_fatbin(Bytes b, std::uint64_t at) {
   return e == end;
 }
 
-/// "tmpxft_00002627_00000000-6_old_tu.cudafe1.cpp" -> "old_tu.cu"; "" for any other name.
+/// "tmpxft_00002627_00000000-6_old_tu.cudafe1.cpp" -> "old_tu.cu"; "" for any other name
+/// (link.stub, the device-link fatbin's, among them).
 std::string tu_from_file_symbol(std::string_view f) {
   constexpr std::string_view prefix = "tmpxft_", suffix = ".cudafe1.cpp";
   if (f.size() <= prefix.size() + suffix.size() || f.substr(0, prefix.size()) != prefix ||
@@ -255,7 +256,21 @@ std::string tu_from_file_symbol(std::string_view f) {
   f.remove_prefix(dash + 1);
   const std::size_t us = f.find('_');
   if (us == std::string_view::npos || us == 0 || us + 1 >= f.size()) return {};
-  return std::string(f.substr(us + 1)) + ".cu";
+  f.remove_prefix(us + 1);
+  // With several -gencode clauses nvcc names the intermediate after one virtual architecture:
+  // "new_tu.compute_80.cudafe1.cpp".
+  if (const std::size_t dot = f.rfind('.'); dot != std::string_view::npos) {
+    std::string_view arch = f.substr(dot + 1);
+    for (std::string_view p : {"compute_", "sm_", "lto_"}) {
+      if (arch.substr(0, p.size()) != p) continue;
+      std::string_view n = arch.substr(p.size());
+      if (!n.empty() && (n.back() == 'a' || n.back() == 'f')) n.remove_suffix(1);
+      if (!n.empty() && n.find_first_not_of("0123456789") == std::string_view::npos) f = f.substr(0, dot);
+      break;
+    }
+  }
+  if (f.empty()) return {};
+  return std::string(f) + ".cu";
 }
 
 /// Fills Fatbin::translation_unit of the fatbins in `fbs` (from the ELF sections named in
