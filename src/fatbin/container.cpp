@@ -304,7 +304,7 @@ struct Scanner {
       case Kind::other: break;
     }
     if (named_directly)
-      return Error{display + ": not an elf file, a fatbin, a cubin, a ptx or lto-ir file, or a supported archive (ar, zip, tar)"};
+      return Error{display + ": not an elf file, a fatbin or a supported archive (ar, zip, tar), nor a ptx or lto-ir file"};
     return Ok{};
   }
 };
