@@ -459,7 +459,7 @@ TEST_CASE("standalone PTX and LTO-IR files", "[fatbin][standalone]") {
 
   auto bad = read_standalone(bytes_of(".version 9.0\n.target sm_999\n"), "bad.ptx");
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.message() == "bad.ptx: ptx .target at 0x0: 'sm_999' names no known architecture");
+  CHECK(bad.message() == "bad.ptx: ptx .target at 0x0: 'sm_999' names no architecture");
   CHECK(classify_device_file(bytes_of(".version 9.0\n.address_size 64\n")) == DeviceFileKind::none);
   CHECK(classify_device_file(bytes_of("int main() {}\n.version 9.0\n.target sm_80\n")) == DeviceFileKind::none);
   CHECK(classify_device_file(bytes_of("hello")) == DeviceFileKind::none);
@@ -475,7 +475,7 @@ TEST_CASE("standalone PTX and LTO-IR files", "[fatbin][standalone]") {
   put_at(lto, 0x1a, 905, 2);
   auto lbad = read_standalone(lto, "odd.ltoir");
   REQUIRE_FALSE(lbad.ok());
-  CHECK(lbad.message() == "odd.ltoir: lto-ir header at 0x1a: architecture 0x389 is not a known sm x 10");
+  CHECK(lbad.message() == "odd.ltoir: lto-ir header at 0x1a: architecture 0x389 is not an sm number x 10");
 
   auto sc = scan_bytes(ptx, "k.ptx");
   REQUIRE(sc.ok());
