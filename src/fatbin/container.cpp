@@ -43,7 +43,9 @@ class MappedStorage final : public Storage {
     if (offset >= size_) return;
     const std::uint64_t first = offset / page * page;
     const std::uint64_t end = std::min<std::uint64_t>(size_, offset + std::min<std::uint64_t>(length, size_ - offset));
-    ::madvise(static_cast<char*>(addr_) + first, static_cast<std::size_t>(end - first), MADV_WILLNEED);
+    // Sequential: the kernel reads ahead and maps larger runs per fault (the window is scanned
+    // once, then released); measured 20 -> 17 ms of CPU over cuBLASLt's 96 MB .ldata.
+    ::madvise(static_cast<char*>(addr_) + first, static_cast<std::size_t>(end - first), MADV_SEQUENTIAL);
   }
 
  private:

@@ -309,36 +309,34 @@ std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, 
                                           std::uint64_t base, std::uint64_t address, const ReleaseHook& release,
                                           const ReleaseHook& prefetch) {
   std::vector<Fatbin> out;
-  static constexpr unsigned char magic[4] = {0x50, 0xed, 0x55, 0xba};
   // Scanned in windows so that a mapping can read each one ahead and drop it afterwards: a
   // 500 MB library has hundreds of MB of such data.
   constexpr std::uint64_t kWindow = std::uint64_t{8} << 20;
-  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());  // bytes viewed as chars for memmem
   const std::uint64_t size = bytes.size();
+  if (size < kFatbinHeaderSize) return out;
   ByteReader r(bytes, name, base);
-  std::uint64_t pos = 0;
+  // Only 8-aligned addresses can hold a fatbin: one 32-bit compare per 8 bytes. The cost is
+  // that of bringing the pages in (about 0.2 ms of CPU per MB; 270 MB in cuBLASLt 13.0).
+  std::uint64_t pos = (8 - address % 8) % 8;
+  const std::uint64_t last = size - kFatbinHeaderSize;  // the last offset a header fits at
   for (std::uint64_t window = 0; window < size; window += kWindow) {
     const std::uint64_t window_end = std::min(size, window + kWindow);
     if (pos >= window_end) continue;  // inside a fatbin found earlier
     if (prefetch) prefetch(base + pos, window_end - pos);
-    while (pos < window_end) {
-      const std::uint64_t limit = std::min(size, window_end + sizeof magic - 1);  // a magic across the edge
-      const void* hit = ::memmem(data + pos, static_cast<std::size_t>(limit - pos), magic, sizeof magic);
-      if (hit == nullptr) {
-        pos = window_end;
-        break;
-      }
-      const std::uint64_t at = static_cast<std::uint64_t>(static_cast<const unsigned char*>(hit) - data);
-      pos = at + 1;
-      if ((address + at) % 8 != 0 || !plausible_fatbin(bytes, at)) continue;
-      auto fb = Fatbin::parse(r, at, out.size());
+    const auto* data = bytes.data();
+    for (; pos < window_end && pos <= last; pos += 8) {
+      std::uint32_t word;
+      std::memcpy(&word, data + pos, sizeof word);
+      if (word != kFatbinMagic || !plausible_fatbin(bytes, pos)) continue;
+      auto fb = Fatbin::parse(r, pos, out.size());
       if (!fb) continue;  // a near miss: data that happens to look like a fatbin header
       fb->section = FatbinSection::embedded;
       fb->section_name = section_name;
-      pos = at + fb->size;
+      const std::uint64_t at = pos;
+      pos = at + (fb->size + 7) / 8 * 8 - 8;  // the next aligned offset after it, less the step
       out.push_back(std::move(*fb));
     }
-    if (release) release(base + window, std::min(pos, size) - window);
+    if (release) release(base + window, std::min(pos, window_end) - window);
   }
   return out;
 }
