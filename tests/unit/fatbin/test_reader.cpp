@@ -482,3 +482,40 @@ TEST_CASE("standalone PTX and LTO-IR files", "[fatbin][standalone]") {
   REQUIRE(sc->objects.size() == 1);
   CHECK(sc->objects[0].fatbins[0].section == FatbinSection::standalone);
 }
+
+TEST_CASE("standalone cubins: the architecture from e_flags, ELF ABI v7 and v8", "[fatbin][standalone]") {
+  // A bare ELF64 header (no section table) with e_machine EM_CUDA.
+  auto cubin = [](std::uint8_t abi, std::uint32_t flags) {
+    Buf b(64, std::byte{0});
+    put_at(b, 0, 0x464c457f, 4);  // \x7fELF
+    b[4] = std::byte{2};          // ELFCLASS64
+    b[5] = std::byte{1};          // little endian
+    b[6] = std::byte{1};
+    b[7] = abi == 7 ? std::byte{0x33} : std::byte{0x41};
+    b[8] = std::byte{abi};
+    put_at(b, 16, 2, 2);    // ET_EXEC
+    put_at(b, 18, 190, 2);  // EM_CUDA
+    put_at(b, 48, flags, 4);
+    return b;
+  };
+  auto arch_of = [](const Buf& b) {
+    auto fb = read_standalone(b, "k.cubin");
+    REQUIRE(fb.ok());
+    REQUIRE(fb->entries.size() == 1);
+    CHECK(fb->entries[0].kind == CodeKind::sass);
+    CHECK(fb->entries[0].payload.size() == b.size());
+    return fb->entries[0].arch;
+  };
+  CHECK(classify_device_file(cubin(8, 0x6005a04)) == DeviceFileKind::cubin);
+  CHECK(arch_of(cubin(8, 0x6005a04)) == Arch{90, Suffix::none});   // nvcc 13.0 -cubin -arch=sm_90
+  CHECK(arch_of(cubin(8, 0x6007802)) == Arch{120, Suffix::none});  // sm_120
+  CHECK(arch_of(cubin(7, 0x500550)) == Arch{80, Suffix::none});    // CUDA 12: SM in bits 7:0
+  CHECK(arch_of(cubin(7, 0x5a0d5a)) == Arch{90, Suffix::a});       // 0x800: sm_90a
+  CHECK(read_standalone(cubin(8, 0x6005a04), "k.cubin")->entries[0].version == Version2{1, 8});
+  auto bad = read_standalone(cubin(8, 0x6000004), "zero.cubin");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message() == "zero.cubin: cubin e_flags at 0x30: value 0x6000004 (elf abi 8) names no architecture (sm 0)");
+  Buf host = cubin(8, 0);
+  put_at(host, 18, 62, 2);  // x86-64: not device code by itself
+  CHECK(classify_device_file(host) == DeviceFileKind::none);
+}
