@@ -27,6 +27,12 @@ class Storage {
     (void)offset;
     (void)length;
   }
+  /// Announces that [offset, offset + length) is about to be read in full (a mapping reads it
+  /// ahead); the bytes are valid either way.
+  virtual void prefetch(std::uint64_t offset, std::uint64_t length) const {
+    (void)offset;
+    (void)length;
+  }
 };
 
 /// Maps a file read-only (an empty file gives empty bytes).

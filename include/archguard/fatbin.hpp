@@ -52,13 +52,19 @@ enum class Compression : std::uint8_t { none, lz4, zstd };
 /// Told about byte ranges (offset and length in the file) the parser has finished reading, so
 /// that a memory mapping can drop those pages: on a 500 MB library the entry headers are spread
 /// over every page, and the kernel maps the neighbours of each one it faults in. Optional.
+/// The same signature announces ranges about to be read in full (prefetch).
 using ReleaseHook = std::function<void(std::uint64_t offset, std::uint64_t length)>;
 
 /// Where a fatbin came from.
 enum class FatbinSection : std::uint8_t {
   nv_fatbin,     ///< .nv_fatbin: whole-program fatbins
   nv_relfatbin,  ///< __nv_relfatbin: relocatable (-rdc) fatbins the driver JIT-links
-  memory,        ///< a region handed over by the caller (e.g. a loaded module)
+  memory,        ///< a region handed over by the caller (e.g. a loaded module), or a fatbin file
+  /// Found as data in another loaded section of an ELF file (.rodata, .ldata, .cask_resource ...):
+  /// libraries such as cuFFT keep fatbins there and load them themselves (cuModuleLoadData).
+  embedded,
+  /// Synthesised for a file that is device code itself: a cubin, a PTX file or an LTO-IR file.
+  standalone,
 };
 
 std::string_view to_string(Compression c);
@@ -98,6 +104,14 @@ class Fatbin {
   std::uint16_t version = 0;
   std::uint64_t size = 0;       ///< header + entries
   FatbinSection section = FatbinSection::nv_fatbin;
+  /// The ELF section the fatbin was found in (".nv_fatbin", "__nv_relfatbin", ".ldata", ...);
+  /// empty for memory regions, fatbin files and standalone device-code files.
+  std::string section_name;
+  /// The translation unit nvcc compiled it from ("old_tu.cu"), read from the symbol table: the
+  /// STT_FILE symbol `tmpxft_<hex>_<hex>-<n>_<tu>.cudafe1.cpp` whose local `fatbinData` symbol
+  /// sits at this fatbin's address. nvcc's intermediate name drops the source's extension;
+  /// ".cu" is assumed. Empty when stripped, for the device-link fatbin and where unknown.
+  std::string translation_unit;
   /// Registered by a version-2 (.nvFatBinSegment) wrapper: the fatbin nvlink wrote at link time.
   bool linked = false;
   /// The device-link fatbin of a non-rdc link: linked, and its code defines no kernel. It
@@ -136,8 +150,41 @@ struct ObjectFatbins {
 
 /// Reads the fatbins of a validated ELF file; an object without device code gives an empty
 /// list. The linked fatbin is found from the .nvFatBinSegment wrappers (version 2); it is
-/// marked device_link when its first SASS image defines no kernel.
-Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {});
+/// marked device_link when its first SASS image defines no kernel. Then come the fatbins
+/// embedded as data in the other loaded, non-executable sections (find_embedded_fatbins), in
+/// section order. Translation units are filled in from the symbol table when there is one.
+Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {},
+                                             const ReleaseHook& prefetch = {});
+
+/// Finds the fatbins stored as plain data in `bytes` (one loaded section of an ELF file other
+/// than .nv_fatbin and __nv_relfatbin), by the fatbin magic at 8-aligned addresses followed by a
+/// strictly valid header and entry chain (version 1, 16-byte header, entry version 0x0101,
+/// entries filling the fatbin exactly). Anything else that merely contains the magic is skipped:
+/// this never fails. `base` is the section's offset in its file, `address` its virtual address
+/// (0 in relocatable files); `section_name` is recorded in each fatbin. The scan is linear
+/// (one 32-bit compare per 8-aligned address; a fatbin found is skipped whole), in windows of 8 MiB announced to
+/// `prefetch` before and to `release` after they are read.
+std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
+                                          std::uint64_t base = 0, std::uint64_t address = 0,
+                                          const ReleaseHook& release = {}, const ReleaseHook& prefetch = {});
+
+/// The kind of a file that is device code by itself, told by its first bytes.
+enum class DeviceFileKind : std::uint8_t {
+  none,   ///< something else
+  cubin,  ///< an ELF file with e_machine EM_CUDA (190): `nvcc -cubin`, `archguard jit compile -o x.cubin`
+  ptx,    ///< PTX text: a `.version` directive and a `.target sm_XX` directive near the top
+  ltoir,  ///< NVVM LTO-IR as `nvcc -dlto --ltoir` writes it (magic ed 43 4e 7f)
+};
+
+DeviceFileKind classify_device_file(Bytes bytes);
+
+/// Builds the one-entry fatbin (FatbinSection::standalone) that stands for a cubin, PTX or LTO-IR
+/// file, so that kernels and coverage are read from it as from any fatbin. The entry's payload
+/// is the whole file, uncompressed. A cubin's architecture comes from e_flags (ELF ABI v7: bits
+/// 7:0, 0x800 for "a"; v8: bits 15:8, "a" from the .nv.compat record 9), a PTX file's from its
+/// `.target` and `.version` directives, an LTO-IR file's from the header (u16 at 0x1a, sm x 10;
+/// the a/f suffix is not recorded there and is not reported).
+Result<Fatbin> read_standalone(Bytes bytes, const std::string& name);
 
 /// Reads the fatbins of a memory region laid out as .nv_fatbin (for instance the section of a
 /// loaded module, found with dl_iterate_phdr): the self-check hands over such bytes. Without

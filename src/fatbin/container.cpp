@@ -38,6 +38,15 @@ class MappedStorage final : public Storage {
     if (last > first)
       ::madvise(static_cast<char*>(addr_) + first, static_cast<std::size_t>(last - first), MADV_DONTNEED);
   }
+  void prefetch(std::uint64_t offset, std::uint64_t length) const override {
+    static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    if (offset >= size_) return;
+    const std::uint64_t first = offset / page * page;
+    const std::uint64_t end = std::min<std::uint64_t>(size_, offset + std::min<std::uint64_t>(length, size_ - offset));
+    // Sequential: the kernel reads ahead and maps larger runs per fault (the window is scanned
+    // once, then released); measured 20 -> 17 ms of CPU over cuBLASLt's 96 MB .ldata.
+    ::madvise(static_cast<char*>(addr_) + first, static_cast<std::size_t>(end - first), MADV_SEQUENTIAL);
+  }
 
  private:
   void* addr_;
@@ -74,7 +83,7 @@ Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path) {
   return std::shared_ptr<const Storage>(std::make_shared<MappedStorage>(addr, size));
 }
 
-enum class Kind { elf, fatbin, archive, other };
+enum class Kind { elf, fatbin, archive, device, other };
 
 bool starts_with(Bytes b, std::initializer_list<unsigned> magic, std::size_t at = 0) {
   if (b.size() < at + magic.size()) return false;
@@ -95,6 +104,7 @@ Kind classify(Bytes b) {
       starts_with(b, {'B', 'Z', 'h'}) ||                  // bzip2
       starts_with(b, {'u', 's', 't', 'a', 'r'}, 257))     // tar
     return Kind::archive;
+  if (classify_device_file(b) != DeviceFileKind::none) return Kind::device;  // PTX or LTO-IR
   return Kind::other;
 }
 
@@ -121,6 +131,10 @@ struct Scanner {
     ReleaseHook release;
     if (storage != nullptr && storage->bytes().data() == bytes.data())
       release = [storage](std::uint64_t offset, std::uint64_t length) { storage->release(offset, length); };
+    if (elf->machine() == kElfMachineCuda) {  // a cubin: device code by itself
+      add_standalone(bytes, display, archive, member);
+      return;
+    }
     auto fatbins = read_elf_fatbins(*elf, release);
     if (!fatbins) {
       report.errors.push_back(fatbins.message());
@@ -134,6 +148,24 @@ struct Scanner {
     obj.elf_type = elf->type();
     obj.machine = elf->machine();
     obj.fatbins = std::move(*fatbins);
+    report.objects.push_back(std::move(obj));
+  }
+
+  void add_standalone(Bytes bytes, const std::string& display, const std::string& archive, const std::string& member) {
+    auto fb = read_standalone(bytes, display);
+    if (!fb) {
+      report.errors.push_back(fb.message());
+      return;
+    }
+    ObjectFatbins obj;
+    obj.path = display;
+    obj.archive = archive;
+    obj.member = member;
+    if (looks_like_elf(bytes)) {
+      obj.elf_type = static_cast<std::uint16_t>(std::to_integer<unsigned>(bytes[16]) | std::to_integer<unsigned>(bytes[17]) << 8);
+      obj.machine = kElfMachineCuda;
+    }
+    obj.fatbins.push_back(std::move(*fb));
     report.objects.push_back(std::move(obj));
   }
 
@@ -252,6 +284,8 @@ struct Scanner {
         add_elf(mb, member_display, display, member, ar, storage->get());
       else if (k == Kind::fatbin)
         add_fatbin(mb, member_display, display, member);
+      else if (k == Kind::device)
+        add_standalone(mb, member_display, display, member);
       else
         scan_archive(mb, member_display, depth + 1, true);
       // Keep the member's bytes only when an object with device code points into them.
@@ -267,10 +301,12 @@ struct Scanner {
     switch (classify(bytes)) {
       case Kind::elf: add_elf(bytes, display, {}, {}, named_directly, storage); return Ok{};
       case Kind::fatbin: add_fatbin(bytes, display, {}, {}); return Ok{};
+      case Kind::device: add_standalone(bytes, display, {}, {}); return Ok{};
       case Kind::archive: scan_archive(bytes, display, 1, !named_directly, file); return Ok{};
       case Kind::other: break;
     }
-    if (named_directly) return Error{display + ": not an elf file, a fatbin or a supported archive (ar, zip, tar)"};
+    if (named_directly)
+      return Error{display + ": not an elf file, a fatbin or a supported archive (ar, zip, tar), nor a ptx or lto-ir file"};
     return Ok{};
   }
 };
@@ -282,7 +318,7 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
     return;
   }
   // Peek first: most files in a tree are neither ELF nor archives.
-  unsigned char head[264] = {};
+  unsigned char head[4096] = {};  // a PTX file's .target follows a few lines of comments
   const ssize_t got = ::pread(fd, head, sizeof head, 0);
   if (got <= 0 || classify(Bytes(reinterpret_cast<const std::byte*>(head), static_cast<std::size_t>(got))) == Kind::other) {
     ::close(fd);

@@ -5,6 +5,8 @@
 #include "try.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 
 namespace archguard {
 namespace {
@@ -150,6 +152,8 @@ std::string_view to_string(FatbinSection s) {
     case FatbinSection::nv_fatbin: return ".nv_fatbin";
     case FatbinSection::nv_relfatbin: return "__nv_relfatbin";
     case FatbinSection::memory: return "memory";
+    case FatbinSection::embedded: return "embedded";
+    case FatbinSection::standalone: return "standalone";
   }
   return "?";
 }
@@ -201,7 +205,143 @@ Result<std::vector<Fatbin>> Fatbin::parse_all(Bytes bytes, std::string name, Fat
   return out;
 }
 
-Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release) {
+namespace {
+
+constexpr std::uint64_t kShfAllocFlag = 0x2;
+constexpr std::uint64_t kShfExecFlag = 0x4;
+constexpr std::uint32_t kShtProgbitsType = 1;
+constexpr std::uint8_t kSttFile = 4;
+constexpr std::uint8_t kStbLocal = 0;
+constexpr std::uint32_t kEmbeddedEntryVersion = 0x0101;
+constexpr std::uint32_t kMaxEntryHeaderSize = 0x1000;
+
+/// The cheap structural test a candidate must pass before it is parsed: the header and every
+/// entry header agree with each other and fill the fatbin exactly. `at` is the offset of the
+/// magic in `b`.
+bool plausible_fatbin(Bytes b, std::uint64_t at) {
+  auto u16 = [&b](std::uint64_t o) { std::uint16_t v; std::memcpy(&v, b.data() + o, 2); return v; };
+  auto u32 = [&b](std::uint64_t o) { std::uint32_t v; std::memcpy(&v, b.data() + o, 4); return v; };
+  auto u64 = [&b](std::uint64_t o) { std::uint64_t v; std::memcpy(&v, b.data() + o, 8); return v; };
+  const std::uint64_t size = b.size();
+  if (size - at < kFatbinHeaderSize + kEntryHeaderMinSize) return false;
+  if (u16(at + 4) != 1 || u16(at + 6) != kFatbinHeaderSize) return false;
+  const std::uint64_t fat_size = u64(at + 8);
+  if (fat_size < kEntryHeaderMinSize || fat_size > size - at - kFatbinHeaderSize) return false;
+  const std::uint64_t end = at + kFatbinHeaderSize + fat_size;
+  std::uint64_t e = at + kFatbinHeaderSize;
+  while (e < end) {
+    if (end - e < kEntryHeaderMinSize) return false;
+    const std::uint16_t kind = u16(e);
+    if (kind != kEntryKindPtx && kind != kEntryKindElf && kind != kEntryKindOldCubin && kind != kEntryKindLtoIr) return false;
+    if (u16(e + 2) != kEmbeddedEntryVersion) return false;
+    const std::uint32_t hs = u32(e + 4);
+    if (hs < kEntryHeaderMinSize || hs > kMaxEntryHeaderSize || hs % 8 != 0 || hs > end - e) return false;
+    const std::uint64_t stored = u64(e + 8);
+    if (stored == 0 || stored > end - e - hs) return false;
+    e += hs + stored;
+  }
+  return e == end;
+}
+
+/// "tmpxft_00002627_00000000-6_old_tu.cudafe1.cpp" -> "old_tu.cu"; "" for any other name
+/// (link.stub, the device-link fatbin's, among them).
+std::string tu_from_file_symbol(std::string_view f) {
+  constexpr std::string_view prefix = "tmpxft_", suffix = ".cudafe1.cpp";
+  if (f.size() <= prefix.size() + suffix.size() || f.substr(0, prefix.size()) != prefix ||
+      f.substr(f.size() - suffix.size()) != suffix)
+    return {};
+  f = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
+  const std::size_t dash = f.find('-');  // <hex>_<hex>-<n>_<tu>
+  if (dash == std::string_view::npos) return {};
+  f.remove_prefix(dash + 1);
+  const std::size_t us = f.find('_');
+  if (us == std::string_view::npos || us == 0 || us + 1 >= f.size()) return {};
+  f.remove_prefix(us + 1);
+  // With several -gencode clauses nvcc names the intermediate after one virtual architecture:
+  // "new_tu.compute_80.cudafe1.cpp".
+  if (const std::size_t dot = f.rfind('.'); dot != std::string_view::npos) {
+    std::string_view arch = f.substr(dot + 1);
+    for (std::string_view p : {"compute_", "sm_", "lto_"}) {
+      if (arch.substr(0, p.size()) != p) continue;
+      std::string_view n = arch.substr(p.size());
+      if (!n.empty() && (n.back() == 'a' || n.back() == 'f')) n.remove_suffix(1);
+      if (!n.empty() && n.find_first_not_of("0123456789") == std::string_view::npos) f = f.substr(0, dot);
+      break;
+    }
+  }
+  if (f.empty()) return {};
+  return std::string(f) + ".cu";
+}
+
+/// Fills Fatbin::translation_unit of the fatbins in `fbs` (from the ELF sections named in
+/// section_name) from the symbol table, when the file has one.
+void attribute_translation_units(const ElfFile& elf, std::vector<Fatbin>& fbs) {
+  if (fbs.empty()) return;
+  auto syms = elf.symbols();
+  if (!syms || syms->empty()) return;  // stripped (or unreadable: attribution is best effort)
+  // (section index, value) of each local fatbinData -> the TU of the STT_FILE symbol before it.
+  std::map<std::pair<std::uint16_t, std::uint64_t>, std::string> at;
+  std::string_view file;
+  for (const auto& s : *syms) {
+    if (s.type() == kSttFile) {
+      file = s.name;
+      continue;
+    }
+    if ((s.info >> 4) != kStbLocal || s.name != "fatbinData") continue;
+    if (std::string tu = tu_from_file_symbol(file); !tu.empty()) at.emplace(std::pair{s.shndx, s.value}, std::move(tu));
+  }
+  if (at.empty()) return;
+  const auto& sections = elf.sections();
+  for (auto& fb : fbs) {
+    for (std::size_t i = 0; i < sections.size(); ++i) {
+      const ElfSection& sec = sections[i];
+      if (sec.name != fb.section_name || fb.offset < sec.offset || fb.offset - sec.offset >= sec.size) continue;
+      const auto it = at.find({static_cast<std::uint16_t>(i), sec.addr + (fb.offset - sec.offset)});
+      if (it != at.end()) fb.translation_unit = it->second;
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
+                                          std::uint64_t base, std::uint64_t address, const ReleaseHook& release,
+                                          const ReleaseHook& prefetch) {
+  std::vector<Fatbin> out;
+  // Scanned in windows so that a mapping can read each one ahead and drop it afterwards: a
+  // 500 MB library has hundreds of MB of such data.
+  constexpr std::uint64_t kWindow = std::uint64_t{8} << 20;
+  const std::uint64_t size = bytes.size();
+  if (size < kFatbinHeaderSize) return out;
+  ByteReader r(bytes, name, base);
+  // Only 8-aligned addresses can hold a fatbin: one 32-bit compare per 8 bytes. The cost is
+  // that of bringing the pages in (about 0.2 ms of CPU per MB; 270 MB in cuBLASLt 13.0).
+  std::uint64_t pos = (8 - address % 8) % 8;
+  const std::uint64_t last = size - kFatbinHeaderSize;  // the last offset a header fits at
+  for (std::uint64_t window = 0; window < size; window += kWindow) {
+    const std::uint64_t window_end = std::min(size, window + kWindow);
+    if (pos >= window_end) continue;  // inside a fatbin found earlier
+    if (prefetch) prefetch(base + pos, window_end - pos);
+    const auto* data = bytes.data();
+    for (; pos < window_end && pos <= last; pos += 8) {
+      std::uint32_t word;
+      std::memcpy(&word, data + pos, sizeof word);
+      if (word != kFatbinMagic || !plausible_fatbin(bytes, pos)) continue;
+      auto fb = Fatbin::parse(r, pos, out.size());
+      if (!fb) continue;  // a near miss: data that happens to look like a fatbin header
+      fb->section = FatbinSection::embedded;
+      fb->section_name = section_name;
+      const std::uint64_t at = pos;
+      pos = at + (fb->size + 7) / 8 * 8 - 8;  // the next aligned offset after it, less the step
+      out.push_back(std::move(*fb));
+    }
+    if (release) release(base + window, std::min(pos, window_end) - window);
+  }
+  return out;
+}
+
+Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch) {
   std::vector<Fatbin> out;
   for (auto [name, kind] : {std::pair{".nv_fatbin", FatbinSection::nv_fatbin},
                             std::pair{"__nv_relfatbin", FatbinSection::nv_relfatbin}}) {
@@ -237,6 +377,23 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
       fbs.front().device_link = true;
     for (auto& fb : fbs) {
       if (fb.linked) fb.device_link = defines_no_kernel(fb, elf.name());
+      fb.index = out.size();
+      fb.section_name = name;
+      out.push_back(std::move(fb));
+    }
+  }
+  attribute_translation_units(elf, out);
+  // Fatbins kept as data in other loaded, non-executable sections (cuFFT's .ldata, cuBLASLt's
+  // .cask_resource, .rodata ...). Cubins have no such fatbins and are not scanned.
+  if (elf.machine() == kElfMachineCuda) return out;
+  for (const auto& s : elf.sections()) {
+    // Loaded data (SHT_PROGBITS, SHF_ALLOC, not SHF_EXECINSTR); unwind tables and the GOT hold none.
+    if (s.type != kShtProgbitsType || (s.flags & kShfAllocFlag) == 0 || (s.flags & kShfExecFlag) != 0) continue;
+    if (s.name == ".nv_fatbin" || s.name == "__nv_relfatbin" || s.size < kFatbinHeaderSize + kEntryHeaderMinSize) continue;
+    if (s.name.starts_with(".eh_frame") || s.name.starts_with(".gcc_except_table") || s.name.starts_with(".got")) continue;
+    auto bytes = elf.section_bytes(s);
+    if (!bytes) continue;  // a section past the end holds nothing to find; the standard ones were checked
+    for (auto& fb : find_embedded_fatbins(*bytes, elf.name(), s.name, s.offset, s.addr, release, prefetch)) {
       fb.index = out.size();
       out.push_back(std::move(fb));
     }

@@ -50,10 +50,43 @@ assert [f["section"] for f in exe["fatbins"]] == [".nv_fatbin", "__nv_relfatbin"
 assert exe["fatbins"][0]["linked"] and not exe["fatbins"][0]["device_link"]
 print("ok: inspect --json")
 PY
+# where each fatbin was found, and its translation unit (issue 9)
+expect 0 '^  fatbin 3  \.nv_fatbin at 0x[0-9a-f]+, 0x[0-9a-f]+ bytes, 1 images  tu old_tu\.cu$' -- "$ag" inspect multi_tu.exe
+expect 0 '^  fatbins: 5 in \.nv_fatbin$' -- "$ag" inspect --summary multi_tu_stripped.exe
+[[ $("$ag" inspect multi_tu_stripped.exe | grep -c ' tu ') == 0 ]] || { echo "FAIL: a stripped binary has translation units"; fails=$((fails + 1)); }
+expect 0 '^  fatbin 1  \.rodata \(embedded\) at 0x[0-9a-f]+, 0x2c68 bytes, 3 images' -- "$ag" inspect libembedded.so
+expect 0 '^  fatbins: 1 in \.nv_fatbin, 2 embedded \(\.fixture_fatbins 1, \.rodata 1\)$' -- "$ag" inspect --summary libembedded.so
+expect 0 'coverage: sass sm_80 sm_90; ptx compute_90' -- "$ag" inspect --summary libembedded.so
+expect 0 '^sm90a\.cubin  \(executable, cuda\)' -- "$ag" inspect sm90a.cubin
+expect 0 '^  fatbin 0  standalone cubin at 0x0, 0x[0-9a-f]+ bytes, 1 images' -- "$ag" inspect sm90a.cubin
+expect 0 'coverage: sass sm_90a; ptx none' -- "$ag" inspect sm90a.cubin
+expect 0 'kernel fixture_fill' -- "$ag" inspect --kernels sm80.cubin
+expect 0 '^sm86\.ptx  \(ptx file\)' -- "$ag" inspect sm86.ptx
+expect 0 'kernel void fixture::scale<float>\(float, float\*, int\)' -- "$ag" inspect --kernels sm86.ptx
+expect 0 '^lto90\.ltoir  \(lto-ir file\)' -- "$ag" inspect lto90.ltoir
+expect 0 'lto-ir compute_90' -- "$ag" inspect lto90.ltoir
+expect 1 'fails with 209' -- "$ag" check sm90a.cubin --cc 8.0
+expect 0 'runs natively \(sm_80\)' -- "$ag" check sm80.cubin --cc 8.0
+expect 0 'runs after a JIT of compute_86' -- "$ag" check sm86.ptx --cc 9.0
+"$ag" inspect --json multi_tu.exe libembedded.so sm86.ptx > "$tmp/where.json" || { echo "FAIL: inspect --json (where)"; fails=$((fails + 1)); }
+python3 - "$tmp/where.json" <<'PY' || fails=$((fails + 1))
+import json, sys
+doc = json.load(open(sys.argv[1]))
+exe, emb, ptx = (i["objects"][0] for i in doc["inputs"])
+assert [f["translation_unit"] for f in exe["fatbins"]] == ["", "new_tu.cu", "other_tu.cu", "old_tu.cu", "main.cu"], exe["fatbins"]
+assert exe["fatbin_counts"]["nv_fatbin"] == 5 and exe["fatbin_counts"]["embedded"] == 0
+assert [(f["section"], f["section_name"]) for f in emb["fatbins"]] == [(".nv_fatbin", ".nv_fatbin"), ("embedded", ".rodata"), ("embedded", ".fixture_fatbins")]
+assert emb["fatbin_counts"]["embedded_by_section"] == {".rodata": 1, ".fixture_fatbins": 1}
+assert ptx["fatbins"][0]["section"] == "standalone" and ptx["fatbins"][0]["section_name"] == ""
+assert ptx["fatbins"][0]["images"][0]["arch"] == "compute_86" and ptx["fatbin_counts"]["standalone"] == 1
+print("ok: inspect --json (sections, translation units, counts)")
+PY
 # directories: every file with device code, the rest skipped quietly
 mkdir -p "$tmp/tree/sub" && cp plain.o "$tmp/tree/sub/" && echo "text" > "$tmp/tree/readme.txt" && ln -s sub/plain.o "$tmp/tree/link.o"
 expect 0 'sub/plain\.o' -- "$ag" inspect "$tmp/tree"
 [[ $("$ag" inspect --summary "$tmp/tree" | grep -c 'relocatable') == 1 ]] || { echo "FAIL: directory walk listed a link or a text file"; fails=$((fails + 1)); }
+mkdir -p "$tmp/dc" && cp sm86.ptx sm80.cubin lto90.ltoir "$tmp/dc/" && echo ".version is not how this starts" > "$tmp/dc/notes.txt"
+[[ $("$ag" inspect --summary "$tmp/dc" | grep -c 'standalone') == 3 ]] || { echo "FAIL: directory walk missed a cubin, PTX or LTO-IR file"; "$ag" inspect --summary "$tmp/dc"; fails=$((fails + 1)); }
 # containers: tar.gz, tar.zst, wheel (zip)
 tar cf "$tmp/fx.tar" ptxonly.o && expect 0 'fx\.tar:ptxonly\.o' -- "$ag" inspect "$tmp/fx.tar"
 tar czf "$tmp/fx.tar.gz" plain.o libfixture.a && expect 0 'fx\.tar\.gz:libfixture\.a:plain\.o' -- "$ag" inspect "$tmp/fx.tar.gz"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fuzz target for the fatbin reader: the bytes as a user's input (ELF, fatbin, ar/zip/tar)
-// and as a raw memory region, then every image decompressed (bounded) and its kernels listed.
+// as a raw memory region, as a section embedding fatbins and as a standalone cubin/PTX/LTO-IR file, then every image decompressed (bounded) and its kernels listed.
 // Built with libFuzzer by run_libfuzzer.sh (clang); replayed over the corpora by replay_main.cpp.
 #include <archguard/container.hpp>
 #include <archguard/fatbin.hpp>
@@ -33,6 +33,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto report = archguard::scan_bytes(bytes, "fuzz-input", options);
   if (report)
     for (const auto& o : report->objects) decode_all(o);
+  // The bytes as a loaded data section that may embed fatbins, and as a standalone file.
+  for (std::uint64_t address : {0, 4}) {
+    archguard::ObjectFatbins embedded;
+    embedded.path = "fuzz-section";
+    embedded.fatbins = archguard::find_embedded_fatbins(bytes, "fuzz-section", ".rodata", 0, address);
+    decode_all(embedded);
+  }
+  if (auto standalone = archguard::read_standalone(bytes, "fuzz-file")) {
+    archguard::ObjectFatbins o;
+    o.path = "fuzz-file";
+    o.fatbins.push_back(std::move(*standalone));
+    decode_all(o);
+  }
   auto region = archguard::Fatbin::parse_all(bytes, "fuzz-region");
   if (region) {
     archguard::ObjectFatbins o;

@@ -102,6 +102,60 @@ std::string flags_text(const FatbinEntry& e) {
   return s.empty() ? "-" : s;
 }
 
+/// Where a fatbin was found, as the table shows it: ".nv_fatbin", ".ldata (embedded)",
+/// "standalone cubin", "fatbin file".
+std::string where_text(const Fatbin& fb) {
+  switch (fb.section) {
+    case FatbinSection::embedded: return fb.section_name + " (embedded)";
+    case FatbinSection::standalone: {
+      const CodeKind k = fb.entries.empty() ? CodeKind::sass : fb.entries.front().kind;
+      return k == CodeKind::sass ? "standalone cubin" : k == CodeKind::ptx ? "standalone ptx" : "standalone lto-ir";
+    }
+    case FatbinSection::memory: return fb.section_name.empty() ? "fatbin file" : fb.section_name;
+    case FatbinSection::nv_fatbin:
+    case FatbinSection::nv_relfatbin: break;
+  }
+  return fb.section_name.empty() ? std::string(to_string(fb.section)) : fb.section_name;
+}
+
+struct FatbinCounts {
+  std::size_t nv_fatbin = 0, nv_relfatbin = 0, embedded = 0, standalone = 0, memory = 0;
+  std::map<std::string, std::size_t> embedded_by_section;
+};
+
+FatbinCounts count_fatbins(const ObjectFatbins& o) {
+  FatbinCounts c;
+  for (const auto& fb : o.fatbins) {
+    switch (fb.section) {
+      case FatbinSection::nv_fatbin: ++c.nv_fatbin; break;
+      case FatbinSection::nv_relfatbin: ++c.nv_relfatbin; break;
+      case FatbinSection::embedded: ++c.embedded; ++c.embedded_by_section[fb.section_name]; break;
+      case FatbinSection::standalone: ++c.standalone; break;
+      case FatbinSection::memory: ++c.memory; break;
+    }
+  }
+  return c;
+}
+
+/// "  fatbins: 1 in .nv_fatbin, 23983 embedded (.ldata 23983)"
+std::string counts_line(const FatbinCounts& c) {
+  std::string s;
+  auto add = [&s](std::size_t n, const std::string& what) {
+    if (n == 0) return;
+    s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(c.nv_fatbin, "in .nv_fatbin");
+  add(c.nv_relfatbin, "in __nv_relfatbin");
+  if (c.embedded != 0) {
+    std::string by;
+    for (const auto& [name, n] : c.embedded_by_section) by += (by.empty() ? "" : ", ") + name + " " + std::to_string(n);
+    add(c.embedded, "embedded (" + by + ")");
+  }
+  add(c.standalone, "standalone");
+  add(c.memory, "in a fatbin file");
+  return "  fatbins: " + s;
+}
+
 nlohmann::json coverage_json(const CoverageSummary& c) {
   return {{"sass", arch_list_json(c.sass, CodeKind::sass)},
           {"ptx", arch_list_json(c.ptx, CodeKind::ptx)},
@@ -144,6 +198,11 @@ nlohmann::json entry_json(const FatbinEntry& e, const KernelMap* kernels) {
   return j;
 }
 
+nlohmann::json counts_json(const FatbinCounts& c) {
+  return {{"nv_fatbin", c.nv_fatbin},   {"nv_relfatbin", c.nv_relfatbin}, {"embedded", c.embedded},
+          {"embedded_by_section", c.embedded_by_section}, {"standalone", c.standalone}, {"memory", c.memory}};
+}
+
 nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
   nlohmann::json fatbins = nlohmann::json::array();
   for (const auto& fb : o.fatbins) {
@@ -151,6 +210,8 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
     for (const auto& e : fb.entries) images.push_back(entry_json(e, kernels));
     fatbins.push_back({{"index", fb.index},
                        {"section", to_string(fb.section)},
+                       {"section_name", fb.section_name},
+                       {"translation_unit", fb.translation_unit},
                        {"offset", fb.offset},
                        {"size", fb.size},
                        {"version", fb.version},
@@ -165,6 +226,7 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"elf_type", elf_type_text(o.elf_type)},
           {"machine", machine_text(o.machine)},
           {"fatbins", std::move(fatbins)},
+          {"fatbin_counts", counts_json(count_fatbins(o))},
           {"coverage", coverage_json(summarize(o))}};
 }
 
@@ -184,7 +246,14 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
   for (const auto& r : in.reports) {
     for (const auto& o : r.objects) {
       if (o.fatbins.empty() && !o.archive.empty()) continue;  // archive members without device code
-      std::printf("%s  (%s, %s)\n", o.path.c_str(), elf_type_text(o.elf_type).c_str(), machine_text(o.machine).c_str());
+      if (o.elf_type == 0 && o.machine == 0) {  // not an ELF file: a fatbin, PTX or LTO-IR file
+        std::string what = "fatbin file";
+        if (o.fatbins.size() == 1 && o.fatbins.front().section == FatbinSection::standalone)
+          what = where_text(o.fatbins.front()).substr(std::string_view("standalone ").size()) + " file";
+        std::printf("%s  (%s)\n", o.path.c_str(), what.c_str());
+      } else {
+        std::printf("%s  (%s, %s)\n", o.path.c_str(), elf_type_text(o.elf_type).c_str(), machine_text(o.machine).c_str());
+      }
       if (o.fatbins.empty()) {
         std::printf("  no device code\n");
         continue;
@@ -195,8 +264,9 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
           if (fb.device_link) note = "  device-link fatbin (no kernels: decides nothing)";
           else if (fb.linked) note = "  linked by nvlink (-rdc)";
           if (const std::string id = fb.identifier(); !id.empty()) note += "  " + id;
+          if (!fb.translation_unit.empty()) note += "  tu " + fb.translation_unit;
           std::printf("  fatbin %zu  %s at 0x%llx, 0x%llx bytes, %zu images%s\n", fb.index,
-                      std::string(to_string(fb.section)).c_str(), static_cast<unsigned long long>(fb.offset),
+                      where_text(fb).c_str(), static_cast<unsigned long long>(fb.offset),
                       static_cast<unsigned long long>(fb.size), fb.entries.size(), note.c_str());
           std::printf("    %4s  %-5s  %-14s  %-7s  %10s  %10s  %-5s  %s\n", "#", "kind", "arch", "version", "size",
                       "stored", "comp", "flags");
@@ -217,13 +287,24 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
           }
         }
       }
+      std::printf("%s\n", counts_line(count_fatbins(o)).c_str());
       std::printf("%s\n", coverage_line(summarize(o)).c_str());
     }
   }
 }
 
+/// Whether cuobjdump lists a fatbin at all: it knows neither fatbins embedded as data nor PTX
+/// and LTO-IR files (a standalone cubin it lists).
+bool cuobjdump_sees(const Fatbin& fb) {
+  if (fb.section == FatbinSection::embedded) return false;
+  if (fb.section == FatbinSection::standalone) return !fb.entries.empty() && fb.entries.front().kind == CodeKind::sass;
+  return true;
+}
+
 /// cuobjdump's listing: the executable fatbins (.nv_fatbin) of an object, or its relocatable
 /// ones when it has none; LTO-IR is not listed; numbering runs on across archive members.
+/// Embedded fatbins are not listed (cuobjdump does not find them); a standalone cubin is named
+/// "<base>.<arch>.cubin", without a number.
 int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
   for (const auto& r : in.reports) {
     std::error_code ec;
@@ -231,7 +312,7 @@ int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
     const std::string base = cuobjdump_base(r.input);
     bool any_code = false;
     for (const auto& o : r.objects)
-      if (!o.fatbins.empty()) any_code = true;
+      for (const auto& fb : o.fatbins) any_code = any_code || cuobjdump_sees(fb);
     for (CodeKind kind : {CodeKind::sass, CodeKind::ptx}) {
       std::size_t n = 0;
       for (const auto& o : r.objects) {
@@ -240,18 +321,27 @@ int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
           std::printf("\nmember %s:%s:\n", std::filesystem::absolute(o.archive, ec2).string().c_str(), o.member.c_str());
         }
         bool has_exec = false;
-        for (const auto& fb : o.fatbins) has_exec = has_exec || fb.section != FatbinSection::nv_relfatbin;
+        for (const auto& fb : o.fatbins)
+          has_exec = has_exec || (cuobjdump_sees(fb) && fb.section != FatbinSection::nv_relfatbin);
         const std::string obj_base = r.directory ? cuobjdump_base(o.path) : base;
         std::vector<const Fatbin*> listed;  // -all: every section, in file order
         for (const auto& fb : o.fatbins)
-          if (all_fatbins || has_exec != (fb.section == FatbinSection::nv_relfatbin)) listed.push_back(&fb);
+          if (cuobjdump_sees(fb) && (all_fatbins || has_exec != (fb.section == FatbinSection::nv_relfatbin)))
+            listed.push_back(&fb);
         std::sort(listed.begin(), listed.end(), [](const Fatbin* a, const Fatbin* b) { return a->offset < b->offset; });
         for (const Fatbin* fbp : listed) {
           const Fatbin& fb = *fbp;
           for (const auto& e : fb.entries) {
             if (e.kind != kind) continue;
-            std::printf("%s file %4zu: %s\n", kind == CodeKind::sass ? "ELF" : "PTX", n + 1,
-                        cuobjdump_name(e, obj_base, n + 1).c_str());
+            std::string name;
+            if (fb.section == FatbinSection::standalone) {  // named like an entry with an identifier
+              FatbinEntry named = e;
+              named.identifier = o.path;
+              name = cuobjdump_name(named, obj_base, n + 1);
+            } else {
+              name = cuobjdump_name(e, obj_base, n + 1);
+            }
+            std::printf("%s file %4zu: %s\n", kind == CodeKind::sass ? "ELF" : "PTX", n + 1, name.c_str());
             ++n;
           }
         }

@@ -172,3 +172,103 @@ TEST_CASE("kernels of every image, demangled", "[fatbin][nvcc]") {
     }
   }
 }
+
+namespace {
+
+std::vector<std::string> kernel_names(const FatbinEntry& e, const std::string& file) {
+  auto image = decompress(e, file);
+  REQUIRE(image.ok());
+  auto k = list_kernels(e, *image, file);
+  REQUIRE(k.ok());
+  std::vector<std::string> names;
+  for (const auto& kernel : *k) names.push_back(kernel.demangled);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const std::vector<std::string> kFixtureKernels{"fixture_fill", "void fixture::scale<float>(float, float*, int)"};
+
+}  // namespace
+
+TEST_CASE("translation units of an executable built from three, one of them sm_80 only", "[fatbin][nvcc][tu]") {
+  const ScanReport r = load("multi_tu.exe");
+  REQUIRE(r.objects.size() == 1);
+  const auto& fbs = r.objects[0].fatbins;
+  REQUIRE(fbs.size() == 5);
+  CHECK(fbs[0].device_link);
+  CHECK(fbs[0].translation_unit.empty());  // link.stub: no translation unit
+  std::vector<std::string> tus;
+  for (std::size_t i = 1; i < fbs.size(); ++i) tus.push_back(fbs[i].translation_unit);
+  CHECK(tus == std::vector<std::string>{"new_tu.cu", "other_tu.cu", "old_tu.cu", "main.cu"});
+  CHECK(describe(fbs[3]) == "sass sm_80 none");  // the stale TU
+  CHECK(describe(fbs[1]) == "sass sm_90 none; ptx compute_90 zstd; sass sm_80 none");  // -gencode order
+  for (const auto& fb : fbs) CHECK(fb.section_name == ".nv_fatbin");
+  CHECK(kernel_names(fbs[3].entries[0], "multi_tu.exe") == std::vector<std::string>{"old_tu_kernel(int*)"});
+
+  const ScanReport s = load("multi_tu_stripped.exe");  // same code, no symbol table
+  REQUIRE(s.objects[0].fatbins.size() == 5);
+  for (const auto& fb : s.objects[0].fatbins) CHECK(fb.translation_unit.empty());
+}
+
+TEST_CASE("translation units in objects, archives and -rdc executables", "[fatbin][nvcc][tu]") {
+  CHECK(load("plain.o").objects[0].fatbins[0].translation_unit == "fixture_kernels.cu");
+  CHECK(load("rdc.o").objects[0].fatbins[0].translation_unit == "fixture_kernels.cu");
+  const ScanReport a = load("libfixture.a");
+  CHECK(a.objects[1].fatbins[0].translation_unit == "fixture_kernels.cu");
+  const ScanReport x = load("rdc.exe");
+  REQUIRE(x.objects[0].fatbins.size() == 3);
+  CHECK(x.objects[0].fatbins[0].translation_unit.empty());  // the nvlink output
+  CHECK(x.objects[0].fatbins[1].translation_unit == "fixture_kernels.cu");
+  CHECK(x.objects[0].fatbins[2].translation_unit == "fixture_main.cu");
+  CHECK(load("libplain.so").objects[0].fatbins[1].translation_unit == "fixture_kernels.cu");
+}
+
+TEST_CASE("standalone cubins, PTX and LTO-IR files", "[fatbin][nvcc][standalone]") {
+  for (auto [file, want] : {std::pair{"sm80.cubin", "sass sm_80 none"}, std::pair{"sm90a.cubin", "sass sm_90a none"},
+                            std::pair{"sm86.ptx", "ptx compute_86 none"}, std::pair{"lto90.ltoir", "ltoir lto_90"}}) {
+    INFO(file);
+    const ScanReport r = load(file);
+    REQUIRE(r.objects.size() == 1);
+    REQUIRE(r.objects[0].fatbins.size() == 1);
+    const Fatbin& fb = r.objects[0].fatbins[0];
+    CHECK(fb.section == FatbinSection::standalone);
+    CHECK(describe(fb) == want);
+    if (fb.entries[0].kind != CodeKind::ltoir) CHECK(kernel_names(fb.entries[0], file) == kFixtureKernels);
+  }
+  CHECK(load("sm80.cubin").objects[0].machine == kElfMachineCuda);
+  CHECK(load("sm86.ptx").objects[0].fatbins[0].entries[0].version == Version2{9, 0});  // PTX ISA of CUDA 13.0
+  CHECK(load("sm80.cubin").objects[0].fatbins[0].entries[0].version == Version2{1, 8});
+  auto storage = map_file(kDir + "/sm90a.cubin");
+  REQUIRE(storage.ok());
+  CHECK(classify_device_file((*storage)->bytes()) == DeviceFileKind::cubin);
+}
+
+TEST_CASE("a fatbin whose code defines no kernel", "[fatbin][nvcc]") {
+  const ScanReport r = load("nokernel.fatbin");
+  REQUIRE(r.objects.size() == 1);
+  REQUIRE(r.objects[0].fatbins.size() == 1);
+  const Fatbin& fb = r.objects[0].fatbins[0];
+  CHECK(describe(fb) == "sass sm_80 none; ptx compute_80 zstd");
+  CHECK(defines_no_kernel(fb, "nokernel.fatbin"));
+  CHECK(kernel_names(fb.entries[0], "nokernel.fatbin").empty());
+  CHECK(kernel_names(fb.entries[1], "nokernel.fatbin").empty());
+}
+
+TEST_CASE("fatbins embedded as data are found; near misses are not", "[fatbin][nvcc][embedded]") {
+  const ScanReport r = load("libembedded.so");
+  REQUIRE(r.objects.size() == 1);
+  const auto& fbs = r.objects[0].fatbins;
+  REQUIRE(fbs.size() == 3);  // the device-link stub, .rodata, .fixture_fatbins; not the two near misses
+  CHECK(fbs[0].section == FatbinSection::nv_fatbin);
+  CHECK(fbs[1].section == FatbinSection::embedded);
+  CHECK(fbs[1].section_name == ".rodata");
+  CHECK(fbs[2].section == FatbinSection::embedded);
+  CHECK(fbs[2].section_name == ".fixture_fatbins");
+  const ScanReport plain = load("embed.fatbin");
+  for (std::size_t i : {1, 2}) {
+    CHECK(fbs[i].index == i);
+    CHECK(describe(fbs[i]) == describe(plain.objects[0].fatbins[0]));
+    CHECK(describe(fbs[i]) == "sass sm_80 none; sass sm_90 none; ptx compute_90 zstd");
+    CHECK(kernel_names(fbs[i].entries[0], "libembedded.so") == kFixtureKernels);
+  }
+}

@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -363,8 +364,158 @@ TEST_CASE("scan_bytes reads raw fatbins and rejects other bytes", "[fatbin]") {
   const Buf junk = bytes_of("hello world, not a binary");
   auto bad = scan_bytes(junk, "notes.txt");
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.message() == "notes.txt: not an elf file, a fatbin or a supported archive (ar, zip, tar)");
+  CHECK(bad.message() ==
+        "notes.txt: not an elf file, a fatbin or a supported archive (ar, zip, tar), nor a ptx or lto-ir file");
   auto missing = scan_path("/nonexistent/lib.so");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.message().find("/nonexistent/lib.so: cannot open") == 0);
+}
+
+TEST_CASE("embedded fatbins: found only after strict validation, at 8-aligned addresses", "[fatbin][embedded]") {
+  const Buf good = make_fatbin({EntrySpec{}, spec(1, 90, 0x11, 9, 0, bytes_of(".version 9.0\n"))});
+  auto near_miss = [&good](std::size_t at, std::uint64_t value, int n) {
+    Buf b = good;
+    put_at(b, at, value, n);
+    return b;
+  };
+  Buf region(40, std::byte{0x5a});  // unrelated data
+  auto append = [&region](const Buf& b) {
+    while (region.size() % 8 != 0) region.push_back(std::byte{0x5a});
+    const std::size_t at = region.size();
+    region.insert(region.end(), b.begin(), b.end());
+    return at;
+  };
+  append(good);                             // found
+  append(near_miss(4, 2, 2));               // fatbin version 2
+  append(near_miss(6, 0x20, 2));            // header size 0x20
+  append(near_miss(16, 0x33, 2));           // unknown entry kind
+  append(near_miss(18, 0x0102, 2));         // entry version
+  append(near_miss(8, good.size(), 8));     // fat size: entries do not fill it
+  append(near_miss(20, 0x44, 4));           // entry header size not a multiple of 8
+  append(near_miss(16 + 0x1c, 0, 4));       // architecture 0: passes the quick test, refused by the parser
+  region.push_back(std::byte{0x5a});        // an unaligned copy (offset % 8 == 1)
+  region.insert(region.end(), good.begin(), good.end());
+  const std::size_t second = append(good);  // found
+  const Buf tail = {std::byte{0x50}, std::byte{0xed}, std::byte{0x55}, std::byte{0xba}, std::byte{1}};
+  append(tail);                             // magic at the very end
+
+  const auto found = find_embedded_fatbins(region, "lib.so", ".rodata", 0x1000);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0].offset == 0x1000 + 40);
+  CHECK(found[0].section == FatbinSection::embedded);
+  CHECK(found[0].section_name == ".rodata");
+  CHECK(found[0].entries.size() == 2);
+  CHECK(found[0].entries[0].offset == 0x1000 + 40 + 16);
+  CHECK(found[1].index == 1);
+  CHECK(found[1].offset == 0x1000 + second);
+
+  // The alignment is of the address: a section at file offset 4 mod 8 (cuFFT's .ldata) can hold
+  // aligned fatbins.
+  Buf shifted(4, std::byte{0});
+  shifted.insert(shifted.end(), good.begin(), good.end());
+  CHECK(find_embedded_fatbins(shifted, "lib.so", ".ldata", 0, 0).empty());
+  CHECK(find_embedded_fatbins(shifted, "lib.so", ".ldata", 0, 4).size() == 1);
+}
+
+TEST_CASE("embedded fatbins: random data full of the magic yields none and no error", "[fatbin][embedded]") {
+  std::mt19937_64 rng(20261130);
+  Buf noise(std::size_t{1} << 20);
+  for (auto& b : noise) b = static_cast<std::byte>(rng() & 0xff);
+  for (std::size_t at = 0; at + 16 <= noise.size(); at += 512) {
+    put_at(noise, at, kFatbinMagic, 4);
+    if (at % 1024 == 0) {  // a plausible header: version 1, 16 bytes, random size
+      put_at(noise, at + 4, 1, 2);
+      put_at(noise, at + 6, 16, 2);
+      put_at(noise, at + 8, rng() % 0x400, 8);
+    }
+  }
+  CHECK(find_embedded_fatbins(noise, "noise.bin", ".rodata").empty());
+  const Buf only_magic = {std::byte{0x50}, std::byte{0xed}, std::byte{0x55}, std::byte{0xba}};
+  CHECK(find_embedded_fatbins(only_magic, "tiny", ".rodata").empty());
+  CHECK(find_embedded_fatbins(Buf{}, "empty", ".rodata").empty());
+}
+
+TEST_CASE("standalone PTX and LTO-IR files", "[fatbin][standalone]") {
+  const Buf ptx = bytes_of("/* header */\n// comment\n\n" + kPtx.substr(3));  // .version 9.0 / .target sm_80
+  CHECK(classify_device_file(ptx) == DeviceFileKind::ptx);
+  auto fb = read_standalone(ptx, "k.ptx");
+  REQUIRE(fb.ok());
+  CHECK(fb->section == FatbinSection::standalone);
+  REQUIRE(fb->entries.size() == 1);
+  const FatbinEntry& e = fb->entries[0];
+  CHECK(e.kind == CodeKind::ptx);
+  CHECK(e.arch == Arch{80, Suffix::none});
+  CHECK(e.version == Version2{9, 0});
+  CHECK(e.payload.size() == ptx.size());
+  auto k = list_kernels(e, e.payload, "k.ptx");
+  REQUIRE(k.ok());
+  CHECK(k->size() == 2);
+
+  const Buf ptx_f = bytes_of(".version 8.8\n.target sm_100f, debug\n.address_size 64\n");
+  auto f = read_standalone(ptx_f, "f.ptx");
+  REQUIRE(f.ok());
+  CHECK(f->entries[0].arch == Arch{100, Suffix::f});
+  CHECK((f->entries[0].flags & kEntryFlagFamilySpecific) != 0);
+
+  auto bad = read_standalone(bytes_of(".version 9.0\n.target sm_999\n"), "bad.ptx");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message() == "bad.ptx: ptx .target at 0x0: 'sm_999' names no architecture");
+  CHECK(classify_device_file(bytes_of(".version 9.0\n.address_size 64\n")) == DeviceFileKind::none);
+  CHECK(classify_device_file(bytes_of("int main() {}\n.version 9.0\n.target sm_80\n")) == DeviceFileKind::none);
+  CHECK(classify_device_file(bytes_of("hello")) == DeviceFileKind::none);
+
+  Buf lto(0x40, std::byte{0});
+  put_at(lto, 0, 0x7f4e43ed, 4);
+  put_at(lto, 0x1a, 900, 2);
+  CHECK(classify_device_file(lto) == DeviceFileKind::ltoir);
+  auto l = read_standalone(lto, "k.ltoir");
+  REQUIRE(l.ok());
+  CHECK(l->entries[0].kind == CodeKind::ltoir);
+  CHECK(l->entries[0].arch == Arch{90, Suffix::none});
+  put_at(lto, 0x1a, 905, 2);
+  auto lbad = read_standalone(lto, "odd.ltoir");
+  REQUIRE_FALSE(lbad.ok());
+  CHECK(lbad.message() == "odd.ltoir: lto-ir header at 0x1a: architecture 0x389 is not an sm number x 10");
+
+  auto sc = scan_bytes(ptx, "k.ptx");
+  REQUIRE(sc.ok());
+  REQUIRE(sc->objects.size() == 1);
+  CHECK(sc->objects[0].fatbins[0].section == FatbinSection::standalone);
+}
+
+TEST_CASE("standalone cubins: the architecture from e_flags, ELF ABI v7 and v8", "[fatbin][standalone]") {
+  // A bare ELF64 header (no section table) with e_machine EM_CUDA.
+  auto cubin = [](std::uint8_t abi, std::uint32_t flags) {
+    Buf b(64, std::byte{0});
+    put_at(b, 0, 0x464c457f, 4);  // \x7fELF
+    b[4] = std::byte{2};          // ELFCLASS64
+    b[5] = std::byte{1};          // little endian
+    b[6] = std::byte{1};
+    b[7] = abi == 7 ? std::byte{0x33} : std::byte{0x41};
+    b[8] = std::byte{abi};
+    put_at(b, 16, 2, 2);    // ET_EXEC
+    put_at(b, 18, 190, 2);  // EM_CUDA
+    put_at(b, 48, flags, 4);
+    return b;
+  };
+  auto arch_of = [](const Buf& b) {
+    auto fb = read_standalone(b, "k.cubin");
+    REQUIRE(fb.ok());
+    REQUIRE(fb->entries.size() == 1);
+    CHECK(fb->entries[0].kind == CodeKind::sass);
+    CHECK(fb->entries[0].payload.size() == b.size());
+    return fb->entries[0].arch;
+  };
+  CHECK(classify_device_file(cubin(8, 0x6005a04)) == DeviceFileKind::cubin);
+  CHECK(arch_of(cubin(8, 0x6005a04)) == Arch{90, Suffix::none});   // nvcc 13.0 -cubin -arch=sm_90
+  CHECK(arch_of(cubin(8, 0x6007802)) == Arch{120, Suffix::none});  // sm_120
+  CHECK(arch_of(cubin(7, 0x500550)) == Arch{80, Suffix::none});    // CUDA 12: SM in bits 7:0
+  CHECK(arch_of(cubin(7, 0x5a0d5a)) == Arch{90, Suffix::a});       // 0x800: sm_90a
+  CHECK(read_standalone(cubin(8, 0x6005a04), "k.cubin")->entries[0].version == Version2{1, 8});
+  auto bad = read_standalone(cubin(8, 0x6000004), "zero.cubin");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message() == "zero.cubin: cubin e_flags at 0x30: value 0x6000004 (elf abi 8) names no architecture (sm 0)");
+  Buf host = cubin(8, 0);
+  put_at(host, 18, 62, 2);  // x86-64: not device code by itself
+  CHECK(classify_device_file(host) == DeviceFileKind::none);
 }
