@@ -59,6 +59,8 @@ enum class FatbinSection : std::uint8_t {
   nv_fatbin,     ///< .nv_fatbin: whole-program fatbins
   nv_relfatbin,  ///< __nv_relfatbin: relocatable (-rdc) fatbins the driver JIT-links
   memory,        ///< a region handed over by the caller (e.g. a loaded module)
+  embedded,      ///< found in other loaded read-only data (e.g. cuFFT's .ldata)
+  standalone,    ///< the file itself is a cubin, PTX or LTO-IR (one synthetic fatbin)
 };
 
 std::string_view to_string(Compression c);
@@ -98,6 +100,11 @@ class Fatbin {
   std::uint16_t version = 0;
   std::uint64_t size = 0;       ///< header + entries
   FatbinSection section = FatbinSection::nv_fatbin;
+  /// The ELF section the fatbin was found in (".nv_fatbin", ".ldata", ...); may be empty.
+  std::string section_name;
+  /// The translation unit that produced it ("old_tu.cu") when the symbol table records it;
+  /// empty when unknown (stripped binaries, fatbins of libraries).
+  std::string translation_unit;
   /// Registered by a version-2 (.nvFatBinSegment) wrapper: the fatbin nvlink wrote at link time.
   bool linked = false;
   /// The device-link fatbin of a non-rdc link: linked, and its code defines no kernel. It

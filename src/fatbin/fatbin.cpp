@@ -150,6 +150,8 @@ std::string_view to_string(FatbinSection s) {
     case FatbinSection::nv_fatbin: return ".nv_fatbin";
     case FatbinSection::nv_relfatbin: return "__nv_relfatbin";
     case FatbinSection::memory: return "memory";
+    case FatbinSection::embedded: return "embedded";
+    case FatbinSection::standalone: return "standalone";
   }
   return "?";
 }
