@@ -67,6 +67,7 @@ Step step_binaries(Session& s, Report& report) {
       dev.tegra = dev.tegra || d.tegra;
       // Per object its tier (docs/verdicts.md): the kernels are judged, not the fatbins.
       std::size_t native = 0, jit = 0, none_run = 0, some_missing = 0, other_gpus = 0, no_kernels = 0;
+      std::size_t jit_own = 0;  // JIT in objects the user builds (not shared libraries): worth a rebuild
       std::string failures, notes;
       std::vector<std::string> rebuild_units;
       int first_error = 0;
@@ -81,6 +82,7 @@ Step step_binaries(Session& s, Report& report) {
           case Tier::other_gpus: {
             const bool via_jit = j.kernels_listed ? j.jit > 0 : v.outcome == Outcome::jit;
             ++(via_jit ? jit : native);
+            if (via_jit && j.kind != ObjectKind::shared_library) ++jit_own;
             if (j.tier == Tier::other_gpus) {
               ++other_gpus;
               if (noted++ < 3)
@@ -145,8 +147,10 @@ Step step_binaries(Session& s, Report& report) {
                                  "cc " + v2(d.cc) + ": " + counts +
                                      (jit > 0 ? " (each jit costs start-up time at first launch)" : "") +
                                      (notes.empty() ? "" : "; " + notes + (other_gpus > noted ? "; ..." : "")),
+                                 // A library's own PTX-only kernels are its maker's choice: no rebuild advice.
                                  jit == 0                 ? ""
                                  : settings.force_ptx_jit ? "unset CUDA_FORCE_PTX_JIT to use the sass"
+                                 : jit_own == 0           ? ""
                                                           : "rebuild for cc " + v2(d.cc) + " to skip the jit"});
       }
     }

@@ -32,10 +32,23 @@ for cc in 7.5 8.0 8.6 8.9 9.0 10.0 12.0; do
   else
     echo "ok: --cc $cc: $n libraries with device code, no failure predicted"
   fi
-  if grep -q 'rebuild' "$tmp/out"; then
-    echo "FAIL: --cc $cc: rebuild advice for NVIDIA's libraries"; fails=$((fails + 1))
-  fi
 done
+# Doctor step 3 on the same libraries for the same GPUs (one run, every --cc): no FAIL, no
+# rebuild advice for NVIDIA's libraries. No driver is needed (exit 3 says there is none).
+ccs=()
+for cc in 7.5 8.0 8.6 8.9 9.0 10.0 12.0; do ccs+=(--cc "$cc"); done
+ARCHGUARD_LIBCUDA=/nonexistent/libcuda.so.1 "$ag" doctor --no-smoke "${ccs[@]}" "${files[@]}" > "$tmp/doctor" 2>&1
+sed -n '/^\[3\]/,/^\[4\]/p' "$tmp/doctor" > "$tmp/step3"
+n=$(grep -c 'for cc .* (--cc)' "$tmp/step3")
+if [[ $n -lt 7 ]]; then
+  echo "FAIL: doctor step 3 judged $n (library, cc) pairs"; head -5 "$tmp/step3"; fails=$((fails + 1))
+elif grep -qE '^ *FAIL|fix: rebuild' "$tmp/step3"; then
+  echo "FAIL: doctor step 3 fails or advises a rebuild for NVIDIA's libraries:"
+  grep -E '^ *FAIL|fix: rebuild' -B1 "$tmp/step3" | cut -c1-400
+  fails=$((fails + 1))
+else
+  echo "ok: doctor step 3: $n (library, cc) verdicts, no FAIL, no rebuild advice"
+fi
 # The judgement must have looked at kernels: cuBLASLt carries kernels for other GPUs on every
 # one of these GPUs, and says so rather than staying silent.
 if [[ -f $root/lib64/libcublasLt.so.13 ]] || ls "$root"/lib64/libcublasLt.so.* > /dev/null 2>&1; then

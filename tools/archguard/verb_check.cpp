@@ -102,9 +102,14 @@ std::string summary_text(const ObjectVerdict& v, const ObjectJudgement& j) {
     case Tier::all_run:
     case Tier::other_gpus: break;
   }
-  const Outcome best = j.jit > 0 || (!j.kernels_listed && v.outcome == Outcome::jit) ? Outcome::jit : Outcome::native;
-  std::string s = best == Outcome::jit ? "runs after a JIT of " + used_images(v, Outcome::jit) + " (first-launch delay)"
-                                       : "runs natively (" + used_images(v, Outcome::native) + ")";
+  std::string s;
+  if (j.kernels_listed ? j.native == 0 : v.outcome == Outcome::jit)
+    s = "runs after a JIT of " + used_images(v, Outcome::jit) + " (first-launch delay)";
+  else if (j.kernels_listed && j.jit > 0)  // some kernels only: say how many
+    s = "runs natively (" + used_images(v, Outcome::native) + "); " + std::to_string(j.jit) + " of " + count_text(kernels, "kernel") +
+        " after a JIT of " + used_images(v, Outcome::jit) + " (first-launch delay)";
+  else
+    s = "runs natively (" + used_images(v, Outcome::native) + ")";
   if (j.tier == Tier::other_gpus)
     s += "; " + std::to_string(j.failed) + " of " + count_text(kernels, "kernel") +
          " are built for other GPUs only and not launched here (" + j.dispatch_evidence + ")";
