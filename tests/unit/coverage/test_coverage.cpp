@@ -141,6 +141,15 @@ TEST_CASE("verify names the fatbin and what it lacks", "[coverage]") {
           "app: fatbin 0 has no SASS for sm_90 (found sm_80; only compute_80 PTX would be JIT-compiled at first launch); "
           "kernels: hand_made_kernel; add 90 to ARCH_POLICY");
   }
+  SECTION("a recorded translation unit is named, with the kernels") {
+    ObjectFatbins o = object("app", {fatbin({img(CodeKind::sass, 80), img(CodeKind::ptx, 80)})});
+    o.fatbins[0].translation_unit = "old_tu.cu";
+    const VerifyReport r = run_verify(o, "90");
+    REQUIRE(r.units.size() == 1);
+    CHECK(r.units[0].translation_unit == "old_tu.cu");
+    CHECK(r.units[0].message.starts_with("app: translation unit old_tu.cu (fatbin 0) has no SASS for sm_90"));
+    CHECK(r.units[0].message.find("; kernels: hand_made_kernel;") != std::string::npos);
+  }
   SECTION("identifiers name the translation unit") {
     ObjectFatbins o = object("app", {fatbin({img(CodeKind::sass, 80)})});
     o.fatbins[0].entries[0].identifier = "kernels.cu";
