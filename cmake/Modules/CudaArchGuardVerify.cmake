@@ -101,8 +101,16 @@ function(_cag_verify_run)
         continue()
       endif()
       string(STRIP "${_out}${_err}" _msg)
+      # Each line already names the file (and its translation unit and kernels). Kept as text:
+      # a ';' in it must not become a list separator, hence the placeholder until the end.
+      string(REPLACE ";" "<cag-semicolon>" _msg "${_msg}")
       if(_rc EQUAL 1)
-        list(APPEND _failures "${_f}: ${_msg}")
+        # Drop verify's own summary line and its generic "add N to ARCH_POLICY" advice: the
+        # architectures are in this target's requirement already (see the Fix line below).
+        string(REGEX REPLACE "\n?verify: FAILED: [^\n]*" "" _msg "${_msg}")
+        string(REGEX REPLACE "<cag-semicolon> (add [^\n]* to ARCH_POLICY( or enable PTX)?|enable PTX for [^\n]*)(\n|$)" "\\3" _msg "${_msg}")
+        string(REPLACE "\n" "\n  " _msg "${_msg}")
+        list(APPEND _failures "${_msg}")
       else()
         list(APPEND _failures "${_f}: archguard verify could not check it (exit ${_rc}): ${_msg}")
       endif()
@@ -143,8 +151,10 @@ function(_cag_verify_run)
   endforeach()
   if(_failures)
     string(REPLACE ";" "\n  " _failures "${_failures}")
+    string(REPLACE "<cag-semicolon>" ";" _failures "${_failures}")
     message(FATAL_ERROR "CudaArchGuard: target '${TARGET}' does not hold the architectures it must (${_req_text}, from ${REASON}):\n  ${_failures}\n"
-                        "Fix: make the target build them (its CUDA_ARCHITECTURES, ARCH_POLICY or compile flags), "
+                        "Fix: make the target build them (its CUDA_ARCHITECTURES, ARCH_POLICY or compile flags; a source file "
+                        "with its own -arch/-gencode options, or an object linked in from elsewhere, overrides them), "
                         "or change what cuda_arch_guard_verify() requires.")
   endif()
   if(STAMP)

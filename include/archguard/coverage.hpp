@@ -67,6 +67,7 @@ enum class UnitStatus {
   ok,              ///< every requirement met exactly
   compatible,      ///< met, using binary-compatible lower SASS (allow_compatible)
   specific_extra,  ///< holds only a/f images: an architecture-specific extra, not judged
+  no_kernels,      ///< lacks a requirement but defines no kernel: decides nothing
   missing,         ///< a requirement is not met
 };
 std::string_view to_string(UnitStatus s);
@@ -76,6 +77,8 @@ struct UnitFinding {
   std::size_t fatbin = 0;      ///< index among the object's fatbins
   FatbinSection section = FatbinSection::nv_fatbin;
   std::string identifier;      ///< "" when the fatbin has none
+  std::string translation_unit;  ///< "" when the binary does not record it
+  std::vector<Kernel> kernels;   ///< the kernels it defines (listed only when it is missing something)
   UnitStatus status = UnitStatus::ok;
   std::vector<Arch> found_sass, found_ptx;
   std::vector<Arch> missing_sass;
@@ -100,6 +103,7 @@ struct UnitVerdict {
   std::size_t fatbin = 0;
   FatbinSection section = FatbinSection::nv_fatbin;
   std::string identifier;
+  std::string translation_unit;
   std::vector<Image> images;
   Verdict verdict;
 };
@@ -131,6 +135,86 @@ struct KernelFinding {
 /// (the kernels of every failing unit). Decodes payloads of failing units only.
 Result<std::vector<KernelFinding>> kernels_without_image(const ObjectFatbins& object,
                                                          const ObjectVerdict& verdict);
+
+// ---- per-kernel judgement ------------------------------------------------------------------
+
+/// What kind of object holds the device code: it decides how a kernel without an image for
+/// the GPU is read (docs/verdicts.md).
+enum class ObjectKind {
+  executable,      ///< ET_EXEC, or ET_DYN whose name has no ".so" (a PIE)
+  shared_library,  ///< ET_DYN named *.so or *.so.N (a Python extension module too)
+  relocatable,     ///< ET_REL: an object file or archive member
+  other,           ///< a memory region, a standalone cubin, PTX or LTO-IR file
+};
+std::string_view to_string(ObjectKind k);
+/// From the ELF type and the display path (the last path component is looked at).
+ObjectKind object_kind(const ObjectFatbins& object);
+
+/// The tiers of an object on one GPU.
+enum class Tier {
+  no_device_code,  ///< no fatbin decides anything
+  no_kernels,      ///< fatbins, but none defines a kernel: nothing can fail
+  all_run,         ///< every kernel has an image that runs (natively or after a JIT)
+  other_gpus,      ///< some kernels have none, and the object is a library that picks kernels
+                   ///< per GPU (kernels built for other GPUs): not a problem on this GPU
+  some_missing,    ///< some kernels have no image: they fail with `cuda_error` if launched
+  none_run,        ///< the object has kernels and none of them runs: every launch fails
+};
+std::string_view to_string(Tier t);
+/// Whether the tier is a problem `check` reports with exit 1 (some_missing, none_run).
+bool is_problem(Tier t);
+
+/// One distinct kernel (by mangled name) of an object on one GPU. When several fatbins define
+/// the same name, the best outcome counts (the library launches the one that runs).
+struct KernelVerdict {
+  Kernel kernel;
+  std::size_t fatbin = 0;          ///< the fatbin whose verdict counts
+  std::string translation_unit;    ///< of that fatbin; "" when unknown
+  std::string identifier;          ///< of that fatbin (nvcc's source name); "" when none
+  Verdict verdict;
+  /// The kernel has no image here and carries an architecture in its name (sm100, sm_90a,
+  /// volta_...) that is not this GPU's: what the tag says, e.g. "sm100"; else "".
+  std::string arch_tag;
+  /// Why a kernel without an image here reads as "built for other GPUs"; "" when it does not.
+  std::string other_gpus;
+};
+
+struct ObjectJudgement {
+  std::string object;
+  ObjectKind kind = ObjectKind::other;
+  Tier tier = Tier::no_device_code;
+  int cuda_error = 0;              ///< of the failing kernels (some_missing, none_run, other_gpus)
+  std::size_t units = 0;           ///< deciding fatbins
+  std::size_t kernel_units = 0;    ///< of them, those that define kernels (0 when not decoded)
+  std::size_t arch_sets = 0;       ///< distinct image sets among the kernel-bearing fatbins
+  std::size_t native = 0, jit = 0, failed = 0;  ///< distinct kernels
+  std::size_t failed_tagged = 0;   ///< failing kernels whose name names another GPU
+  /// Why the failing kernels are read as "built for other GPUs" (tier other_gpus), one phrase.
+  std::string dispatch_evidence;
+  /// Every distinct kernel, sorted by demangled name; only the failing ones unless `all`.
+  std::vector<KernelVerdict> kernels;
+  std::vector<std::string> errors; ///< fatbins whose kernels could not be listed (judged as having some)
+  bool kernels_listed = false;     ///< false when nothing failed and `all` was not asked: counts are 0
+  /// The failing kernels (kernels with verdict fail), in `kernels` order.
+  std::vector<const KernelVerdict*> failing() const;
+  /// The translation units (or, when unknown, "fatbin N (identifier)") of the failing kernels.
+  std::vector<std::string> failing_units() const;
+};
+
+/// Judges the kernels of an object from the unit verdicts `check_object` gave. Decodes the
+/// payloads of failing units (and, when some fail, of the others to see which kernels still
+/// run); with `all` every unit, and `kernels` lists every kernel.
+/// Only failures with 209 (no image for this GPU) can be read as "built for other GPUs"; with
+/// CUDA_FORCE_PTX_JIT set (`settings`) none is.
+ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& verdict, const Device& device,
+                             const DriverSettings& settings = {}, bool all = false);
+
+/// The architecture a kernel name is tagged for ("sm100", "sm_90a", "volta", ...), as an SM
+/// number (100, 90, 70); 0 when the name carries none.
+unsigned arch_tag_of(std::string_view kernel_name, std::string* tag = nullptr);
+
+/// How a unit is named in messages: "kernels.cu" (translation unit), else "fatbin N (identifier)".
+std::string unit_label(std::size_t fatbin, std::string_view translation_unit, std::string_view identifier);
 
 /// One GPU model of a fleet.
 struct FleetModel {

@@ -53,12 +53,29 @@ std::vector<std::string_view> split_list(std::string_view text) {
 }
 
 std::string unit_name(const Unit& u) {
-  std::string s = u.object->path + ": fatbin " + std::to_string(u.fatbin->index);
+  std::string s = u.object->path + ": ";
+  if (!u.fatbin->translation_unit.empty()) return s + "translation unit " + u.fatbin->translation_unit + " (fatbin " + std::to_string(u.fatbin->index) + ")";
+  s += "fatbin " + std::to_string(u.fatbin->index);
   if (const std::string id = u.fatbin->identifier(); !id.empty()) s += " (" + id + ")";
   return s;
 }
 
+/// "k1, k2, k3 and 4 more" (demangled names).
+std::string kernel_list(const std::vector<Kernel>& kernels, std::size_t show = 4) {
+  std::string out;
+  for (std::size_t i = 0; i < kernels.size() && i < show; ++i) out += (i == 0 ? "" : ", ") + kernels[i].demangled;
+  if (kernels.size() > show) out += " and " + std::to_string(kernels.size() - show) + " more";
+  return out;
+}
+
+bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
 int severity(Outcome o) { return o == Outcome::fail ? 2 : o == Outcome::jit ? 1 : 0; }
+
+/// A shared library whose kernel-bearing fatbins carry at least this many different image sets
+/// is read as one that builds kernels per architecture and picks them per GPU (docs/verdicts.md).
+constexpr std::size_t kDispatchArchSets = 3;
 
 }  // namespace
 
@@ -171,6 +188,7 @@ std::string_view to_string(UnitStatus s) {
     case UnitStatus::ok: return "ok";
     case UnitStatus::compatible: return "compatible";
     case UnitStatus::specific_extra: return "specific-extra";
+    case UnitStatus::no_kernels: return "no-kernels";
     case UnitStatus::missing: return "missing";
   }
   return "?";
@@ -191,6 +209,7 @@ VerifyReport verify(std::span<const ObjectFatbins> objects, const Requirement& r
       f.fatbin = u.fatbin->index;
       f.section = u.fatbin->section;
       f.identifier = u.fatbin->identifier();
+      f.translation_unit = u.fatbin->translation_unit;
       for (const Image& im : u.images) {
         if (im.kind == CodeKind::sass) f.found_sass.push_back(im.arch);
         if (im.kind == CodeKind::ptx) f.found_ptx.push_back(im.arch);
@@ -230,6 +249,22 @@ VerifyReport verify(std::span<const ObjectFatbins> objects, const Requirement& r
       }
       const bool failed = !f.missing_sass.empty() || !f.missing_ptx.empty() || f.missing_ptx_highest;
       f.status = failed ? UnitStatus::missing : !f.compatible.empty() ? UnitStatus::compatible : UnitStatus::ok;
+      std::string kernels_text;
+      if (failed) {
+        // A fatbin that defines no kernel cannot fail a launch: it decides nothing. One whose
+        // kernels cannot be listed is judged (when in doubt, judge).
+        if (auto kernels = kernels_of(*u.fatbin, object.path); kernels) {
+          if (kernels->empty()) {
+            f.status = UnitStatus::no_kernels;
+            f.message = unit_name(u) + " defines no kernel: it decides nothing";
+            report.units.push_back(std::move(f));
+            continue;
+          }
+          std::sort(kernels->begin(), kernels->end(), [](const Kernel& a, const Kernel& b) { return a.demangled < b.demangled; });
+          f.kernels = std::move(*kernels);
+          kernels_text = "; kernels: " + kernel_list(f.kernels);
+        }
+      }
       if (failed) {
         std::vector<std::string> parts;
         std::string fix;
@@ -273,7 +308,7 @@ VerifyReport verify(std::span<const ObjectFatbins> objects, const Requirement& r
         }
         f.message = unit_name(u) + " ";
         for (std::size_t i = 0; i < parts.size(); ++i) f.message += (i == 0 ? "" : " and ") + parts[i];
-        f.message += "; " + fix;
+        f.message += kernels_text + "; " + fix;
       } else if (!f.compatible.empty()) {
         f.message = unit_name(u) + " uses compatible lower SASS: ";
         for (std::size_t i = 0; i < f.compatible.size(); ++i) {
@@ -296,6 +331,7 @@ ObjectVerdict check_object(const ObjectFatbins& object, const Device& device, co
     uv.fatbin = u.fatbin->index;
     uv.section = u.fatbin->section;
     uv.identifier = u.fatbin->identifier();
+    uv.translation_unit = u.fatbin->translation_unit;
     uv.images = u.images;
     uv.verdict = select_image(uv.images, device, settings);
     if (severity(uv.verdict.outcome) > severity(v.outcome)) {
@@ -339,6 +375,248 @@ Result<std::vector<KernelFinding>> kernels_without_image(const ObjectFatbins& ob
     for (auto& k : *kernels) out.push_back(KernelFinding{object.path, uv.fatbin, std::move(k), uv.verdict});
   }
   return out;
+}
+
+std::string_view to_string(ObjectKind k) {
+  switch (k) {
+    case ObjectKind::executable: return "executable";
+    case ObjectKind::shared_library: return "shared-library";
+    case ObjectKind::relocatable: return "relocatable";
+    case ObjectKind::other: return "other";
+  }
+  return "?";
+}
+
+ObjectKind object_kind(const ObjectFatbins& object) {
+  for (const auto& fb : object.fatbins)
+    if (fb.section == FatbinSection::standalone || fb.section == FatbinSection::memory) return ObjectKind::other;
+  switch (object.elf_type) {
+    case 1: return ObjectKind::relocatable;
+    case 2: return ObjectKind::executable;
+    case 3: {
+      // ET_DYN is both a shared library and a position-independent executable; the name tells
+      // them apart as ld.so's users do: libfoo.so, libfoo.so.13, ext.cpython-312-x86_64-linux-gnu.so.
+      std::string_view name = object.path;
+      if (const std::size_t slash = name.find_last_of("/:"); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+      for (std::size_t at = name.find(".so"); at != std::string_view::npos; at = name.find(".so", at + 1))
+        if (at + 3 == name.size() || name[at + 3] == '.') return ObjectKind::shared_library;
+      return ObjectKind::executable;
+    }
+    default: return ObjectKind::other;
+  }
+}
+
+std::string_view to_string(Tier t) {
+  switch (t) {
+    case Tier::no_device_code: return "no-device-code";
+    case Tier::no_kernels: return "no-kernels";
+    case Tier::all_run: return "all-run";
+    case Tier::other_gpus: return "other-gpus";
+    case Tier::some_missing: return "some-missing";
+    case Tier::none_run: return "none-run";
+  }
+  return "?";
+}
+
+bool is_problem(Tier t) { return t == Tier::some_missing || t == Tier::none_run; }
+
+unsigned arch_tag_of(std::string_view name, std::string* tag) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string_view n = lower;
+  // "sm100", "sm_90a", "sm80_xmma": "sm" after a non-letter (start, '_', or a mangled length),
+  // an optional '_', two or three digits not followed by another digit.
+  for (std::size_t at = n.find("sm"); at != std::string_view::npos; at = n.find("sm", at + 1)) {
+    if (at > 0 && is_alpha(n[at - 1])) continue;
+    std::size_t i = at + 2;
+    if (i < n.size() && n[i] == '_') ++i;
+    const std::size_t digits = i;
+    while (i < n.size() && is_digit(n[i])) ++i;
+    if (i - digits < 2 || i - digits > 3) continue;
+    std::size_t end = i;
+    if (end < n.size() && (n[end] == 'a' || n[end] == 'f') && (end + 1 == n.size() || !is_alpha(n[end + 1]))) ++end;
+    else if (end < n.size() && is_alpha(n[end]) && n[end] != 'x') continue;  // "sm90x..." still a tag, "sm80abc" not
+    const unsigned sm = static_cast<unsigned>(std::stoul(std::string(n.substr(digits, i - digits))));
+    if (find_arch(sm) == nullptr) continue;
+    if (tag != nullptr) *tag = std::string(name.substr(at, end - at));
+    return sm;
+  }
+  // CUTLASS's instance names: cutlass_70_simt_dgemm..., cutlass_80_tensorop_...
+  for (std::size_t at = n.find("cutlass_"); at != std::string_view::npos; at = n.find("cutlass_", at + 1)) {
+    std::size_t i = at + 8;
+    const std::size_t digits = i;
+    while (i < n.size() && is_digit(n[i])) ++i;
+    if (i - digits < 2 || i - digits > 3 || i >= n.size() || n[i] != '_') continue;
+    const unsigned sm = static_cast<unsigned>(std::stoul(std::string(n.substr(digits, i - digits))));
+    if (find_arch(sm) == nullptr) continue;
+    if (tag != nullptr) *tag = std::string(name.substr(at, i - at));
+    return sm;
+  }
+  // Generation names as whole words: volta_cgemm..., ampere_..., hopper_...
+  static constexpr std::pair<std::string_view, unsigned> kGenerations[] = {
+      {"kepler", 35}, {"maxwell", 50}, {"pascal", 60}, {"volta", 70}, {"turing", 75},
+      {"ampere", 80}, {"hopper", 90}, {"blackwell", 100}};
+  for (const auto& [word, sm] : kGenerations) {
+    for (std::size_t at = n.find(word); at != std::string_view::npos; at = n.find(word, at + 1)) {
+      const std::size_t end = at + word.size();
+      if ((at > 0 && is_alpha(n[at - 1])) || (end < n.size() && is_alpha(n[end]))) continue;
+      if (tag != nullptr) *tag = std::string(name.substr(at, word.size()));
+      return sm;
+    }
+  }
+  return 0;
+}
+
+std::string unit_label(std::size_t fatbin, std::string_view translation_unit, std::string_view identifier) {
+  if (!translation_unit.empty()) return std::string(translation_unit);
+  std::string s = "fatbin " + std::to_string(fatbin);
+  if (!identifier.empty()) s += " (" + std::string(identifier) + ")";
+  return s;
+}
+
+std::vector<const KernelVerdict*> ObjectJudgement::failing() const {
+  std::vector<const KernelVerdict*> out;
+  for (const auto& k : kernels)
+    if (k.verdict.outcome == Outcome::fail) out.push_back(&k);
+  return out;
+}
+
+std::vector<std::string> ObjectJudgement::failing_units() const {
+  std::vector<std::string> out;
+  for (const KernelVerdict* k : failing()) {
+    std::string l = unit_label(k->fatbin, k->translation_unit, k->identifier);
+    if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(std::move(l));
+  }
+  return out;
+}
+
+ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& verdict, const Device& device,
+                             const DriverSettings& settings, bool all) {
+  ObjectJudgement j;
+  j.object = object.path;
+  j.kind = object_kind(object);
+  j.units = verdict.units.size();
+  if (verdict.units.empty()) return j;
+  const bool any_fail = std::any_of(verdict.units.begin(), verdict.units.end(),
+                                    [](const UnitVerdict& u) { return u.verdict.outcome == Outcome::fail; });
+  if (!any_fail && !all) {
+    j.tier = Tier::all_run;
+    return j;
+  }
+  j.kernels_listed = true;
+  std::map<std::string, KernelVerdict> by_name;
+  std::vector<std::string> arch_sets;
+  std::map<std::size_t, std::string> unit_set;  // fatbin index -> its image set
+  std::vector<std::size_t> specific_units;      // fatbins holding only a/f images
+  std::size_t unknown_fail = 0, unknown_run = 0;
+  int first_error = 0;
+  for (const UnitVerdict& uv : verdict.units) {
+    const Fatbin* fb = nullptr;
+    for (const auto& f : object.fatbins)
+      if (f.index == uv.fatbin && f.section == uv.section) fb = &f;
+    if (fb == nullptr) continue;
+    auto kernels = kernels_of(*fb, object.path);
+    const bool fails = uv.verdict.outcome == Outcome::fail;
+    if (!kernels) {  // when in doubt, judge: a fatbin whose kernels cannot be listed counts
+      j.errors.push_back(kernels.message());
+      ++(fails ? unknown_fail : unknown_run);
+      if (fails && first_error == 0) first_error = uv.verdict.cuda_error;
+      continue;
+    }
+    if (kernels->empty()) continue;  // defines no kernel: decides nothing
+    ++j.kernel_units;
+    if (fails && first_error == 0) first_error = uv.verdict.cuda_error;
+    std::vector<std::string> names;
+    for (const Image& im : uv.images) names.push_back(nvcc_name(im.arch, im.kind));
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::string set;
+    for (const auto& n : names) set += (set.empty() ? "" : " ") + n;
+    if (std::find(arch_sets.begin(), arch_sets.end(), set) == arch_sets.end()) arch_sets.push_back(set);
+    unit_set[uv.fatbin] = set;
+    if (fb->only_specific()) specific_units.push_back(uv.fatbin);
+    for (Kernel& k : *kernels) {
+      auto it = by_name.find(k.name);
+      if (it != by_name.end() && severity(it->second.verdict.outcome) <= severity(uv.verdict.outcome)) continue;
+      KernelVerdict kv;
+      kv.kernel = std::move(k);
+      kv.fatbin = uv.fatbin;
+      kv.translation_unit = uv.translation_unit;
+      kv.identifier = uv.identifier;
+      kv.verdict = uv.verdict;
+      by_name.insert_or_assign(kv.kernel.name, std::move(kv));
+    }
+  }
+  j.arch_sets = arch_sets.size();
+  // Which failing kernels are explained by "built for other GPUs" (docs/verdicts.md):
+  // (1) the name tags another GPU; (2) the fatbin holds only a/f images, built for particular
+  // GPUs on purpose; (3) the fatbin has the image set of a failing fatbin with tagged kernels.
+  std::vector<std::string> tagged_sets;
+  for (auto& [name, kv] : by_name) {
+    if (kv.verdict.outcome != Outcome::fail) continue;
+    std::string tag;
+    const unsigned sm = arch_tag_of(kv.kernel.name, &tag);
+    if (sm != 0 && !sass_runs_on(Arch{sm, Suffix::none}, device)) {
+      kv.arch_tag = tag;
+      kv.other_gpus = "its name tags " + tag;
+      tagged_sets.push_back(unit_set[kv.fatbin]);
+    }
+  }
+  std::size_t by_tag = 0, by_specific = 0, by_company = 0, untagged_fail = 0;
+  for (auto& [name, kv] : by_name) {
+    switch (kv.verdict.outcome) {
+      case Outcome::native: ++j.native; break;
+      case Outcome::jit: ++j.jit; break;
+      case Outcome::fail:
+        ++j.failed;
+        if (!kv.arch_tag.empty()) {
+          ++by_tag;
+        } else if (std::find(specific_units.begin(), specific_units.end(), kv.fatbin) != specific_units.end()) {
+          kv.other_gpus = "its fatbin holds only architecture-specific images (" + unit_set[kv.fatbin] + ")";
+          ++by_specific;
+        } else if (std::find(tagged_sets.begin(), tagged_sets.end(), unit_set[kv.fatbin]) != tagged_sets.end()) {
+          kv.other_gpus = "its fatbin is built like those of tagged kernels (" + unit_set[kv.fatbin] + ")";
+          ++by_company;
+        } else {
+          ++untagged_fail;
+        }
+        break;
+    }
+  }
+  j.failed_tagged = by_tag;
+  for (auto& [name, kv] : by_name)
+    if (all || kv.verdict.outcome == Outcome::fail) j.kernels.push_back(std::move(kv));
+  std::stable_sort(j.kernels.begin(), j.kernels.end(),
+                   [](const KernelVerdict& a, const KernelVerdict& b) { return a.kernel.demangled < b.kernel.demangled; });
+
+  const std::size_t failing = j.failed + unknown_fail;
+  const std::size_t running = j.native + j.jit + unknown_run;
+  j.cuda_error = first_error;
+  if (j.kernel_units == 0 && unknown_fail + unknown_run == 0) j.tier = Tier::no_kernels;
+  else if (failing == 0) j.tier = Tier::all_run;
+  else if (running == 0) j.tier = Tier::none_run;
+  else {
+    j.tier = Tier::some_missing;
+    // "Built for other GPUs" only for what the GPU's architecture explains (209), never for a
+    // driver or environment failure (222, 223, CUDA_FORCE_PTX_JIT).
+    const bool arch_failure = first_error == kErrNoKernelImage && !settings.force_ptx_jit && unknown_fail == 0;
+    std::vector<std::string> why;
+    if (by_tag > 0) why.push_back(std::to_string(by_tag) + " named for another GPU");
+    if (by_specific > 0) why.push_back(std::to_string(by_specific) + " in fatbins of architecture-specific images only");
+    if (by_company > 0) why.push_back(std::to_string(by_company) + " in fatbins built like those of the named ones");
+    const bool shape = j.kind == ObjectKind::shared_library && j.arch_sets >= kDispatchArchSets;
+    if (untagged_fail > 0 && shape)
+      why.push_back(std::to_string(untagged_fail) + " in a shared library built per architecture (" + std::to_string(j.arch_sets) +
+                    " image sets among " + std::to_string(j.kernel_units) + " kernel-bearing fatbins)");
+    if (arch_failure && (untagged_fail == 0 || shape)) {
+      j.tier = Tier::other_gpus;
+      for (std::size_t i = 0; i < why.size(); ++i) j.dispatch_evidence += (i == 0 ? "" : ", ") + why[i];
+      if (untagged_fail > 0)
+        for (auto& kv : j.kernels)
+          if (kv.verdict.outcome == Outcome::fail && kv.other_gpus.empty()) kv.other_gpus = "the library is built per architecture";
+    }
+  }
+  return j;
 }
 
 Result<std::vector<FleetModel>> parse_fleet_csv(std::string_view text, std::string_view name) {

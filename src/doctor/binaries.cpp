@@ -65,48 +65,79 @@ Step step_binaries(Session& s, Report& report) {
     for (const auto& d : targets) {
       Device dev = device_for_cc(d.cc);
       dev.tegra = dev.tegra || d.tegra;
-      std::size_t native = 0, jit = 0, failed = 0;
-      std::string failures;
+      // Per object its tier (docs/verdicts.md): the kernels are judged, not the fatbins.
+      std::size_t native = 0, jit = 0, none_run = 0, some_missing = 0, other_gpus = 0, no_kernels = 0;
+      std::size_t jit_own = 0;  // JIT in objects the user builds (not shared libraries): worth a rebuild
+      std::string failures, notes;
+      std::vector<std::string> rebuild_units;
       int first_error = 0;
-      std::size_t shown = 0;
+      std::size_t shown = 0, noted = 0;
       for (const ObjectFatbins* o : with_code) {
         const ObjectVerdict v = check_object(*o, dev, settings);
-        if (v.outcome == Outcome::native) ++native;
-        else if (v.outcome == Outcome::jit) ++jit;
-        else {
-          ++failed;
-          if (first_error == 0) first_error = v.cuda_error;
-          if (shown >= 5) continue;
-          ++shown;
-          failures += failures.empty() ? "" : "; ";
-          failures += o->path;
-          std::size_t bad_units = 0;
-          std::string reason;
+        const ObjectJudgement j = judge_object(*o, v, dev, settings);
+        switch (j.tier) {
+          case Tier::no_device_code:
+          case Tier::no_kernels: ++no_kernels; continue;
+          case Tier::all_run:
+          case Tier::other_gpus: {
+            const bool via_jit = j.kernels_listed ? j.jit > 0 : v.outcome == Outcome::jit;
+            ++(via_jit ? jit : native);
+            if (via_jit && j.kind != ObjectKind::shared_library) ++jit_own;
+            if (j.tier == Tier::other_gpus) {
+              ++other_gpus;
+              if (noted++ < 3)
+                notes += (notes.empty() ? "" : "; ") + o->path + ": " + std::to_string(j.failed) + " of " +
+                         std::to_string(j.native + j.jit + j.failed) + " kernels are built for other gpus only (" +
+                         j.dispatch_evidence + ")";
+            }
+            continue;
+          }
+          case Tier::some_missing: ++some_missing; break;
+          case Tier::none_run: ++none_run; break;
+        }
+        if (first_error == 0) first_error = j.cuda_error;
+        for (const auto& u : j.failing_units())
+          if (std::find(rebuild_units.begin(), rebuild_units.end(), u) == rebuild_units.end()) rebuild_units.push_back(u);
+        if (shown >= 5) continue;
+        ++shown;
+        failures += failures.empty() ? "" : "; ";
+        failures += o->path + (j.tier == Tier::none_run ? ": no kernel has an image" : ": some kernels have no image");
+        const auto failing = j.failing();
+        if (!failing.empty()) {
+          const auto units = j.failing_units();
+          failures += " (in ";
+          for (std::size_t i = 0; i < units.size() && i < 3; ++i) failures += (i ? ", " : "") + units[i];
+          if (units.size() > 3) failures += " and " + std::to_string(units.size() - 3) + " more";
+          failures += "; kernels ";
+          for (std::size_t i = 0; i < failing.size() && i < 4; ++i) failures += (i ? ", " : "") + failing[i]->kernel.demangled;
+          if (failing.size() > 4) failures += " and " + std::to_string(failing.size() - 4) + " more";
+          failures += ")";
+        } else {
           for (const auto& u : v.units)
             if (u.verdict.outcome == Outcome::fail) {
-              ++bad_units;
-              if (reason.empty()) reason = u.verdict.reason;
+              failures += " (" + u.verdict.reason + ")";
+              break;
             }
-          failures += " (" + std::to_string(bad_units) + " fatbin(s): " + reason;
-          if (auto kernels = kernels_without_image(*o, v); kernels && !kernels->empty()) {
-            failures += "; kernels ";
-            for (std::size_t i = 0; i < kernels->size() && i < 4; ++i)
-              failures += (i ? ", " : "") + (*kernels)[i].kernel.demangled;
-            if (kernels->size() > 4) failures += " and " + std::to_string(kernels->size() - 4) + " more";
-          }
-          failures += ")";
         }
       }
+      const std::size_t failed = none_run + some_missing;
       const std::string& who = d.who;
-      std::string counts = std::to_string(with_code.size()) + " object(s) with device code: " +
-                           std::to_string(native) + " native, " + std::to_string(jit) + " through ptx jit, " +
-                           std::to_string(failed) + " without a usable image";
+      std::string counts = std::to_string(with_code.size()) + " object(s) with device code: " + std::to_string(native) +
+                           " native, " + std::to_string(jit) + " through ptx jit, " + std::to_string(none_run) +
+                           " without a usable image, " + std::to_string(some_missing) + " with some kernels without an image";
+      if (other_gpus > 0) counts += ", " + std::to_string(other_gpus) + " with kernels for other gpus only (not launched here)";
+      if (no_kernels > 0) counts += ", " + std::to_string(no_kernels) + " defining no kernel";
       if (failed > 0) {
         std::string fix;
         if (first_error == kErrJitDisabled) fix = "unset CUDA_DISABLE_PTX_JIT";
         else if (first_error == kErrUnsupportedPtx) fix = "install a newer driver (the ptx is newer than it accepts)";
         else if (settings.force_ptx_jit && first_error == kErrNoKernelImage) fix = "unset CUDA_FORCE_PTX_JIT";
-        else fix = "rebuild for cc " + v2(d.cc);
+        else {
+          std::string units;
+          for (std::size_t i = 0; i < rebuild_units.size() && i < 3; ++i) units += (i ? ", " : "") + rebuild_units[i];
+          if (rebuild_units.size() > 3) units += " and " + std::to_string(rebuild_units.size() - 3) + " more";
+          fix = "rebuild for cc " + v2(d.cc) + (units.empty() ? "" : " (" + units + ")");
+        }
         step.findings.push_back({Level::fail, who,
                                  "cc " + v2(d.cc) + ": " + counts + " (error " + std::to_string(first_error) +
                                      " at first launch): " + failures + (failed > shown ? "; ..." : ""),
@@ -114,9 +145,12 @@ Step step_binaries(Session& s, Report& report) {
       } else {
         step.findings.push_back({jit > 0 ? Level::warn : Level::pass, who,
                                  "cc " + v2(d.cc) + ": " + counts +
-                                     (jit > 0 ? " (each jit costs start-up time at first launch)" : ""),
+                                     (jit > 0 ? " (each jit costs start-up time at first launch)" : "") +
+                                     (notes.empty() ? "" : "; " + notes + (other_gpus > noted ? "; ..." : "")),
+                                 // A library's own PTX-only kernels are its maker's choice: no rebuild advice.
                                  jit == 0                 ? ""
                                  : settings.force_ptx_jit ? "unset CUDA_FORCE_PTX_JIT to use the sass"
+                                 : jit_own == 0           ? ""
                                                           : "rebuild for cc " + v2(d.cc) + " to skip the jit"});
       }
     }

@@ -136,7 +136,7 @@ expect 1 'Tesla T4 \(CC 7\.5, 1 GPU\)' -- "$ag" check plain.o --fleet "$tmp/flee
 expect 1 'NVIDIA H100 80GB HBM3 \(CC 9\.0, 2 GPUs\)' -- "$ag" check plain.o --fleet "$tmp/fleet.csv"
 "$ag" check --json plain.o --fleet "$tmp/fleet.csv" > "$tmp/check.json"
 python3 -c "
-import json,sys; d=json.load(open(sys.argv[1])); assert d['schema']=='archguard.check/1' and d['fails']
+import json,sys; d=json.load(open(sys.argv[1])); assert d['schema']=='archguard.check/2' and d['fails']
 h,t=d['devices']; assert h['count']==2 and h['objects'][0]['outcome']=='native'
 assert t['objects'][0]['cuda_error']==209 and len(t['objects'][0]['kernels_without_image'])==2
 print('ok: check --json')" "$tmp/check.json" || { echo "FAIL: check --json"; fails=$((fails + 1)); }

@@ -59,25 +59,61 @@ std::string error_name(int code) {
   }
 }
 
-/// The verdict line of one object: the worst outcome and which images got it.
-std::string summary_text(const ObjectVerdict& v) {
-  if (!v.has_device_code()) return "no device code";
-  if (v.outcome == Outcome::fail) {
-    std::size_t failing = 0;
-    for (const auto& u : v.units) failing += u.verdict.outcome == Outcome::fail ? 1 : 0;
-    return "fails with " + error_name(v.cuda_error) + " (" + std::to_string(failing) + " of " +
-           std::to_string(v.units.size()) + " fatbins)";
-  }
+/// The images the running units use, for "runs natively (sm_90)".
+std::string used_images(const ObjectVerdict& v, Outcome outcome) {
   std::vector<std::string> used;
   for (const auto& u : v.units) {
-    if (u.verdict.outcome != v.outcome || !u.verdict.image || *u.verdict.image >= u.images.size()) continue;
+    if (u.verdict.outcome != outcome || !u.verdict.image || *u.verdict.image >= u.images.size()) continue;
     std::string n = image_name(u.images[*u.verdict.image]);
     if (std::find(used.begin(), used.end(), n) == used.end()) used.push_back(n);
   }
   std::string list;
   for (const auto& n : used) list += (list.empty() ? "" : ", ") + n;
-  if (v.outcome == Outcome::jit) return "runs after a JIT of " + list + " (first-launch delay)";
-  return "runs natively (" + list + ")";
+  return list;
+}
+
+std::string count_text(std::size_t n, std::string_view what) {
+  return std::to_string(n) + " " + std::string(what) + (n == 1 ? "" : "s");
+}
+
+std::string units_text(const ObjectJudgement& j) {
+  const auto units = j.failing_units();
+  std::string out;
+  for (std::size_t i = 0; i < units.size() && i < 3; ++i) out += (i == 0 ? "" : ", ") + units[i];
+  if (units.size() > 3) out += " and " + std::to_string(units.size() - 3) + " more";
+  return out;
+}
+
+/// The verdict line of one object: its tier, in words.
+std::string summary_text(const ObjectVerdict& v, const ObjectJudgement& j) {
+  if (!v.has_device_code()) return "no device code";
+  const std::size_t kernels = j.native + j.jit + j.failed;
+  switch (j.tier) {
+    case Tier::no_device_code: return "no device code";
+    case Tier::no_kernels: return "defines no kernel (" + count_text(j.units, "fatbin") + "): nothing can fail";
+    case Tier::none_run: {
+      std::string s = "fails with " + error_name(j.cuda_error) + ": no kernel has an image for this GPU";
+      if (j.failed > 0) s += " (" + count_text(j.failed, "kernel") + " in " + units_text(j) + ")";
+      return s;
+    }
+    case Tier::some_missing:
+      return "some kernels have no image for this GPU: " + std::to_string(j.failed) + " of " + count_text(kernels, "kernel") +
+             " fail with " + error_name(j.cuda_error) + " if launched (in " + units_text(j) + ")";
+    case Tier::all_run:
+    case Tier::other_gpus: break;
+  }
+  std::string s;
+  if (j.kernels_listed ? j.native == 0 : v.outcome == Outcome::jit)
+    s = "runs after a JIT of " + used_images(v, Outcome::jit) + " (first-launch delay)";
+  else if (j.kernels_listed && j.jit > 0)  // some kernels only: say how many
+    s = "runs natively (" + used_images(v, Outcome::native) + "); " + std::to_string(j.jit) + " of " + count_text(kernels, "kernel") +
+        " after a JIT of " + used_images(v, Outcome::jit) + " (first-launch delay)";
+  else
+    s = "runs natively (" + used_images(v, Outcome::native) + ")";
+  if (j.tier == Tier::other_gpus)
+    s += "; " + std::to_string(j.failed) + " of " + count_text(kernels, "kernel") +
+         " are built for other GPUs only and not launched here (" + j.dispatch_evidence + ")";
+  return s;
 }
 
 std::string device_text(const Gpu& g) {
@@ -154,15 +190,24 @@ int run_check(const CheckOptions& opt) {
       for (const auto& o : r.objects) {
         if (o.fatbins.empty() && !o.archive.empty()) continue;
         const ObjectVerdict v = check_object(o, g.device, settings);
-        any_fail = any_fail || (v.outcome == Outcome::fail && v.has_device_code());
-        const std::string summary = summary_text(v);
-        std::vector<KernelFinding> missing;
-        std::string kernel_error;
-        if (v.outcome == Outcome::fail && !opt.no_kernels) {
-          auto k = kernels_without_image(o, v);
-          if (k) missing = std::move(*k);
-          else kernel_error = k.message();
+        // --no-kernels: judge fatbins only (the old, coarse reading), decode nothing.
+        ObjectJudgement j;
+        if (opt.no_kernels) {
+          j.object = o.path;
+          j.kind = object_kind(o);
+          j.units = v.units.size();
+          j.cuda_error = v.cuda_error;
+          j.tier = !v.has_device_code() ? Tier::no_device_code
+                   : v.outcome != Outcome::fail ? Tier::all_run
+                   : std::all_of(v.units.begin(), v.units.end(), [](const UnitVerdict& u) { return u.verdict.outcome == Outcome::fail; })
+                       ? Tier::none_run
+                       : Tier::some_missing;
+        } else {
+          j = judge_object(o, v, g.device, settings, opt.json);
         }
+        any_fail = any_fail || is_problem(j.tier);
+        const std::string summary = summary_text(v, j);
+        const auto failing = j.failing();
         if (opt.json) {
           nlohmann::json units = nlohmann::json::array();
           for (const auto& u : v.units) {
@@ -171,40 +216,83 @@ int run_check(const CheckOptions& opt) {
             units.push_back({{"fatbin", u.fatbin},
                              {"section", to_string(u.section)},
                              {"identifier", u.identifier},
+                             {"translation_unit", u.translation_unit},
                              {"verdict", verdict_json(u.verdict, u.images)},
                              {"images", std::move(images)}});
           }
+          auto kernel_json = [&](const KernelVerdict& k) {
+            nlohmann::json kj{{"name", k.kernel.name},
+                              {"demangled", k.kernel.demangled},
+                              {"fatbin", k.fatbin},
+                              {"translation_unit", k.translation_unit},
+                              {"outcome", outcome_text(k.verdict.outcome)},
+                              {"cuda_error", k.verdict.cuda_error},
+                              {"arch_tag", k.arch_tag},
+                              {"other_gpus", k.other_gpus}};
+            return kj;
+          };
           nlohmann::json kernels = nlohmann::json::array();
-          for (const auto& k : missing)
-            kernels.push_back({{"fatbin", k.fatbin}, {"name", k.kernel.name}, {"demangled", k.kernel.demangled}});
+          for (const auto& k : j.kernels) kernels.push_back(kernel_json(k));
+          nlohmann::json without = nlohmann::json::array();
+          for (const KernelVerdict* k : failing)
+            without.push_back({{"fatbin", k->fatbin}, {"name", k->kernel.name}, {"demangled", k->kernel.demangled}});
           nlohmann::json oj{{"object", o.path},
+                            {"kind", to_string(j.kind)},
                             {"device_code", v.has_device_code()},
+                            {"tier", to_string(j.tier)},
+                            {"problem", is_problem(j.tier)},
                             {"outcome", outcome_text(v.outcome)},
-                            {"cuda_error", v.cuda_error},
+                            {"cuda_error", v.outcome == Outcome::fail ? v.cuda_error : 0},
                             {"summary", summary},
+                            {"counts",
+                             {{"fatbins", j.units},
+                              {"kernel_fatbins", j.kernel_units},
+                              {"image_sets", j.arch_sets},
+                              {"kernels", j.native + j.jit + j.failed},
+                              {"native", j.native},
+                              {"jit", j.jit},
+                              {"failed", j.failed},
+                              {"failed_tagged", j.failed_tagged}}},
+                            {"kernels_listed", j.kernels_listed},
+                            {"dispatch_evidence", j.dispatch_evidence},
                             {"units", std::move(units)},
-                            {"kernels_without_image", std::move(kernels)}};
-          if (!kernel_error.empty()) oj["kernel_error"] = kernel_error;
+                            {"kernels", std::move(kernels)},
+                            {"kernels_without_image", std::move(without)}};
+          if (!j.errors.empty()) oj["kernel_error"] = j.errors.front();
           objects_json.push_back(std::move(oj));
           continue;
         }
         std::printf("%s%s: %s%s\n", gpus.size() > 1 ? "  " : "", o.path.c_str(), summary.c_str(),
                     gpus.size() == 1 ? (" on " + device_text(g)).c_str() : "");
-        for (const auto& u : v.units) {
-          std::string line = "  " + o.path + ": fatbin " + std::to_string(u.fatbin);
-          if (!u.identifier.empty()) line += " (" + u.identifier + ")";
-          line += ": " + std::string(outcome_text(u.verdict.outcome));
-          if (u.verdict.outcome == Outcome::fail) line += " " + std::to_string(u.verdict.cuda_error);
-          line += ": " + u.verdict.reason + " [images:";
-          for (const auto& im : u.images) line += " " + image_name(im) + (im.relocatable ? "(rel)" : "");
-          line += "]";
+        // Per-fatbin lines only where they help: a problem, or a handful of fatbins.
+        if (is_problem(j.tier) || v.units.size() <= 8) {
+          for (const auto& u : v.units) {
+            std::string line = "  " + o.path + ": " + (u.translation_unit.empty() ? "" : u.translation_unit + ", ") +
+                               "fatbin " + std::to_string(u.fatbin);
+            if (!u.identifier.empty()) line += " (" + u.identifier + ")";
+            line += ": " + std::string(outcome_text(u.verdict.outcome));
+            if (u.verdict.outcome == Outcome::fail) line += " " + std::to_string(u.verdict.cuda_error);
+            line += ": " + u.verdict.reason + " [images:";
+            for (const auto& im : u.images) line += " " + image_name(im) + (im.relocatable ? "(rel)" : "");
+            line += "]";
+            details.push_back(std::move(line));
+          }
+        }
+        if (!failing.empty() && is_problem(j.tier)) {
+          // Grouped by translation unit, so that a stale one is named with its kernels.
+          for (const std::string& unit : j.failing_units()) {
+            details.push_back("  " + o.path + ": kernels with no usable image in " + unit + ":");
+            for (const KernelVerdict* k : failing)
+              if (unit_label(k->fatbin, k->translation_unit, k->identifier) == unit)
+                details.push_back("    " + k->kernel.demangled);
+          }
+        } else if (!failing.empty()) {
+          std::string line = "  " + o.path + ": " + count_text(failing.size(), "kernel") + " for other GPUs only, e.g. ";
+          for (std::size_t i = 0; i < failing.size() && i < 3; ++i)
+            line += (i == 0 ? "" : ", ") + failing[i]->kernel.demangled;
           details.push_back(std::move(line));
         }
-        if (!missing.empty()) {
-          details.push_back("  " + o.path + ": kernels with no usable image:");
-          for (const auto& k : missing) details.push_back("    " + k.kernel.demangled);
-        }
-        if (!kernel_error.empty()) details.push_back("  " + o.path + ": kernels not listed: " + kernel_error);
+        for (const auto& e : j.errors) details.push_back("  " + o.path + ": kernels not listed: " + e);
       }
     }
     if (opt.json) {
@@ -220,7 +308,7 @@ int run_check(const CheckOptions& opt) {
   }
   const int code = !in.errors.empty() ? kExitUsage : any_fail ? kExitProblem : kExitOk;
   if (opt.json) {
-    nlohmann::json doc{{"schema", "archguard.check/1"},
+    nlohmann::json doc{{"schema", "archguard.check/2"},
                        {"driver", settings.driver ? nlohmann::json(format_driver_version(*settings.driver)) : nlohmann::json(nullptr)},
                        {"force_ptx_jit", settings.force_ptx_jit},
                        {"disable_ptx_jit", settings.disable_ptx_jit},
@@ -246,7 +334,8 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_flag("--force-ptx-jit", opt->force_ptx_jit, "As with CUDA_FORCE_PTX_JIT=1: ignore SASS, JIT the PTX");
   cmd->add_flag("--disable-ptx-jit", opt->disable_ptx_jit, "As with CUDA_DISABLE_PTX_JIT=1: SASS only");
   cmd->add_flag("--from-env", opt->from_env, "Take CUDA_FORCE_PTX_JIT / CUDA_DISABLE_PTX_JIT from this environment");
-  cmd->add_flag("--no-kernels", opt->no_kernels, "Do not decode failing fatbins to name their kernels");
+  cmd->add_flag("--no-kernels", opt->no_kernels,
+                "Judge fatbins only: decode no payload, name no kernel, no tiers beyond all/some/none fatbins");
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
   cmd->callback([opt, &ctx] { ctx.exit_code = run_check(*opt); });
 }

@@ -46,10 +46,13 @@ int run_verify(const VerifyOptions& opt) {
       nlohmann::json compatible = nlohmann::json::array();
       for (const auto& [need, have] : u.compatible)
         compatible.push_back({{"required", nvcc_name(need, CodeKind::sass)}, {"used", nvcc_name(have, CodeKind::sass)}});
+      nlohmann::json kernels = nlohmann::json::array();
+      for (const auto& k : u.kernels) kernels.push_back({{"name", k.name}, {"demangled", k.demangled}});
       units.push_back({{"object", u.object},
                        {"fatbin", u.fatbin},
                        {"section", to_string(u.section)},
                        {"identifier", u.identifier},
+                       {"translation_unit", u.translation_unit},
                        {"status", to_string(u.status)},
                        {"found_sass", arch_list_json(u.found_sass, CodeKind::sass)},
                        {"found_ptx", arch_list_json(u.found_ptx, CodeKind::ptx)},
@@ -57,6 +60,7 @@ int run_verify(const VerifyOptions& opt) {
                        {"missing_ptx", arch_list_json(u.missing_ptx, CodeKind::ptx)},
                        {"missing_ptx_highest", u.missing_ptx_highest},
                        {"compatible", std::move(compatible)},
+                       {"kernels", std::move(kernels)},
                        {"message", u.message}});
     }
     nlohmann::json doc{{"schema", "archguard.verify/1"},
@@ -73,13 +77,16 @@ int run_verify(const VerifyOptions& opt) {
     std::printf("%s\n", doc.dump(2).c_str());
     return code;
   }
-  std::size_t failed = 0, extras = 0, compatible = 0;
+  std::size_t failed = 0, extras = 0, compatible = 0, kernel_less = 0;
   for (const auto& u : report.units) {
     if (u.status == UnitStatus::missing) {
       ++failed;
       std::printf("%s\n", u.message.c_str());
     } else if (u.status == UnitStatus::specific_extra) {
       ++extras;
+      if (!opt.quiet) std::printf("note: %s\n", u.message.c_str());
+    } else if (u.status == UnitStatus::no_kernels) {
+      ++kernel_less;
       if (!opt.quiet) std::printf("note: %s\n", u.message.c_str());
     } else if (u.status == UnitStatus::compatible) {
       ++compatible;
@@ -94,8 +101,9 @@ int run_verify(const VerifyOptions& opt) {
     return kExitOk;
   }
   if (!opt.quiet || code != kExitOk) {
-    std::printf("verify: %s: %zu fatbins in %zu objects, %zu lacking, %zu architecture-specific extras, %zu using compatible SASS\n",
-                code == kExitOk ? "ok" : "FAILED", report.units.size(), report.objects, failed, extras, compatible);
+    std::printf("verify: %s: %zu fatbins in %zu objects, %zu lacking, %zu architecture-specific extras, %zu using compatible SASS%s\n",
+                code == kExitOk ? "ok" : "FAILED", report.units.size(), report.objects, failed, extras, compatible,
+                kernel_less == 0 ? "" : (", " + std::to_string(kernel_less) + " without kernels").c_str());
   }
   return code;
 }

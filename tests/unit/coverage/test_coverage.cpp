@@ -9,9 +9,18 @@ using namespace archguard;
 
 namespace {
 
+// The PTX of hand-made entries defines one kernel (an empty SASS payload does not decode and
+// is judged as defining some): a fatbin without kernels decides nothing.
+constexpr std::string_view kPtxWithKernel = ".version 9.0\n.target sm_80\n.visible .entry hand_made_kernel()\n{\n ret;\n}\n";
+
 FatbinEntry img(CodeKind kind, unsigned sm, Suffix suffix = Suffix::none, Version2 isa = {9, 0}) {
   FatbinEntry e;
   e.kind = kind;
+  if (kind == CodeKind::ptx) {
+    e.raw_kind = kEntryKindPtx;
+    e.payload = Bytes(reinterpret_cast<const std::byte*>(kPtxWithKernel.data()), kPtxWithKernel.size());
+    e.stored_size = kPtxWithKernel.size();
+  }
   e.arch = Arch{sm, suffix};
   e.version = kind == CodeKind::ptx ? isa : Version2{1, 8};
   return e;
@@ -129,7 +138,17 @@ TEST_CASE("verify names the fatbin and what it lacks", "[coverage]") {
     const VerifyReport r = run_verify(o, "80,90");
     REQUIRE(r.units.size() == 1);
     CHECK(r.units[0].message ==
-          "app: fatbin 0 has no SASS for sm_90 (found sm_80; only compute_80 PTX would be JIT-compiled at first launch); add 90 to ARCH_POLICY");
+          "app: fatbin 0 has no SASS for sm_90 (found sm_80; only compute_80 PTX would be JIT-compiled at first launch); "
+          "kernels: hand_made_kernel; add 90 to ARCH_POLICY");
+  }
+  SECTION("a recorded translation unit is named, with the kernels") {
+    ObjectFatbins o = object("app", {fatbin({img(CodeKind::sass, 80), img(CodeKind::ptx, 80)})});
+    o.fatbins[0].translation_unit = "old_tu.cu";
+    const VerifyReport r = run_verify(o, "90");
+    REQUIRE(r.units.size() == 1);
+    CHECK(r.units[0].translation_unit == "old_tu.cu");
+    CHECK(r.units[0].message.starts_with("app: translation unit old_tu.cu (fatbin 0) has no SASS for sm_90"));
+    CHECK(r.units[0].message.find("; kernels: hand_made_kernel;") != std::string::npos);
   }
   SECTION("identifiers name the translation unit") {
     ObjectFatbins o = object("app", {fatbin({img(CodeKind::sass, 80)})});
@@ -203,4 +222,75 @@ TEST_CASE("fleet CSV from many nodes", "[coverage]") {
   CHECK(bad.message() == "f.csv: line 2: compute capability 'nine' is not of the form 9.0");
   CHECK_FALSE(parse_fleet_csv("name, compute_cap\n", "f.csv").ok());
   CHECK_FALSE(parse_fleet_csv("H100, 99999999999999999999.0\n", "f.csv").ok());
+}
+
+TEST_CASE("kernel names tagged for an architecture", "[coverage][kernels]") {
+  std::string tag;
+  CHECK(arch_tag_of("cublasLt_fused_imma_dgemm_kernel_sm100", &tag) == 100);
+  CHECK(tag == "sm100");
+  CHECK(arch_tag_of("_ZN4xmma6kernelI17sm_90a_hmma_traitsEEvv", &tag) == 90);
+  CHECK(tag == "sm_90a");
+  CHECK(arch_tag_of("_Z4sm80_xmma_gemm_f16", &tag) == 80);  // after a mangled length
+  CHECK(arch_tag_of("volta_cgemm_int8_32x32_cc", &tag) == 70);
+  CHECK(tag == "volta");
+  CHECK(arch_tag_of("void cutlass::Kernel2<cutlass_70_simt_dgemm_grouped_64x64_8x2_align1>(...)", &tag) == 70);
+  CHECK(arch_tag_of("N3cub6Ampere_ffma_traitsE") == 80);
+  // Not tags: a word that only contains one, a number that is no architecture, no tag at all.
+  CHECK(arch_tag_of("asm80_kernel") == 0);
+  CHECK(arch_tag_of("ism_90_thing") == 0);
+  CHECK(arch_tag_of("sm_13_legacy") == 0);
+  CHECK(arch_tag_of("transvoltage_kernel") == 0);
+  CHECK(arch_tag_of("saxpy(float*, float)") == 0);
+  CHECK(arch_tag_of("xmma_bn_fprop_stats_kernel") == 0);
+}
+
+TEST_CASE("object kinds come from the ELF type and the name", "[coverage][kernels]") {
+  ObjectFatbins o = object("dir/libcublasLt.so.13", {fatbin({img(CodeKind::sass, 80)})});
+  o.elf_type = 3;
+  CHECK(object_kind(o) == ObjectKind::shared_library);
+  o.path = "x.whl:cupy/_core/core.cpython-312-x86_64-linux-gnu.so";
+  CHECK(object_kind(o) == ObjectKind::shared_library);
+  o.path = "build/app";  // a position-independent executable
+  CHECK(object_kind(o) == ObjectKind::executable);
+  o.path = "build/app.something";
+  CHECK(object_kind(o) == ObjectKind::executable);
+  o.elf_type = 2;
+  CHECK(object_kind(o) == ObjectKind::executable);
+  o.elf_type = 1;
+  CHECK(object_kind(o) == ObjectKind::relocatable);
+}
+
+TEST_CASE("a fatbin that defines no kernel decides nothing", "[coverage][kernels]") {
+  static constexpr std::string_view kEmptyPtx = ".version 9.0\n.target sm_75\n.address_size 64\n";
+  FatbinEntry stub = img(CodeKind::ptx, 75);
+  stub.payload = Bytes(reinterpret_cast<const std::byte*>(kEmptyPtx.data()), kEmptyPtx.size());
+  stub.stored_size = kEmptyPtx.size();
+  ObjectFatbins o = object("libstub.so", {fatbin({stub})});
+  o.elf_type = 3;
+  const VerifyReport rep = run_verify(o, "90", "90");
+  REQUIRE(rep.units.size() == 1);
+  CHECK(rep.units[0].status == UnitStatus::no_kernels);
+  CHECK(rep.passed());
+  const Device dev = device_for_cc({9, 0});
+  DriverSettings no_jit;
+  no_jit.disable_ptx_jit = true;  // the stub's verdict fails, yet nothing can fail a launch
+  const ObjectVerdict v = check_object(o, dev, no_jit);
+  REQUIRE(v.outcome == Outcome::fail);
+  const ObjectJudgement j = judge_object(o, v, dev, no_jit);
+  CHECK(j.tier == Tier::no_kernels);
+  CHECK_FALSE(is_problem(j.tier));
+}
+
+TEST_CASE("tiers: every kernel of an object without an image is a failure, not a dispatch", "[coverage][kernels]") {
+  ObjectFatbins o = object("libold.so", {fatbin({img(CodeKind::ptx, 100)})});
+  o.elf_type = 3;
+  const Device dev = device_for_cc({9, 0});
+  const ObjectJudgement j = judge_object(o, check_object(o, dev), dev);
+  CHECK(j.tier == Tier::none_run);
+  CHECK(j.cuda_error == 209);
+  REQUIRE(j.failing().size() == 1);
+  CHECK(j.failing()[0]->kernel.name == "hand_made_kernel");
+  CHECK(j.failing_units() == std::vector<std::string>{"fatbin 0"});
+  o.fatbins[0].translation_unit = "old_tu.cu";
+  CHECK(judge_object(o, check_object(o, dev), dev).failing_units() == std::vector<std::string>{"old_tu.cu"});
 }

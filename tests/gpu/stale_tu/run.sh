@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds tests/cli/stale_tu (old_tu.cu for sm_80/86 only, the rest for sm_80/86/90), asks
+# `archguard check --json --cc <this GPU>` for each kernel's verdict, launches each kernel and
+# compares: predicted fail <=> the launch returns that error. Exit 77 without a GPU or nvcc.
+set -u
+ag=$1 src=$2
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[[ -x $nvcc ]] || { echo "skip: no nvcc"; exit 77; }
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+[[ -n $cc ]] || { echo "skip: no GPU"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+G=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=sm_90)
+for f in good_a good_b main; do "$nvcc" -c "${G[@]}" "$src/$f.cu" -o "$tmp/$f.o" || exit 1; done
+"$nvcc" -c -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 "$src/old_tu.cu" -o "$tmp/old_tu.o" || exit 1
+"$nvcc" "${G[@]}" "$tmp"/{good_a,good_b,old_tu,main}.o -o "$tmp/app" || exit 1
+"$tmp/app" > "$tmp/real"; rc=$?
+[[ $rc -eq 77 ]] && { echo "skip: no usable device"; exit 77; }
+"$ag" check --json --cc "$cc" "$tmp/app" > "$tmp/pred.json"
+python3 - "$tmp/pred.json" "$tmp/real" "$cc" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))["devices"][0]["objects"][0]
+pred = {k["demangled"]: (k["cuda_error"] if k["outcome"] == "fail" else 0) for k in o["kernels"]}
+bad = 0
+for line in open(sys.argv[2]):
+    name, err = line.rsplit(" ", 1)
+    p = pred.get(name)
+    ok = p == int(err)
+    bad += not ok
+    print("%s cc %s: %s predicted %s, launch returned %s" % ("ok" if ok else "MISMATCH", sys.argv[3], name, p, err.strip()))
+print("tier:", o["tier"], "-", o["summary"])
+sys.exit(1 if bad else 0)
+PY
