@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// \file
-/// CUDA fatbinaries: the fatbins in an ELF file's .nv_fatbin and __nv_relfatbin sections, the
-/// images (entries) in each, every entry-header field, and on demand the payloads (decompressed
+/// CUDA fatbinaries: the fatbins in an ELF file's .nv_fatbin and __nv_relfatbin sections and
+/// those kept as data in its other loaded sections, files that are device code by themselves
+/// (cubin, PTX, LTO-IR) as one-entry fatbins, the translation unit of each fatbin, the images
+/// (entries) in each, every entry-header field, and on demand the payloads (decompressed
 /// with liblz4 / libzstd) and the kernel entry points they define. The layout is described in
 /// docs (shared/reference/fatbin-format.md). No CUDA runtime is involved; nothing is printed.
 ///
