@@ -83,10 +83,13 @@ std::vector<Unit> units_of(const ObjectFatbins& object) {
   std::vector<Unit> units;
   bool has_main = false;
   for (const auto& fb : object.fatbins)
-    if (fb.section != FatbinSection::nv_relfatbin && !fb.device_link) has_main = true;
+    if (fb.section != FatbinSection::nv_relfatbin && fb.section != FatbinSection::embedded && !fb.device_link)
+      has_main = true;
   for (const auto& fb : object.fatbins) {
     if (fb.device_link) continue;
-    if (has_main == (fb.section == FatbinSection::nv_relfatbin)) continue;
+    // Embedded fatbins (data a library loads itself) are always judged; the relocatable ones
+    // decide only when the object has no whole-program fatbin (an -rdc object or member).
+    if (fb.section != FatbinSection::embedded && has_main == (fb.section == FatbinSection::nv_relfatbin)) continue;
     Unit u;
     u.object = &object;
     u.fatbin = &fb;
