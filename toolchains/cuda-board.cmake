@@ -128,9 +128,10 @@ function(_cag_board)
     endif()
   endforeach()
   if(NOT target_dir)
+    string(REPLACE "." "-" pkg "${_CAG_NVCC_VERSION}")
     message(FATAL_ERROR "${who}: the toolkit at '${top}' has no aarch64 target (targets/sbsa-linux or targets/aarch64-linux): "
                         "nvcc can compile device code but not link for Arm. Install NVIDIA's cross package "
-                        "(cuda-cross-sbsa-${_CAG_NVCC_VERSION}, or cuda-cross-aarch64 of JetPack's release) or run "
+                        "(cuda-cross-sbsa-${pkg}, or cuda-cross-aarch64-<release> of JetPack's CUDA release) or run "
                         "scripts/setup-cross.sh, which lays one out in .tools/cuda-cross")
   endif()
   if(NOT EXISTS "${target_dir}/lib/libcudart_static.a" AND NOT DEFINED CMAKE_CUDA_RUNTIME_LIBRARY)
