@@ -75,6 +75,11 @@ function(_cag_board)
     return()
   endif()
 
+  # CMake reads a toolchain file more than once while it sets up the languages: check once.
+  get_property(checked GLOBAL PROPERTY _CAG_BOARD_CHECKED)
+  if(checked STREQUAL "${nvcc}")
+    return()
+  endif()
   _cag_nvcc_query("${nvcc}" "")
   if(NOT _CAG_NVCC_VERSION)
     message(FATAL_ERROR "${who}: '${nvcc} --version' names no CUDA release; set CMAKE_CUDA_COMPILER to nvcc")
@@ -151,5 +156,6 @@ function(_cag_board)
     message(WARNING "${who}: ARCH_POLICY=${ARCH_POLICY} ARCH_PTX=${ARCH_PTX} replaces the pinned policy of ${arg_NAME} "
                     "(ARCH_POLICY=${arg_POLICY} ARCH_PTX=${arg_PTX})")
   endif()
+  set_property(GLOBAL PROPERTY _CAG_BOARD_CHECKED "${nvcc}")
   message(STATUS "${who}: ${arg_NAME} (CC ${arg_CC}${tegra}), nvcc ${_CAG_NVCC_VERSION}, target ${target_dir}; ${arg_NOTE}")
 endfunction()
