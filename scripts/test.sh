@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # README command 2: set up, build, and run every test that needs no GPU (GPU tests skip
 # cleanly here); then the sanitizer build of the unit, CLI and fuzz-corpus tests.
-# ARCHGUARD_WERROR=ON (CI) builds with warnings as errors.
+# ARCHGUARD_WERROR=ON (CI) builds with warnings as errors. The cross builds of toolchains/ (ctest
+# label "cross") need scripts/setup-cross.sh; ARCHGUARD_SKIP_CROSS=1 leaves it out (they then skip).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 bash scripts/setup.sh
+[ "${ARCHGUARD_SKIP_CROSS:-0}" = 1 ] || bash scripts/setup-cross.sh
 export PATH="$PATH:/usr/local/cuda/bin"
 jobs="$(nproc)"
 preset=default

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-# Cross-compiling for 64-bit Arm Linux (Grace/GH200 servers, Jetson) from x86-64 with Debian's
-# g++-aarch64-linux-gnu. Third-party libraries must exist for arm64 under CMAKE_SYSROOT (or
-# Debian multiarch /usr/lib/aarch64-linux-gnu). For CUDA, the toolkit's cross target
-# (targets/sbsa-linux) must be installed; nvcc is told the target with -ccbin and
-# CMAKE_CUDA_HOST_COMPILER.
+# Cross-compiling C/C++ for 64-bit Arm Linux from x86-64 with Debian's g++-aarch64-linux-gnu.
+# Third-party libraries must exist for arm64 under CMAKE_SYSROOT (or Debian multiarch
+# /usr/lib/aarch64-linux-gnu). For CUDA code use the file of the board instead (jetson-orin,
+# jetson-thor, grace-hopper, grace-blackwell): they pin the board's architectures and check that
+# the toolkit has the Arm target (targets/sbsa-linux; scripts/setup-cross.sh lays one out).
 #   cmake -S . -B build-arm64 --toolchain toolchains/aarch64-linux-gnu.cmake
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)

@@ -83,6 +83,29 @@ std::string rename_hint(std::span<const Image> images, const std::vector<std::si
   return "";
 }
 
+// The fix for a 209: an image this device loads, and why a same-major SASS image does not run
+// (Tegra parts have no minor-version compatibility). Empty when the rename hint already says it.
+std::string fix_hint(std::span<const Image> images, const std::vector<std::size_t>& sass, const Device& d,
+                     const std::string& rename) {
+  if (!rename.empty()) return "";
+  std::string tegra;
+  for (std::size_t i : sass) {
+    const Arch a = images[i].arch;
+    const Version2 acc = cc_of_sm(a.sm);
+    const ArchRow* row = find_arch(a.sm);
+    if (a.suffix == Suffix::none && acc.major == d.cc.major && acc != d.cc && row != nullptr &&
+        (is_tegra(d) || row->tegra)) {
+      tegra = "; sass of cc " + cc_text(acc) + " does not run on cc " + cc_text(d.cc) +
+              " because " + (is_tegra(d) ? "cc " + cc_text(d.cc) : "cc " + cc_text(acc)) +
+              " is a tegra part (no minor-version compatibility)";
+      break;
+    }
+  }
+  const std::string sm = std::to_string(d.cc.packed());
+  return tegra + "; fix: rebuild with sass sm_" + sm + " (add " + sm + " to ARCH_POLICY) or with ptx compute_" + sm +
+         " or lower";
+}
+
 }  // namespace
 
 bool sass_runs_on(Arch arch, const Device& device) {
@@ -181,7 +204,8 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
     }
     why += ptx_all.empty() ? " and there is no ptx"
                            : " and ptx " + names(images, ptx_all) + " targets no cc at or below " + cc_text(d.cc);
-    return fail(kErrNoKernelImage, why + rename_hint(images, sass_all, d));
+    const std::string rename = rename_hint(images, sass_all, d);
+    return fail(kErrNoKernelImage, why + rename + fix_hint(images, sass_all, d, rename));
   }
 
   if (settings.disable_ptx_jit) {

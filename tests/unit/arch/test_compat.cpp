@@ -71,6 +71,44 @@ TEST_CASE("rule 1: Tegra parts are excluded from minor-version compatibility", "
   CHECK(sass_runs_on({80}, Device{{8, 5}, false}));
 }
 
+TEST_CASE("Jetson builds: Tegra SASS runs on its own CC only, and a 209 names the fix", "[compat][tegra]") {
+  const Device orin = device_for_cc({8, 7});
+  const Device rtx3090 = device_for_cc({8, 6});
+  const std::vector<Image> orin_build = images("sm_87,compute_87");
+
+  CHECK(select_image(orin_build, orin).outcome == Outcome::native);
+  const Verdict on86 = select_image(orin_build, rtx3090);
+  CHECK(on86.outcome == Outcome::fail);
+  CHECK(on86.cuda_error == 209);
+  CHECK_THAT(on86.reason, Catch::Contains("cc 8.7 is a tegra part (no minor-version compatibility)"));
+  CHECK_THAT(on86.reason, Catch::Contains("fix: rebuild with sass sm_86 (add 86 to ARCH_POLICY) or with ptx compute_86 or lower"));
+  // An RTX 30xx build does not reach Orin either: the device is the Tegra part this time.
+  const Verdict desktop_on_orin = select_image(images("sm_86"), orin);
+  CHECK(desktop_on_orin.cuda_error == 209);
+  CHECK_THAT(desktop_on_orin.reason, Catch::Contains("sass of cc 8.6 does not run on cc 8.7 because cc 8.7 is a tegra part"));
+  CHECK_THAT(desktop_on_orin.reason, Catch::Contains("fix: rebuild with sass sm_87"));
+  // Thor (CC 11.0) JITs the Orin build's PTX; without PTX it fails.
+  CHECK(select_image(orin_build, device_for_cc({11, 0})).outcome == Outcome::jit);
+  CHECK(select_image(images("sm_87"), device_for_cc({11, 0})).cuda_error == 209);
+  // A desktop miss names the fix but no Tegra reason.
+  const Verdict a100_on_h200 = select_image(images("sm_80"), kH200);
+  CHECK_THAT(a100_on_h200.reason, Catch::Contains("fix: rebuild with sass sm_90"));
+  CHECK_THAT(a100_on_h200.reason, !Catch::Contains("tegra"));
+  // The pre-13.0 Thor name keeps its own hint (rebuild with 110), not a second fix.
+  const Verdict sm101_on_thor = select_image(images("sm_101"), device_for_cc({11, 0}));
+  CHECK_THAT(sm101_on_thor.reason, Catch::Contains("rebuild with 110"));
+  CHECK_THAT(sm101_on_thor.reason, !Catch::Contains("fix:"));
+}
+
+TEST_CASE("Grace Hopper build (sm_90a + compute_90): native on 9.0, JIT on 10.0, 209 on 8.0", "[compat]") {
+  const std::vector<Image> gh200 = images("sm_90a,compute_90");
+  CHECK(select_image(gh200, kH200).outcome == Outcome::native);
+  CHECK(select_image(gh200, device_for_cc({10, 0})).outcome == Outcome::jit);
+  const Verdict a100 = select_image(gh200, device_for_cc({8, 0}));
+  CHECK(a100.cuda_error == 209);
+  CHECK_THAT(a100.reason, Catch::Contains("fix: rebuild with sass sm_80"));
+}
+
 TEST_CASE("rule 2: PTX JITs for any device of SM >= its arch", "[compat]") {
   CHECK(ptx_targets({80}, kH200));
   CHECK(ptx_targets({90}, kH200));

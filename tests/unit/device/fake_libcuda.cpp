@@ -4,6 +4,7 @@
 // paths, error texts and JIT-log plumbing run everywhere. Controlled through the environment:
 //   FAKE_CUDA_INIT_ERROR=<n>   cuInit returns n
 //   FAKE_CUDA_CC=<major>.<minor>  the device's compute capability (default 9.0)
+//   FAKE_CUDA_INTEGRATED=1     the device is an integrated (Tegra) GPU
 //   FAKE_CUDA_REJECT_LOADS=<n>  the next n module loads fail with 209 (counted per process)
 // Images whose first bytes are "REJECT" fail to load with 209 and a JIT error log; images whose
 // first bytes are "BADPTX" fail with 222.
@@ -84,7 +85,7 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* v, int attr, int) {
   }
   switch (attr) {
     case 16: *v = 132; return 0;
-    case 18: *v = 0; return 0;
+    case 18: *v = env("FAKE_CUDA_INTEGRATED") != nullptr ? 1 : 0; return 0;
     case 75: *v = major; return 0;
     case 76: *v = minor; return 0;
     default: return 1;
