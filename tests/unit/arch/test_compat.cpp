@@ -315,7 +315,7 @@ TEST_CASE("device_for_cc and loads_on read the table", "[compat]") {
 
 TEST_CASE("explain_target is generated from the table", "[compat]") {
   CHECK(explain_target({{100, Suffix::a}, CodeKind::sass}) ==
-        "SASS for CC 10.0 only (B200, GB200); does not run on CC 10.3 (B300, GB300); use 100f to cover the "
+        "SASS for CC 10.0 only (B200, GB200); does not run on CC 10.3 (B300, GB300) and CC 10.7; use 100f to cover the "
         "family; nvcc accepts it since CUDA 12.8");
   const std::string s90a = explain_target({{90, Suffix::a}, CodeKind::sass});
   CHECK(s90a.find("SASS for CC 9.0 only (H100, H200, GH200)") == 0);
