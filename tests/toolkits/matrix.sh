@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# One toolkit of the matrix: matrix.sh <archguard> <nvcc> <work dir> <list policy> [native:<gpus dir>]
+# One toolkit of the matrix:
+#   matrix.sh <archguard> <nvcc> <work dir> <list policy> [native:<gpus dir>] [ptx-driver:<driver>]
 # For ARCH_POLICY all-major, all and <list policy>: configure and build tests/toolkits/project
 # (one kernel file of kernels/) with that nvcc; the module's verify step (archguard verify)
 # must pass; `archguard inspect` must read the executable; its PTX ISA must be the table's for
 # this nvcc's release. With native:<dir>, also a build for the fake nvidia-smi in <dir> whose
 # GPU this nvcc does not know: the policy clamps to its highest PTX with a warning, and
-# `archguard check` of the build predicts the JIT on that GPU.
+# `archguard check` of the build predicts the JIT on that GPU. With ptx-driver:<driver>, a
+# PTX-only build checked on CC 9.0 with that driver must be predicted to fail with 222 (the
+# driver predates the release's PTX ISA). A toolkit that still lists architectures CUDA 13
+# removed (sm_35-sm_72) also builds `all` with ARCH_MIN=7.5, which must drop them.
 # Exits 77 (skip) when the toolkit is not installed (scripts/setup-toolkits.sh installs it).
 set -euo pipefail
-archguard=$(realpath "$1") nvcc=$(realpath -s "$2") work=$3 list=$4 native=${5:-}
+archguard=$(realpath "$1") nvcc=$(realpath -s "$2") work=$3 list=$4 native=${5:-} ptxdriver=${6:-}
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 table="$root/cmake/Modules/CudaArchGuard/architectures.txt"
@@ -53,11 +57,26 @@ build_one list "$list"
 if [ -n "$native" ]; then
   smi="${native#native:}/nvidia-smi"
   build_one native native "-DCudaArchGuard_NVIDIA_SMI=$smi"
-  grep -qi "warning" "$work/native.configure.log" || fail "native: no warning about the GPU nvcc $release does not know"
+  grep -q "is newer than CUDA $release" "$work/native.configure.log" ||
+    fail "native: no warning that a GPU is newer than CUDA $release"
   # The first GPU nvcc does not know: the highest CC nvidia-smi reports.
   cc="$("$smi" --query-gpu=index,uuid,name,compute_cap --format=csv,noheader | awk -F', ' '{print $4}' | sort -V | tail -1)"
   out="$("$archguard" check "$work/native/app" --cc "$cc" 2>&1)" || true
   echo "$out" | sed 's/^/  /'
   echo "$out" | grep -qi "jit" || fail "native: archguard check --cc $cc does not predict the JIT"
+fi
+if [ -n "$ptxdriver" ]; then
+  driver="${ptxdriver#ptx-driver:}"
+  lowest="$("$nvcc" --list-gpu-arch | sed -n 's/^compute_\([0-9]*\)$/\1/p' | sort -n | head -1)"
+  build_one ptx-only "$lowest-virtual"
+  out="$("$archguard" check "$work/ptx-only/app" --cc 9.0 --driver "$driver" 2>&1)" && fail "ptx-only: check passed with driver $driver"
+  echo "$out" | sed 's/^/  /'
+  echo "$out" | grep -q "222" || fail "ptx-only: archguard check --driver $driver does not predict 222 for PTX ISA $isa"
+fi
+if "$nvcc" --list-gpu-code | grep -qx "sm_35\|sm_50"; then
+  build_one all-min75 all -DARCH_MIN=7.5
+  sass="$(grep -m1 "SASS:" "$work/all-min75.configure.log")"
+  echo "$sass" | grep -qE " (3|5|6)[0-9] | 7[02] " && fail "all-min75: ARCH_MIN=7.5 kept an older architecture: $sass"
+  grep -qE "sm_(3|5|6)[0-9]|sm_7[02]" "$work/all-min75.inspect.log" && fail "all-min75: the binary still holds SASS below 7.5"
 fi
 echo "matrix: nvcc $release passed"
