@@ -35,7 +35,6 @@ if [ ! -f "$t118/.complete" ]; then
   apt_opts=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/etc"
             -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
             -o "Dir::State::status=/var/lib/dpkg/status" -o "APT::Sandbox::User=root")
-  deb="$apt_dir/debs/nvidia-cuda-toolkit_${deb_version//\~/%7e}_amd64.deb"
   if ! ls "$apt_dir"/debs/nvidia-cuda-toolkit_*.deb >/dev/null 2>&1; then
     log "downloading Debian's nvidia-cuda-toolkit $deb_version (84 MB) into $apt_dir"
     apt-get "${apt_opts[@]}" -qq update
