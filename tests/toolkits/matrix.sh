@@ -72,9 +72,9 @@ if [ -n "$ptxdriver" ]; then
   lowest="$("$nvcc" --list-gpu-arch | sed -n 's/^compute_\([0-9]*\)$/\1/p' | sort -n | head -1)"
   # Straight nvcc: the module's verify step cannot require PTX only (reported separately).
   "$nvcc" -gencode "arch=compute_$lowest,code=compute_$lowest" -I"$root/kernels" "$here/project/app.cu" \
-    -o "$work/ptx-only" || fail "ptx-only: nvcc"
-  "$archguard" inspect "$work/ptx-only" | grep -q "compute_$lowest .*$isa" || fail "ptx-only: no compute_$lowest with PTX ISA $isa"
-  out="$("$archguard" check "$work/ptx-only" --cc 9.0 --driver "$driver" 2>&1)" && fail "ptx-only: check passed with driver $driver"
+    -o "$work/ptx-only.app" || fail "ptx-only: nvcc"
+  "$archguard" inspect "$work/ptx-only.app" | grep -q "compute_$lowest .*$isa" || fail "ptx-only: no compute_$lowest with PTX ISA $isa"
+  out="$("$archguard" check "$work/ptx-only.app" --cc 9.0 --driver "$driver" 2>&1)" && fail "ptx-only: check passed with driver $driver"
   echo "$out" | sed 's/^/  /'
   echo "$out" | grep -q "222" || fail "ptx-only: archguard check --driver $driver does not predict 222 for PTX ISA $isa"
 fi
