@@ -8,6 +8,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 bash scripts/setup.sh
 [ "${ARCHGUARD_SKIP_CROSS:-0}" = 1 ] || bash scripts/setup-cross.sh
+# The toolkit matrix (tests/toolkits): CUDA 11.8 and the newest 13.x, cached in .tools/.
+# ARCHGUARD_SKIP_TOOLKITS=1 leaves them out (their tests then skip).
+[ "${ARCHGUARD_SKIP_TOOLKITS:-0}" = 1 ] || bash scripts/setup-toolkits.sh >/dev/null
 export PATH="$PATH:/usr/local/cuda/bin"
 jobs="$(nproc)"
 preset=default

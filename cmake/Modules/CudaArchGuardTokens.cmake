@@ -80,6 +80,22 @@ endfunction()
 # Checks an SM + suffix against the table; <out_err> says why and lists the valid neighbours.
 function(_cag_tok_validate who sm sfx style out_err)
   set(${out_err} "" PARENT_SCOPE)
+  # nvcc is the authority on what it builds: an architecture it lists (or an a/f variant its
+  # --help names) is accepted although the table lacks it, with one warning per configure.
+  if(NOT sm IN_LIST CudaArchGuard_TABLE_SMS AND (sm IN_LIST _CAG_NVCC_SASS OR sm IN_LIST _CAG_NVCC_PTX)
+     AND (sfx STREQUAL "" OR "${sm}${sfx}" IN_LIST _CAG_NVCC_VARIANTS))
+    get_property(_warned GLOBAL PROPERTY _CAG_INFERRED_WARNED)
+    if(NOT sm IN_LIST _warned)
+      set_property(GLOBAL APPEND PROPERTY _CAG_INFERRED_WARNED ${sm})
+      math(EXPR _maj "${sm} / 10")
+      math(EXPR _min "${sm} % 10")
+      message(WARNING "CudaArchGuard: sm_${sm} is listed by nvcc ${_CAG_NVCC_VERSION} but not in the architecture "
+                      "table: assuming CC ${_maj}.${_min} (its SASS runs on CC ${_maj}.${_min} only, its PTX on CC "
+                      "${_maj}.${_min} and later; Tegra and family unknown); add an 'arch|${sm}|${_maj}.${_min}|...' "
+                      "row to cmake/Modules/CudaArchGuard/architectures.txt (see docs/architectures.md)")
+    endif()
+    return()
+  endif()
   if(NOT sm IN_LIST CudaArchGuard_TABLE_SMS)
     set(_below "")
     set(_above "")

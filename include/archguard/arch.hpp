@@ -75,8 +75,22 @@ Status check_release_support(Target target, Version2 cuda);
 /// meets); empty when older than every recorded release.
 Version2 ptx_isa_for_driver(DriverVersion driver);
 /// The minimum Linux driver for a PTX ISA version (that of the oldest release whose ISA is at
-/// least `ptx_isa`), or "" when unknown.
+/// least `ptx_isa`), or "" when unknown: that release's driver is not recorded, or the ISA is
+/// newer than every release in the table (newest_known_ptx_isa()).
 std::string min_driver_for_ptx_isa(Version2 ptx_isa);
+/// Whether `arch` is missing from the table (no row for its SM). nvcc is the authority on what
+/// it can build, so such an arch (one a newer nvcc lists) is accepted everywhere and inferred
+/// conservatively: sm_XY is CC X.Y; its SASS runs on exactly that CC (whether it is a Tegra part
+/// is unknown); its PTX is JIT-compiled on CC >= X.Y; an 'a' or 'f' variant runs on exactly that
+/// CC (the family is unknown). Callers warn once per arch with inferred_arch_note().
+bool arch_inferred(Arch arch);
+/// The warning for an inferred arch: what is assumed, the nearest rows, and how to add the row,
+/// e.g. "sm_107 is not in the architecture table: assuming CC 10.7 ...".
+std::string inferred_arch_note(Arch arch);
+/// The newest PTX ISA of any release in the table. A PTX ISA newer than this one belongs to a
+/// release the table does not know: its minimum driver is unknown (min_driver_for_ptx_isa
+/// gives ""), and no recorded driver can be shown to accept it.
+Version2 newest_known_ptx_isa();
 /// The rename row whose old SM is `sm` (101 -> 110 in CUDA 13.0), or nullptr.
 const RenameRow* find_rename(unsigned old_sm);
 /// The compute capability an SM number denotes: 90 -> 9.0, 121 -> 12.1.

@@ -106,26 +106,43 @@ std::string fix_hint(std::span<const Image> images, const std::vector<std::size_
          " or lower";
 }
 
+// Why the driver's acceptance of a PTX ISA cannot be judged: the ISA is newer than the table, or
+// its release's minimum driver is not recorded. Empty when the table knows the minimum.
+std::string unknown_isa_note(Version2 isa) {
+  if (isa.empty()) return "";
+  const Version2 newest = newest_known_ptx_isa();
+  if (isa > newest) {
+    return "; ptx isa " + isa_text(isa) + " is newer than every cuda release in the architecture table (newest: ptx isa " +
+           isa_text(newest) + "), so the driver it needs is unknown: add its release row";
+  }
+  if (min_driver_for_ptx_isa(isa).empty()) {
+    return "; the minimum driver for ptx isa " + isa_text(isa) + " is not recorded in the architecture table";
+  }
+  return "";
+}
+
 }  // namespace
 
 bool sass_runs_on(Arch arch, const Device& device) {
   const Version2 acc = cc_of_sm(arch.sm);
   switch (arch.suffix) {
     case Suffix::a: return acc == device.cc;  // rule 3: exactly that CC
-    case Suffix::f: return family_match(arch, device);  // rule 4
+    case Suffix::f: return arch_inferred(arch) ? acc == device.cc : family_match(arch, device);  // rule 4
     case Suffix::none: break;
   }
   if (acc.major != device.cc.major) return false;  // rule 1: never across majors
   if (acc == device.cc) return true;
   const ArchRow* row = find_arch(arch.sm);
-  if (is_tegra(device) || (row != nullptr && row->tegra)) return false;  // rule 1: Tegra exception
+  // An arch the table lacks may be a Tegra part: no minor-version compatibility.
+  if (row == nullptr) return false;
+  if (is_tegra(device) || row->tegra) return false;  // rule 1: Tegra exception
   return device.cc.minor >= acc.minor;
 }
 
 bool ptx_targets(Arch arch, const Device& device) {
   switch (arch.suffix) {
     case Suffix::a: return cc_of_sm(arch.sm) == device.cc;  // rule 3
-    case Suffix::f: return family_match(arch, device);  // rule 4
+    case Suffix::f: return arch_inferred(arch) ? cc_of_sm(arch.sm) == device.cc : family_match(arch, device);  // rule 4
     case Suffix::none: break;
   }
   return device.cc.packed() >= arch.sm;  // rule 2
@@ -226,7 +243,8 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
     return fail(kErrUnsupportedPtx, "ptx " + image_name(images[pick]) + " has ptx isa " +
                                          isa_text(images[pick].ptx_isa) + " but driver " +
                                          format_driver_version(*settings.driver) + " accepts at most " +
-                                         isa_text(max_isa) + " (unsupported toolchain)");
+                                         isa_text(max_isa) + " (unsupported toolchain)" +
+                                         unknown_isa_note(images[pick].ptx_isa));
   }
   const std::size_t pick = best_of(usable);
   const Image& im = images[pick];
@@ -244,6 +262,11 @@ std::vector<Version2> loads_on(Target target) {
     const Device d = device_for_cc(row.cc);
     const bool ok = target.kind == CodeKind::sass ? sass_runs_on(target.arch, d) : ptx_targets(target.arch, d);
     if (ok) out.push_back(row.cc);
+  }
+  // An inferred arch loads at least on its own CC, which has no row to iterate over.
+  const Version2 own = cc_of_sm(target.arch.sm);
+  if (arch_inferred(target.arch) && std::find(out.begin(), out.end(), own) == out.end()) {
+    out.insert(std::upper_bound(out.begin(), out.end(), own), own);
   }
   return out;
 }
@@ -282,13 +305,36 @@ std::string release_facts(Arch arch, const ArchRow& row) {
   return out;
 }
 
+// What can safely be said of an arch the table lacks (see arch_inferred).
+std::string explain_inferred(Target target) {
+  const Version2 cc = cc_of_sm(target.arch.sm);
+  const std::string inferred = " (inferred: not in the architecture table)";
+  switch (target.kind) {
+    case CodeKind::ltoir:
+      return "LTO-IR for CC " + cc_text(cc) + ": input to link-time optimization (nvlink -dlto); the driver never loads it" +
+             inferred;
+    case CodeKind::sass:
+      return "SASS for CC " + cc_text(cc) + " only" +
+             (target.arch.suffix == Suffix::none ? std::string("; whether other CCs run it (minor-version compatibility, ") +
+                                                       "Tegra) is unknown"
+                                                 : std::string("; its family is unknown")) +
+             "; never on another major" + inferred;
+    case CodeKind::ptx:
+      if (target.arch.suffix != Suffix::none) return "PTX that compiles only to CC " + cc_text(cc) + inferred;
+      return "PTX for CC " + cc_text(cc) + " and later: the driver JIT-compiles it on any GPU of CC >= " + cc_text(cc) +
+             " (first-launch delay) when it accepts the PTX ISA" + inferred;
+  }
+  return inferred;
+}
+
 }  // namespace
 
 std::string explain_target(Target target) {
   const Arch arch = target.arch;
   const ArchRow* row = find_arch(arch.sm);
   const std::string name = nvcc_name(arch, target.kind);
-  if (row == nullptr || !arch_exists(arch)) return name + ": not an architecture in the table";
+  if (row == nullptr) return explain_inferred(target);
+  if (!arch_exists(arch)) return name + ": not an architecture in the table";
   const std::vector<Version2> ccs = loads_on(target);
   std::string out;
   const std::string tegra = row->tegra ? ", a Tegra part: no minor-version compatibility" : "";

@@ -34,6 +34,35 @@ const RenameRow* find_rename(unsigned old_sm) {
   return nullptr;
 }
 
+bool arch_inferred(Arch arch) { return find_arch(arch.sm) == nullptr; }
+
+std::string inferred_arch_note(Arch arch) {
+  const std::string cc = std::to_string(arch.sm / 10) + "." + std::to_string(arch.sm % 10);
+  std::string near;
+  const ArchRow* below = nullptr;
+  const ArchRow* above = nullptr;
+  for (const ArchRow& row : arch_rows()) {
+    if (row.sm < arch.sm) below = &row;
+    if (row.sm > arch.sm && above == nullptr) above = &row;
+  }
+  for (const ArchRow* row : {below, above}) {
+    if (row == nullptr) continue;
+    near += (near.empty() ? "" : ", ") + std::string("sm_") + std::to_string(row->sm);
+  }
+  std::string out = nvcc_name(arch, CodeKind::sass) + " is not in the architecture table: assuming CC " + cc +
+                    " (its SASS runs on CC " + cc + " only, its PTX on CC " + cc +
+                    " and later; Tegra and family unknown)";
+  if (!near.empty()) out += "; nearest known: " + near;
+  return out + "; if your nvcc lists it, add an 'arch|" + std::to_string(arch.sm) + "|" + cc +
+         "|...' row to cmake/Modules/CudaArchGuard/architectures.txt (see docs/architectures.md)";
+}
+
+Version2 newest_known_ptx_isa() {
+  Version2 best{};
+  for (const ReleaseRow& row : release_rows()) best = std::max(best, row.ptx_isa);
+  return best;
+}
+
 bool arch_exists(Arch arch) {
   const ArchRow* row = find_arch(arch.sm);
   if (row == nullptr) return false;

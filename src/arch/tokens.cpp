@@ -83,7 +83,13 @@ std::optional<unsigned> lowest_with(Suffix suffix) {
 Status validate(std::string_view token, Arch arch, Style style) {
   const std::string who(token);
   const ArchRow* row = find_arch(arch.sm);
+  // An architecture the table lacks is accepted (a newer nvcc knows more than the table) and
+  // inferred conservatively; see arch_inferred(). Callers warn with inferred_arch_note().
   if (row == nullptr) {
+    // Only a plausible capability is inferred: a major from the table's lowest to one past its
+    // highest; anything else ("896" as CC 89.6) is a typo.
+    const unsigned lo = arch_rows().front().cc.major, hi = arch_rows().back().cc.major + 1;
+    if (arch.sm / 10 >= lo && arch.sm / 10 <= hi) return Ok{};
     std::optional<unsigned> below, above;
     for (const ArchRow& r : arch_rows()) {
       if (r.sm < arch.sm) below = r.sm;
@@ -93,8 +99,7 @@ Status validate(std::string_view token, Arch arch, Style style) {
     if (below) near.push_back(styled({*below, Suffix::none}, style));
     if (above) near.push_back(styled({*above, Suffix::none}, style));
     return make_error(who + ": unknown architecture: there is no compute capability " +
-                      capability_name({arch.sm, Suffix::none}) + "; nearest valid targets: " +
-                      join(near, ", "));
+                      capability_name({arch.sm, Suffix::none}) + "; nearest valid targets: " + join(near, ", "));
   }
   if (arch_exists(arch)) return Ok{};
   const char c = suffix_char(arch.suffix);

@@ -9,7 +9,13 @@
 //   2  bad usage or unreadable input
 //   3  doctor: no CUDA driver on this machine (steps that need none still ran)
 
+#include <archguard/arch.hpp>
+
 #include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <set>
+#include <span>
 
 #include <functional>
 #include <string>
@@ -40,6 +46,17 @@ struct VerbRegistrar {
 /// Registers a verb's setup function; use once per verb file at namespace scope.
 #define ARCHGUARD_VERB(setup) \
   static const ::archguard::cli::VerbRegistrar ARCHGUARD_CONCAT(archguard_verb_, __LINE__){setup}
+
+/// Warns on stderr, once per architecture and process, about each target whose architecture
+/// the table lacks and that is therefore inferred (see archguard::inferred_arch_note).
+inline void warn_inferred(std::span<const Target> targets) {
+  static std::set<unsigned> warned;
+  for (const Target& t : targets) {
+    if (arch_inferred(t.arch) && warned.insert(t.arch.sm).second) {
+      std::cerr << "archguard: warning: " << inferred_arch_note(Arch{t.arch.sm, Suffix::none}) << "\n";
+    }
+  }
+}
 
 /// True when stdout is a terminal (tables get colour/width there).
 bool stdout_is_tty();

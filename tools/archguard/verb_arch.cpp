@@ -255,6 +255,7 @@ int run_explain(const ExplainOptions& opt) {
     fail_usage(targets.message());
     return cli::kExitUsage;
   }
+  cli::warn_inferred(*targets);
   int rc = cli::kExitOk;
   std::vector<std::string> support;  // per target: "" when accepted, else why not
   if (cuda) {

@@ -44,8 +44,10 @@ Result<Version2> parse_cc(std::string_view text) {
                       static_cast<unsigned>(std::stoul(std::string(text.substr(dot + 1))))};
   }
   auto targets = parse_token(text);  // "90", "sm_90": the capability of that architecture
-  if (targets && !targets->empty())
-    if (const ArchRow* row = find_arch(targets->front().arch.sm); row != nullptr) return row->cc;
+  if (targets && !targets->empty()) {
+    warn_inferred(*targets);
+    return cc_of_sm(targets->front().arch.sm);
+  }
   return Error{"--cc '" + std::string(text) + "' is not a compute capability such as 9.0"};
 }
 

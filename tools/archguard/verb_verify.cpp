@@ -28,6 +28,12 @@ int run_verify(const VerifyOptions& opt) {
     std::fprintf(stderr, "archguard verify: %s\n", req.message().c_str());
     return kExitUsage;
   }
+  if (!opt.quiet) {
+    std::vector<Target> named;
+    for (Arch a : req->sass) named.push_back({a, CodeKind::sass});
+    for (Arch a : req->ptx) named.push_back({a, CodeKind::ptx});
+    warn_inferred(named);
+  }
   req->allow_compatible = opt.allow_compatible;
   req->strict = opt.strict;
   const Inputs in = read_inputs(opt.files);

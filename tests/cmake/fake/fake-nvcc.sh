@@ -16,6 +16,9 @@ case "$release" in
         var="90a 100a 100f 101a 101f 103a 103f 120a 120f 121a 121f"; def=52 ;;
   13.0) sms="75 80 86 87 88 89 90 100 110 103 120 121"
         var="90a 100a 100f 103a 103f 110a 110f 120a 120f 121a 121f"; def=75 ;;
+  # 13.9: a future release listing sm_109 (and 109a), which the table does not know.
+  13.9) sms="75 80 86 87 88 89 90 100 103 107 109 110 120 121"
+        var="90a 100a 100f 103a 103f 107a 107f 109a 110a 110f 120a 120f 121a 121f"; def=75 ;;
   empty) sms=""; var=""; def=75; version=13.0 ;;   # answers --version but lists no GPU code
   *) echo "fake-nvcc: unknown release $release" >&2; exit 2 ;;   # e.g. "broken": --version fails
 esac

@@ -353,7 +353,7 @@ TEST_CASE("device_for_cc and loads_on read the table", "[compat]") {
 
 TEST_CASE("explain_target is generated from the table", "[compat]") {
   CHECK(explain_target({{100, Suffix::a}, CodeKind::sass}) ==
-        "SASS for CC 10.0 only (B200, GB200); does not run on CC 10.3 (B300, GB300); use 100f to cover the "
+        "SASS for CC 10.0 only (B200, GB200); does not run on CC 10.3 (B300, GB300) and CC 10.7; use 100f to cover the "
         "family; nvcc accepts it since CUDA 12.8");
   const std::string s90a = explain_target({{90, Suffix::a}, CodeKind::sass});
   CHECK(s90a.find("SASS for CC 9.0 only (H100, H200, GH200)") == 0);
@@ -364,4 +364,48 @@ TEST_CASE("explain_target is generated from the table", "[compat]") {
   CHECK(s80.find("does not run on CC 8.9") == std::string::npos);
   const std::string s70 = explain_target({{70}, CodeKind::sass});
   CHECK(s70.find("removed") != std::string::npos);
+}
+
+TEST_CASE("an architecture the table lacks is inferred conservatively", "[compat][table]") {
+  // sm_109 stands for the next architecture a newer nvcc lists before the table has its row.
+  const Arch a109{109};
+  REQUIRE(arch_inferred(a109));
+  REQUIRE_FALSE(arch_inferred(Arch{107}));
+  CHECK(sass_runs_on(a109, Device{{10, 9}, false}));        // exactly its CC
+  CHECK_FALSE(sass_runs_on(a109, Device{{10, 10}, false}));  // never beyond: it may be a Tegra part
+  CHECK_FALSE(sass_runs_on(a109, Device{{11, 0}, false}));  // never across majors
+  CHECK(sass_runs_on({109, Suffix::f}, Device{{10, 9}, false}));
+  CHECK_FALSE(sass_runs_on({109, Suffix::f}, Device{{12, 0}, false}));  // family unknown
+  CHECK(ptx_targets(a109, Device{{12, 0}, false}));         // PTX: CC >= 10.9
+  CHECK_FALSE(ptx_targets(a109, Device{{10, 3}, false}));
+  const std::vector<Version2> on = loads_on({a109, CodeKind::sass});
+  CHECK(on == std::vector<Version2>{{10, 9}});
+  CHECK(explain_target({a109, CodeKind::sass}).find("(inferred: not in the architecture table)") != std::string::npos);
+  const std::string note = inferred_arch_note(a109);
+  CHECK(note.find("sm_109 is not in the architecture table: assuming CC 10.9") == 0);
+  CHECK(note.find("nearest known: sm_107, sm_110") != std::string::npos);
+  CHECK(note.find("architectures.txt") != std::string::npos);
+  // A typo is still a typo: no plausible capability.
+  CHECK_FALSE(parse_token("896").ok());
+  CHECK(parse_token("sm_109").ok());
+}
+
+TEST_CASE("a PTX ISA newer than the table needs a driver the table does not know", "[compat][table]") {
+  const Version2 newest = newest_known_ptx_isa();
+  CHECK(newest >= Version2{9, 5});
+  const Version2 next{newest.major, newest.minor + 1};
+  CHECK(min_driver_for_ptx_isa(next).empty());
+  CHECK(min_driver_for_ptx_isa({9, 0}) == "580.65.06");
+  const std::vector<Image> images{ptx(75, next)};
+  DriverSettings s;
+  s.driver = DriverVersion{999, 0, 0};
+  Verdict v = select_image(images, device_for_cc({9, 0}), s);
+  CHECK(v.outcome == Outcome::fail);
+  CHECK(v.cuda_error == kErrUnsupportedPtx);
+  CHECK(v.reason.find("newer than every cuda release in the architecture table") != std::string::npos);
+  // CUDA 13.5's PTX ISA 9.5 under driver 580.159.04 (measured: 222 on an H200).
+  s.driver = DriverVersion{580, 159, 4};
+  v = select_image(std::vector<Image>{ptx(75, {9, 5})}, device_for_cc({9, 0}), s);
+  CHECK(v.cuda_error == kErrUnsupportedPtx);
+  CHECK(v.reason.find("accepts at most 9.0") != std::string::npos);
 }

@@ -41,7 +41,7 @@ TEST_CASE("table agrees with compatibility.md", "[arch][table]") {
   for (const ArchRow& row : arch_rows()) {
     if (!row.a_since.empty() && row.removed_in.empty()) with_a.push_back(row.sm);
   }
-  CHECK(with_a == std::vector<unsigned>{90, 100, 103, 110, 120, 121});
+  CHECK(with_a == std::vector<unsigned>{90, 100, 103, 107, 110, 120, 121});
   // Rule 4: families in ptxas 13.0.
   CHECK(family_of(100) == family_of(103));
   CHECK(family_of(120) == family_of(121));
@@ -113,7 +113,8 @@ TEST_CASE("arches_of_major lists plain and suffixed targets", "[arch][table]") {
   for (Arch a : arches_of_major(10)) ten.push_back(arch_number(a));
   CHECK(eight == std::vector<std::string>{"80", "86", "87", "88", "89"});
   CHECK(nine == std::vector<std::string>{"90", "90a"});
-  CHECK(ten == std::vector<std::string>{"100", "100a", "100f", "101", "101a", "101f", "103", "103a", "103f"});
+  CHECK(ten == std::vector<std::string>{"100", "100a", "100f", "101", "101a", "101f", "103", "103a", "103f", "107",
+                                      "107a", "107f"});
 }
 
 TEST_CASE("check_release_support explains why a release rejects a target", "[arch][table]") {
