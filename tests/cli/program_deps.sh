@@ -6,7 +6,9 @@
 # gets a line, check without --cc and without a GPU is a usage error.
 # With --gpu (label gpu): runs the executable and compares the real launch results with
 # `archguard check`'s prediction for this machine (no --cc); exit 77 without a GPU.
-# Usage: program_deps.sh <archguard> <nvcc> <work dir> [--gpu]
+# Without --gpu, a fake libcuda (tests/unit/device/fake_libcuda.cpp) stands in for this machine's
+# driver to test check without --cc.
+# Usage: program_deps.sh <archguard> <nvcc> <work dir> [--gpu | <fake libcuda>]
 set -uo pipefail
 ag=$1 nvcc=$2 work=$3 mode=${4:-}
 src=$(cd "$(dirname "$0")/program" && pwd)
@@ -119,6 +121,16 @@ fi
 
 # Without --cc and without a GPU: a usage error that says what to give.
 expect 2 "no GPU visible here .*give --cc" -- env ARCHGUARD_LIBCUDA=/nonexistent/libcuda.so.1 "$ag" check "$app"
+
+# Without --cc on a machine with a GPU: its GPUs and driver, said on the first line.
+if [[ -n $mode && -f $mode ]]; then
+  expect 1 "^assuming this machine: Fake GPU \(CC 9\.0, 1 GPU\), driver [0-9]" -- \
+    env ARCHGUARD_LIBCUDA="$mode" FAKE_CUDA_CC=9.0 "$ag" check "$app"
+  expect 1 "libold\.so \(loaded by .*\): fails with 209" -- env ARCHGUARD_LIBCUDA="$mode" FAKE_CUDA_CC=9.0 "$ag" check "$app"
+  expect 0 "libold\.so: runs natively \(sm_80\)" -- \
+    env ARCHGUARD_LIBCUDA="$mode" FAKE_CUDA_CC=8.0 "$ag" check --no-deps "$lib"
+  expect 1 "/bin/app: fails with 209" -- env ARCHGUARD_LIBCUDA="$mode" FAKE_CUDA_CC=8.0 "$ag" check "$app"
+fi
 
 [[ $fails == 0 ]] && echo "all passed" || echo "$fails failed"
 [[ $fails == 0 ]]
