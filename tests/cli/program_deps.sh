@@ -15,6 +15,9 @@ src=$(cd "$(dirname "$0")/program" && pwd)
 command -v "$nvcc" >/dev/null 2>&1 || [[ -x $nvcc ]] || { echo "no nvcc: skipped"; exit 77; }
 fails=0
 
+if [[ $mode == --gpu ]] && "$ag" check --no-deps "$ag" 2>&1 | grep -q "no GPU visible"; then
+  echo "no GPU: skipped"; exit 77
+fi
 # Built once per work dir (about 15 s on 2 cores), rebuilt when a source changes.
 mkdir -p "$work/bin/lib"
 if [[ ! -x $work/bin/app || $src/app.cu -nt $work/bin/app || $src/libold.cu -nt $work/bin/app ]]; then
@@ -29,7 +32,6 @@ app=$work/bin/app lib=$work/bin/lib/libold.so
 if [[ $mode == --gpu ]]; then
   pred=$("$ag" check --json "$app")
   rc=$?
-  if [[ $rc == 2 ]] && grep -q "no GPU visible" <<<"$("$ag" check "$app" 2>&1)"; then echo "no GPU: skipped"; exit 77; fi
   real=$("$app")
   arc=$?
   [[ $arc == 77 ]] && { echo "no GPU: skipped ($real)"; exit 77; }
