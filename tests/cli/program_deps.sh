@@ -105,6 +105,13 @@ out=$("$ag" doctor --no-smoke --no-deps --cc 9.0 "$app" 2>&1)
 grep -q "libold" <<<"$out" && { echo "FAIL: doctor --no-deps still judges libold.so"; fails=$((fails + 1)); } ||
   echo "ok: doctor --no-deps"
 
+# Assumptions said: a JIT verdict without --driver names the driver its PTX ISA needs; a driver
+# given as 580.65 meets 580.65.06 (compared on the numbers given); 575 rejects PTX ISA 9.0.
+expect 0 "runs after a JIT of compute_90 .*assumes driver >= 580\.65\.06 \(ptx isa 9\.0\)" -- \
+  "$ag" check --no-deps "$app" --cc 10.0
+expect 0 "runs after a JIT of compute_90 \(first-launch delay\) on" -- "$ag" check --no-deps "$app" --cc 10.0 --driver 580.65
+expect 1 "fails with 222" -- "$ag" check --no-deps "$app" --cc 10.0 --driver 575
+
 # Every input gets a line.
 mkdir -p "$work/empty" "$work/text"
 echo hello > "$work/text/readme.txt"

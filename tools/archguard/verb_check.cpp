@@ -134,9 +134,14 @@ std::string driver_assumption(const ObjectVerdict& v) {
       isa = std::max(isa, u.images[*u.verdict.image].ptx_isa);
   if (isa.empty()) return "";
   const std::string need = min_driver_for_ptx_isa(isa);
-  if (need.empty())
+  if (need.empty()) {
+    for (const ReleaseRow& row : release_rows())  // ascending: the release that introduced it
+      if (row.ptx_isa >= isa)
+        return "ptx isa " + version_text(isa) + " needs the driver of cuda " + version_text(row.cuda) +
+               " or later (its version is not in archguard's table); give --driver to check";
     return "ptx isa " + version_text(isa) + " is newer than any cuda release archguard knows: it needs a driver at " +
            "least as new as the toolkit that wrote it; give --driver to check";
+  }
   return "assumes driver >= " + need + " (ptx isa " + version_text(isa) + "); give --driver to check";
 }
 
