@@ -53,7 +53,19 @@ for dev in doc["devices"]:
         print(f"{dev['name']} (cc {dev['cc']}): {who}: predicted {predicted.get(who)}, real {real.get(who)}: {verdict}")
 sys.exit(0 if ok else 1)
 PY
-  exit $?
+  [[ $? == 0 ]] || exit 1
+  # The doctor on this GPU, without --cc: FAIL naming the library and its kernel when the real
+  # launch of the library failed, no FAIL for it when it ran.
+  out=$("$ag" doctor --no-smoke "$app" 2>&1)
+  drc=$?
+  echo "$out" | sed -n '/\[3\]/,/\[4\]/p'
+  if [[ $real == *"lib=0"* ]]; then
+    grep -q "FAIL .*libold" <<<"$out" && { echo "FAIL: doctor blames libold.so, which ran"; exit 1; }
+  elif [[ $drc != 1 ]] || ! grep -q "libold\.so (loaded by" <<<"$out" || ! grep -q "old_library_kernel" <<<"$out"; then
+    echo "FAIL: doctor (exit $drc) does not name libold.so and old_library_kernel, whose launch failed"; exit 1
+  fi
+  echo "doctor agrees with the real launch"
+  exit 0
 fi
 
 # expect <exit code> <regex the output must match (or -)> -- command...
