@@ -33,6 +33,7 @@ struct DynamicInfo {
   bool has_runpath = false;          ///< a DT_RUNPATH entry exists (even empty): DT_RPATH is ignored
   std::string soname;                ///< DT_SONAME, empty when none
   bool nodefaultlib = false;         ///< DF_1_NODEFLIB: neither the cache nor the default dirs
+  bool pie = false;                  ///< DF_1_PIE: a position-independent executable (ET_DYN)
 };
 
 /// Reads the SHT_DYNAMIC section (empty info for a static or relocatable object).

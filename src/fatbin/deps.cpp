@@ -32,6 +32,7 @@ constexpr std::uint64_t kDtRpath = 15;
 constexpr std::uint64_t kDtRunpath = 29;
 constexpr std::uint64_t kDtFlags1 = 0x6ffffffb;
 constexpr std::uint64_t kDf1Nodeflib = 0x800;
+constexpr std::uint64_t kDf1Pie = 0x08000000;
 
 // glibc's sysdeps/generic/ldconfig.h.
 constexpr std::uint32_t kFlagTypeMask = 0x00ff;
@@ -158,7 +159,10 @@ Result<DynamicInfo> read_dynamic(const ElfFile& elf) {
         for (auto& e : split_path(s, ":")) info.runpath.push_back(std::move(e));
         break;
       }
-      case kDtFlags1: info.nodefaultlib = (value & kDf1Nodeflib) != 0; break;
+      case kDtFlags1:
+        info.nodefaultlib = (value & kDf1Nodeflib) != 0;
+        info.pie = (value & kDf1Pie) != 0;
+        break;
       default: break;
     }
   }
@@ -288,7 +292,8 @@ Result<DependencyWalk> walk_dependencies(const std::string& path, const Dependen
     // /proc/self/exe); a library's is the directory of the path it was found under.
     std::error_code ec;
     const auto canon = std::filesystem::weakly_canonical(path, ec);
-    n.path = ec || root_elf.type() != kElfTypeExec ? path : canon.string();
+    const bool executable = root_elf.type() == kElfTypeExec || info.pie;
+    n.path = ec || !executable ? path : canon.string();
     n.machine = machine;
     n.info = std::move(info);
     nodes.push_back(std::move(n));

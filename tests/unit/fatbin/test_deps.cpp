@@ -30,6 +30,7 @@ struct Dyn {
   std::uint16_t machine = kElfMachineX86_64;
   std::vector<std::uint8_t> rodata;  ///< an extra allocated read-only section when not empty
   std::uint16_t type = kElfTypeDyn;
+  std::uint64_t flags1 = 0;  ///< DT_FLAGS_1 when not zero (0x08000000: DF_1_PIE)
 };
 
 void put16(std::vector<std::uint8_t>& b, std::size_t at, std::uint16_t v) { std::memcpy(b.data() + at, &v, 2); }
@@ -50,6 +51,7 @@ std::vector<std::uint8_t> make_elf(const Dyn& d) {
   if (!d.soname.empty()) dyn.emplace_back(14, add(d.soname));
   if (d.has_rpath) dyn.emplace_back(15, add(d.rpath));
   if (d.has_runpath) dyn.emplace_back(29, add(d.runpath));
+  if (d.flags1 != 0) dyn.emplace_back(0x6ffffffb, d.flags1);
   dyn.emplace_back(0, 0);
   const std::string shstr = std::string("\0.dynstr\0.dynamic\0.shstrtab\0.rodata\0", 36);
   std::vector<std::uint8_t> b(64, 0);
@@ -156,6 +158,28 @@ TEST_CASE("DT_RUNPATH with $ORIGIN finds a library beside the executable", "[fat
   REQUIRE(inner != nullptr);
   CHECK(inner->loaded_by == k->path);  // named with the object that loaded it
   CHECK(inner->depth == 2);
+}
+
+TEST_CASE("an executable's $ORIGIN is where the file really is, a library's where it was found", "[fatbin][deps]") {
+  TempDir t;
+  // A position-independent executable (ET_DYN + DF_1_PIE) run through a symlink: ld.so takes
+  // $ORIGIN from /proc/self/exe, the real file.
+  const std::string app = t.write("real/app", {.needed = {"libr.so"}, .runpath = "$ORIGIN", .has_runpath = true, .flags1 = 0x08000000});
+  t.write("real/libr.so", {});
+  fs::create_directories(t.root / "links");
+  fs::create_symlink(app, t.root / "links" / "app");
+  auto w = walk_dependencies((t.root / "links" / "app").string(), isolated());
+  REQUIRE(w.ok());
+  REQUIRE(find(*w, "libr.so") != nullptr);
+  CHECK(find(*w, "libr.so")->path == fs::weakly_canonical(t.root / "real").string() + "/libr.so");
+  // A shared library (no DF_1_PIE) reached through a symlink keeps the link's directory.
+  const std::string lib = t.write("real/libtop.so", {.needed = {"libside.so"}, .runpath = "$ORIGIN", .has_runpath = true});
+  t.write("links/libside.so", {});
+  fs::create_symlink(lib, t.root / "links" / "libtop.so");
+  auto l = walk_dependencies((t.root / "links" / "libtop.so").string(), isolated());
+  REQUIRE(l.ok());
+  REQUIRE(find(*l, "libside.so") != nullptr);
+  CHECK(find(*l, "libside.so")->path == (t.root / "links").string() + "/libside.so");
 }
 
 TEST_CASE("DT_RPATH is ignored when DT_RUNPATH is present, used (and inherited) when not", "[fatbin][deps]") {
