@@ -38,12 +38,29 @@ struct Target {
   friend constexpr auto operator<=>(const Target&, const Target&) = default;
 };
 
-/// A driver version such as 580.65.06 (patch 0 when absent).
+/// A driver version such as 580.65.06 (patch 0 when absent). `components` says how many
+/// numbers were given (580.65: 2); ordering and equality look at the three numbers only, use
+/// driver_at_least() to compare a version a user typed with a requirement.
 struct DriverVersion {
   unsigned major = 0, minor = 0, patch = 0;
-  friend constexpr bool operator==(const DriverVersion&, const DriverVersion&) = default;
-  friend constexpr auto operator<=>(const DriverVersion&, const DriverVersion&) = default;
+  unsigned components = 3;
+  friend constexpr bool operator==(const DriverVersion& a, const DriverVersion& b) {
+    return a.major == b.major && a.minor == b.minor && a.patch == b.patch;
+  }
+  friend constexpr auto operator<=>(const DriverVersion& a, const DriverVersion& b) {
+    if (auto c = a.major <=> b.major; c != 0) return c;
+    if (auto c = a.minor <=> b.minor; c != 0) return c;
+    return a.patch <=> b.patch;
+  }
 };
+
+/// Whether `given` meets `required`, comparing on the components `given` has: a driver given as
+/// 580.65 meets 580.65.06 (the user did not say which patch), 580 meets 580.95.05, 575 does not.
+constexpr bool driver_at_least(DriverVersion given, DriverVersion required) {
+  if (given.major != required.major || given.components < 2) return given.major >= required.major;
+  if (given.minor != required.minor || given.components < 3) return given.minor >= required.minor;
+  return given.patch >= required.patch;
+}
 
 /// The dialects users write targets in.
 enum class Dialect : std::uint8_t {

@@ -118,6 +118,9 @@ struct Options {
   /// Step 3 also judges the FILEs for these capabilities (a GPU they must run on that this
   /// machine does not have; no driver needed).
   std::vector<Version2> assume_cc;
+  /// Step 3 also judges the shared libraries an executable or library FILE loads, found as
+  /// ld.so finds them (deps.hpp); directories and wheels are judged file by file.
+  bool deps = true;
 };
 
 /// Runs every step. Never fails as a whole: problems become findings.

@@ -148,6 +148,9 @@ struct ObjectFatbins {
   std::uint16_t elf_type = 0;
   std::uint16_t machine = 0;
   std::vector<Fatbin> fatbins;  ///< .nv_fatbin first, then __nv_relfatbin
+  /// The object whose DT_NEEDED loads this one (a shared library found by the dependency walk,
+  /// see deps.hpp); empty for an input named by the user.
+  std::string loaded_by;
 };
 
 /// Reads the fatbins of a validated ELF file; an object without device code gives an empty

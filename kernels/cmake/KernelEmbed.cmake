@@ -84,6 +84,15 @@ if(_cag_nvcc AND _cag_smoke_sms)
     list(APPEND _cag_gencode "-gencode=arch=compute_${_sm},code=sm_${_sm}")
     string(APPEND _cag_note "sm_${_sm} ")
   endforeach()
+  # PTX of the oldest architecture too: every GPU the toolkit supports can JIT it, so the smoke
+  # test still runs under CUDA_FORCE_PTX_JIT=1 (the driver then JITs the highest PTX at or below
+  # the device; the newest PTX alone serves no GPU older than it). The newest PTX keeps GPUs
+  # newer than the toolkit covered.
+  list(GET _cag_smoke_sms 0 _cag_oldest)
+  if(NOT _cag_oldest STREQUAL _cag_newest)
+    list(APPEND _cag_gencode "-gencode=arch=compute_${_cag_oldest},code=compute_${_cag_oldest}")
+    string(APPEND _cag_note "compute_${_cag_oldest} ")
+  endif()
   list(APPEND _cag_gencode "-gencode=arch=compute_${_cag_newest},code=compute_${_cag_newest}")
   string(APPEND _cag_note "compute_${_cag_newest}")
   add_custom_command(

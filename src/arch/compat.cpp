@@ -62,7 +62,7 @@ Device effective_device(const Device& device, const DriverSettings& settings, st
   const ReleaseRow* rel = find_release(rn->cuda);
   if (rel == nullptr || *rel->min_driver == '\0') return d;
   Result<DriverVersion> min = parse_driver_version(rel->min_driver);
-  if (!min || *settings.driver < *min) return d;
+  if (!min || !driver_at_least(*settings.driver, *min)) return d;
   d.cc = cc_of_sm(rn->new_sm);
   d.tegra = is_tegra(Device{d.cc, d.tegra});
   note = "; driver " + format_driver_version(*settings.driver) + " reports this cc " + cc_text(device.cc) +

@@ -153,7 +153,7 @@ Version2 ptx_isa_for_driver(DriverVersion driver) {
   Version2 best{};
   for (const ReleaseRow& row : release_rows()) {
     std::optional<DriverVersion> min = table_driver(row.min_driver);
-    if (min && driver >= *min && row.ptx_isa > best) best = row.ptx_isa;
+    if (min && driver_at_least(driver, *min) && row.ptx_isa > best) best = row.ptx_isa;
   }
   return best;
 }
@@ -193,7 +193,7 @@ Result<DriverVersion> parse_driver_version(std::string_view text) {
     if (text.front() != '.') return bad("unexpected character '" + std::string(1, text.front()) + "'");
     text.remove_prefix(1);
   }
-  return DriverVersion{parts[0], parts[1], parts[2]};
+  return DriverVersion{parts[0], parts[1], parts[2], static_cast<unsigned>(n)};
 }
 
 std::string format_driver_version(DriverVersion v) {

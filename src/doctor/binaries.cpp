@@ -5,8 +5,11 @@
 
 #include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
+#include <archguard/deps.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
 
 namespace archguard::doctor::detail {
 namespace {
@@ -31,6 +34,8 @@ Step step_binaries(Session& s, Report& report) {
   settings.force_ptx_jit = truthy(s.env("CUDA_FORCE_PTX_JIT"));
   settings.disable_ptx_jit = truthy(s.env("CUDA_DISABLE_PTX_JIT"));
 
+  std::set<std::string> seen;  // each loaded library judged once over all FILEs
+  for (const auto& file : s.options->files) seen.insert(real_path_or_self(file));
   for (const auto& file : s.options->files) {
     auto scan = scan_path(file);
     if (!scan) {
@@ -39,11 +44,30 @@ Step step_binaries(Session& s, Report& report) {
       continue;
     }
     for (const auto& e : scan->errors) step.findings.push_back({Level::warn, file, "not read: " + e, ""});
+    std::size_t files_scanned = scan->directory ? 0 : 1;
+    if (scan->directory) {
+      std::error_code ec;
+      for (std::filesystem::recursive_directory_iterator it(file, std::filesystem::directory_options::skip_permission_denied, ec), end;
+           !ec && it != end; it.increment(ec))
+        files_scanned += it->is_regular_file(ec) ? 1 : 0;
+    }
+    if (s.options->deps && is_program(*scan)) {
+      // The libraries it loads fail at their own first launch: judge them with it.
+      LoadedLibraries libs = add_loaded_libraries(*scan, seen);
+      files_scanned += libs.files_read;
+      for (const auto& m : libs.missing)
+        step.findings.push_back({Level::warn, file, m.needed + " (needed by " + m.loaded_by + ") is not found on this machine; its device code is not judged",
+                                 "install it or set LD_LIBRARY_PATH as the program runs"});
+      for (const auto& n : libs.notes) step.findings.push_back({Level::warn, file, n, ""});
+    }
     std::vector<const ObjectFatbins*> with_code;
     for (const auto& o : scan->objects)
       if (!units_of(o).empty()) with_code.push_back(&o);
     if (with_code.empty()) {
-      step.findings.push_back({Level::pass, file, "no cuda device code (nothing that can fail with 209)", ""});
+      step.findings.push_back({Level::pass, file,
+                               "no device code (" + std::to_string(files_scanned) + (files_scanned == 1 ? " file" : " files") +
+                                   " scanned; nothing that can fail with 209)",
+                               ""});
       continue;
     }
     struct Judged {
@@ -101,7 +125,7 @@ Step step_binaries(Session& s, Report& report) {
         if (shown >= 5) continue;
         ++shown;
         failures += failures.empty() ? "" : "; ";
-        failures += o->path + (j.tier == Tier::none_run ? ": no kernel has an image" : ": some kernels have no image");
+        failures += o->path + (o->loaded_by.empty() ? "" : " (loaded by " + o->loaded_by + ")") + (j.tier == Tier::none_run ? ": no kernel has an image" : ": some kernels have no image");
         const auto failing = j.failing();
         if (!failing.empty()) {
           const auto units = j.failing_units();

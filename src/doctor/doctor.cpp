@@ -226,6 +226,23 @@ Report run(const Options& options) {
   timed([&] { return detail::step_binaries(s, report); });
   timed([&] { return check_environment(s.env); });
   timed([&] { return detail::step_smoke(s, report); });
+  // One cause, one status: when step 1 finds that CUDA_VISIBLE_DEVICES hides the gpus, step 4
+  // (which reads only the text of the variable) must not call the same value fine.
+  const Step& devices_step = report.steps[0];
+  const auto hidden = std::find_if(devices_step.findings.begin(), devices_step.findings.end(), [](const Finding& f) {
+    return f.subject == "CUDA_VISIBLE_DEVICES" && f.status == Level::fail;
+  });
+  if (hidden != devices_step.findings.end()) {
+    for (Step& st : report.steps) {
+      if (st.number != 4) continue;
+      for (Finding& f : st.findings) {
+        if (f.subject != "CUDA_VISIBLE_DEVICES" || f.status == Level::fail) continue;
+        f.status = Level::fail;
+        f.message += "; step 1: the driver sees no gpu through it";
+        f.fix = hidden->fix;
+      }
+    }
+  }
   report.fixes = detail::collect_fixes(report);
   report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return report;

@@ -2,6 +2,8 @@
 // Step 4: environment variables that change which image the driver loads, or how it fails.
 #include <archguard/doctor.hpp>
 
+#include <algorithm>
+
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -211,7 +213,37 @@ Step check_environment(const EnvLookup& env) {
       step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES", "set but empty: the process sees no gpu",
                                "unset CUDA_VISIBLE_DEVICES or list the gpus to use (e.g. 0)"});
     } else {
-      step.findings.push_back({Level::pass, "CUDA_VISIBLE_DEVICES", "'" + *v + "': only these gpus are visible", ""});
+      // The driver reads the list up to its first entry that is neither an index nor a GPU-/MIG-
+      // UUID and ignores the rest; "-1" and "none" are the usual ways to hide every gpu.
+      std::size_t good = 0;
+      std::string bad;
+      for (std::size_t start = 0; start <= v->size();) {
+        std::size_t end = v->find(',', start);
+        if (end == std::string::npos) end = v->size();
+        std::string_view e = std::string_view(*v).substr(start, end - start);
+        while (!e.empty() && e.front() == ' ') e.remove_prefix(1);
+        while (!e.empty() && e.back() == ' ') e.remove_suffix(1);
+        const bool index = !e.empty() && e.size() <= 4 &&
+                           std::all_of(e.begin(), e.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const bool uuid = e.rfind("GPU-", 0) == 0 || e.rfind("MIG-", 0) == 0;
+        if (!index && !uuid) {
+          bad = std::string(e);
+          break;
+        }
+        ++good;
+        start = end + 1;
+      }
+      const std::string fix = "unset CUDA_VISIBLE_DEVICES or list the gpus to use (e.g. 0)";
+      if (good == 0)
+        step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES",
+                                 "'" + *v + "' names no gpu ('" + bad + "' is neither an index nor a GPU-/MIG- uuid): "
+                                 "the process sees no gpu", fix});
+      else if (!bad.empty())
+        step.findings.push_back({Level::warn, "CUDA_VISIBLE_DEVICES",
+                                 "'" + *v + "': the driver stops at '" + bad + "' and ignores the entries from there on",
+                                 fix});
+      else
+        step.findings.push_back({Level::pass, "CUDA_VISIBLE_DEVICES", "'" + *v + "': only these gpus are visible", ""});
     }
   }
   return step;

@@ -12,6 +12,30 @@
 #include <vector>
 
 namespace archguard::doctor::detail {
+
+/// The fix for a failed load or launch of the smoke fatbin (every SASS the toolkit builds, the
+/// oldest and the newest PTX), attributed to what caused it.
+std::string smoke_fix(int code, const JitEnv& env) {
+  switch (code) {
+    case device::kCuErrorNoBinaryForGpu:
+      if (env.force && env.disable)
+        return "unset CUDA_FORCE_PTX_JIT or CUDA_DISABLE_PTX_JIT: together they leave the driver no image to load";
+      if (env.force) return "unset CUDA_FORCE_PTX_JIT (it makes the driver ignore the sass and jit the ptx)";
+      return "this gpu is newer than every architecture of the toolkit that built archguard, and none of its ptx "
+             "targets it: rebuild archguard with a newer cuda toolkit";
+    case device::kCuErrorUnsupportedPtxVersion:
+    case device::kCuErrorInvalidPtx:
+      if (env.force)
+        return "unset CUDA_FORCE_PTX_JIT (the sass runs without a jit); the ptx of the toolkit that built "
+               "archguard is newer than this driver accepts (see step 2)";
+      return "install a driver that accepts the ptx isa of this toolkit (see step 2)";
+    case device::kCuErrorJitCompilationDisabled:
+      return "unset CUDA_DISABLE_PTX_JIT";
+    default:
+      return "run with CUDA_LAUNCH_BLOCKING=1 and check dmesg for Xid errors";
+  }
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -68,25 +92,11 @@ std::string tag_text(unsigned tag) {
 struct DeviceRun {
   Step& step;
   std::string who;
+  JitEnv env;
   bool ok = true;
   void fail(const std::string& what, const Error& e, std::string fix = "") {
     ok = false;
-    if (fix.empty()) {
-      switch (e.code) {
-        case device::kCuErrorNoBinaryForGpu:
-          fix = "the driver found no image for this gpu in a fatbin built for every architecture nvcc " +
-                std::string("supports plus ptx: update the driver, or archguard for a newer gpu");
-          break;
-        case device::kCuErrorUnsupportedPtxVersion:
-          fix = "install a driver that accepts the ptx isa of this toolkit (see step 2)";
-          break;
-        case device::kCuErrorJitCompilationDisabled:
-          fix = "unset CUDA_DISABLE_PTX_JIT";
-          break;
-        default:
-          fix = "run with CUDA_LAUNCH_BLOCKING=1 and check dmesg for Xid errors";
-      }
-    }
+    if (fix.empty()) fix = smoke_fix(e.code, env);
     step.findings.push_back({Level::fail, who, what + ": " + e.message, fix});
   }
   void mismatch(const std::string& what, const std::string& detail) {
@@ -104,7 +114,11 @@ void run_device(Session& s, int ordinal, Step& step, Report& report) {
                              "check nvidia-smi for the gpu's state (compute mode, xid errors)"});
     return;
   }
-  DeviceRun run{step, who};
+  auto set = [&](std::string_view name) {
+    const auto v = s.env(name);
+    return v && !v->empty() && *v != "0";
+  };
+  DeviceRun run{step, who, JitEnv{set("CUDA_FORCE_PTX_JIT"), set("CUDA_DISABLE_PTX_JIT")}};
   SmokeTiming timing;
   timing.ordinal = ordinal;
 

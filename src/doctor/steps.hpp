@@ -33,6 +33,16 @@ Step step_smoke(Session& session, Report& report);
 /// The final verdict from the findings.
 std::vector<Fix> collect_fixes(const Report& report);
 
+/// The environment variables that change what the driver loads: a failure they cause is
+/// theirs, not the driver's.
+struct JitEnv {
+  bool force = false;    ///< CUDA_FORCE_PTX_JIT set (not "0")
+  bool disable = false;  ///< CUDA_DISABLE_PTX_JIT set (not "0")
+};
+/// The fix for a failed load or launch of the smoke fatbin (every SASS of the toolkit plus the
+/// oldest and the newest PTX), attributed to what caused it (CUresult `code`).
+std::string smoke_fix(int code, const JitEnv& env);
+
 /// The embedded smoke-test fatbin (empty when built without nvcc) and the targets it holds.
 std::span<const std::byte> smoke_fatbin();
 std::string_view smoke_fatbin_targets();

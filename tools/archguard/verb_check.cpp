@@ -4,6 +4,9 @@
 #include "cli.hpp"
 #include "verb_inputs.hpp"
 
+#include <archguard/device.hpp>
+#include <archguard/doctor.hpp>
+
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +28,7 @@ struct CheckOptions {
   bool from_env = false;
   bool json = false;
   bool no_kernels = false;
+  bool no_deps = false;
 };
 
 struct Gpu {
@@ -118,6 +122,67 @@ std::string summary_text(const ObjectVerdict& v, const ObjectJudgement& j) {
   return s;
 }
 
+/// The visible GPUs, grouped by model, for `check` without --cc: what this machine would run on.
+Result<std::vector<Gpu>> visible_gpus() {
+  auto drv = device::Driver::shared();
+  if (!drv) return Error{"no GPU visible here (" + drv.message() + ")"};
+  auto list = (*drv)->devices();
+  if (!list) return Error{"no GPU visible here (" + list.message() + ")"};
+  if (list->empty()) return Error{"no GPU visible here (the driver lists none)"};
+  std::vector<Gpu> out;
+  for (const auto& d : *list) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const Gpu& g) { return g.name == d.name && g.device.cc == d.cc; });
+    if (same != out.end()) {
+      ++same->count;
+      continue;
+    }
+    Gpu g{d.name, device_for_cc(d.cc), 1};
+    g.device.tegra = d.integrated;
+    out.push_back(g);
+  }
+  return out;
+}
+
+/// The installed driver: /proc/driver/nvidia/version, else the oldest driver of the CUDA
+/// release the driver reports (a lower bound, enough to bound the PTX ISA it accepts).
+std::optional<DriverVersion> installed_driver() {
+  std::ifstream f("/proc/driver/nvidia/version");
+  if (f) {
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (auto v = doctor::parse_proc_driver_version(ss.str())) return v;
+  }
+  auto drv = device::Driver::shared();
+  if (!drv) return std::nullopt;
+  auto cuda = (*drv)->cuda_version();
+  if (!cuda) return std::nullopt;
+  if (const ReleaseRow* row = find_release(*cuda); row != nullptr && *row->min_driver != '\0') {
+    if (auto v = parse_driver_version(row->min_driver)) return *v;
+  }
+  return std::nullopt;
+}
+
+/// What a JIT verdict assumes of a driver nobody named: the driver that accepts the newest PTX
+/// ISA the object's JIT images use (empty when the verdict needs no JIT).
+std::string driver_assumption(const ObjectVerdict& v) {
+  if (v.outcome != Outcome::jit) return "";
+  Version2 isa{};
+  for (const auto& u : v.units)
+    if (u.verdict.outcome == Outcome::jit && u.verdict.image && *u.verdict.image < u.images.size())
+      isa = std::max(isa, u.images[*u.verdict.image].ptx_isa);
+  if (isa.empty()) return "";
+  const std::string need = min_driver_for_ptx_isa(isa);
+  if (need.empty()) {
+    for (const ReleaseRow& row : release_rows())  // ascending: the release that introduced it
+      if (row.ptx_isa >= isa)
+        return "ptx isa " + version_text(isa) + " needs the driver of cuda " + version_text(row.cuda) +
+               " or later (its version is not in archguard's table); give --driver to check";
+    return "ptx isa " + version_text(isa) + " is newer than any cuda release archguard knows: it needs a driver at " +
+           "least as new as the toolkit that wrote it; give --driver to check";
+  }
+  return "assumes driver >= " + need + " (ptx isa " + version_text(isa) + "); give --driver to check";
+}
+
 std::string device_text(const Gpu& g) {
   std::string s = g.name.empty() ? std::string("CC ") + version_text(g.device.cc) : g.name + " (CC " + version_text(g.device.cc);
   if (g.device.tegra) s += g.name.empty() ? " tegra" : ", tegra";
@@ -126,9 +191,20 @@ std::string device_text(const Gpu& g) {
 }
 
 int run_check(const CheckOptions& opt) {
-  if (opt.cc.empty() == opt.fleet.empty()) {
-    std::fprintf(stderr, "archguard check: give exactly one of --cc and --fleet\n");
+  if (!opt.cc.empty() && !opt.fleet.empty()) {
+    std::fprintf(stderr, "archguard check: give one of --cc and --fleet, not both\n");
     return kExitUsage;
+  }
+  // Without --cc or --fleet: this machine's GPUs and driver (said in the output).
+  const bool this_machine = opt.cc.empty() && opt.fleet.empty();
+  std::vector<Gpu> gpus;
+  if (this_machine) {
+    auto visible = visible_gpus();
+    if (!visible) {
+      std::fprintf(stderr, "archguard check: %s; give --cc (e.g. --cc 9.0) or --fleet\n", visible.message().c_str());
+      return kExitUsage;
+    }
+    gpus = std::move(*visible);
   }
   DriverSettings settings;
   if (!opt.driver.empty()) {
@@ -138,6 +214,8 @@ int run_check(const CheckOptions& opt) {
       return kExitUsage;
     }
     settings.driver = *d;
+  } else if (this_machine) {
+    settings.driver = installed_driver();
   }
   settings.force_ptx_jit = opt.force_ptx_jit;
   settings.disable_ptx_jit = opt.disable_ptx_jit;
@@ -150,8 +228,9 @@ int run_check(const CheckOptions& opt) {
     settings.disable_ptx_jit = settings.disable_ptx_jit || on("CUDA_DISABLE_PTX_JIT");
   }
 
-  std::vector<Gpu> gpus;
-  if (!opt.cc.empty()) {
+  if (this_machine) {
+    // gpus came from the driver above
+  } else if (!opt.cc.empty()) {
     auto cc = parse_cc(opt.cc);
     if (!cc) {
       std::fprintf(stderr, "archguard check: %s\n", cc.message().c_str());
@@ -181,16 +260,32 @@ int run_check(const CheckOptions& opt) {
     }
   }
 
-  const Inputs in = read_inputs(opt.files);
+  ReadOptions read;
+  read.deps = !opt.no_deps;
+  const Inputs in = read_inputs(opt.files, read);
+  if (this_machine && !opt.json) {
+    std::string line = "assuming this machine: ";
+    for (std::size_t i = 0; i < gpus.size(); ++i) line += (i == 0 ? "" : ", ") + device_text(gpus[i]);
+    line += settings.driver ? ", driver " + format_driver_version(*settings.driver) : ", driver version unknown";
+    std::printf("%s\n", line.c_str());
+  }
   bool any_fail = false;
   nlohmann::json devices_json = nlohmann::json::array();
   for (const Gpu& g : gpus) {
     nlohmann::json objects_json = nlohmann::json::array();
     std::vector<std::string> details;
     if (!opt.json && gpus.size() > 1) std::printf("%s\n", device_text(g).c_str());
-    for (const auto& r : in.reports) {
+    for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
+      const ScanReport& r = in.reports[ri];
+      const InputFacts& facts = in.facts[ri];
+      if (!has_device_code(r) && !opt.json) {
+        std::printf("%s%s\n", gpus.size() > 1 ? "  " : "", no_device_code_line(facts).c_str());
+      }
+      if (!opt.json && &g == &gpus.front())
+        for (const auto& n : dependency_notes(facts)) std::printf("%s\n", n.c_str());
       for (const auto& o : r.objects) {
         if (o.fatbins.empty() && !o.archive.empty()) continue;
+        if (!opt.json && !has_device_code(r)) break;  // said once above: "no device code (N files scanned)"
         const ObjectVerdict v = check_object(o, g.device, settings);
         // --no-kernels: judge fatbins only (the old, coarse reading), decode nothing.
         ObjectJudgement j;
@@ -208,7 +303,8 @@ int run_check(const CheckOptions& opt) {
           j = judge_object(o, v, g.device, settings, opt.json);
         }
         any_fail = any_fail || is_problem(j.tier);
-        const std::string summary = summary_text(v, j);
+        std::string summary = summary_text(v, j);
+        const std::string assumption = settings.driver ? "" : driver_assumption(v);
         const auto failing = j.failing();
         if (opt.json) {
           nlohmann::json units = nlohmann::json::array();
@@ -257,6 +353,8 @@ int run_check(const CheckOptions& opt) {
                               {"failed_tagged", j.failed_tagged}}},
                             {"kernels_listed", j.kernels_listed},
                             {"dispatch_evidence", j.dispatch_evidence},
+                            {"loaded_by", o.loaded_by},
+                            {"driver_assumption", assumption},
                             {"units", std::move(units)},
                             {"kernels", std::move(kernels)},
                             {"kernels_without_image", std::move(without)}};
@@ -264,7 +362,11 @@ int run_check(const CheckOptions& opt) {
           objects_json.push_back(std::move(oj));
           continue;
         }
-        std::printf("%s%s: %s%s\n", gpus.size() > 1 ? "  " : "", o.path.c_str(), summary.c_str(),
+        // A loaded library is indented under the input that loads it and says who loads it.
+        const std::string indent = std::string(gpus.size() > 1 ? "  " : "") + (o.loaded_by.empty() ? "" : "  ");
+        const std::string who = o.loaded_by.empty() ? "" : " (loaded by " + o.loaded_by + ")";
+        if (!assumption.empty()) summary += "; " + assumption;
+        std::printf("%s%s%s: %s%s\n", indent.c_str(), o.path.c_str(), who.c_str(), summary.c_str(),
                     gpus.size() == 1 ? (" on " + device_text(g)).c_str() : "");
         // Per-fatbin lines only where they help: a problem, or a handful of fatbins.
         if (is_problem(j.tier) || v.units.size() <= 8) {
@@ -310,7 +412,19 @@ int run_check(const CheckOptions& opt) {
   }
   const int code = !in.errors.empty() ? kExitUsage : any_fail ? kExitProblem : kExitOk;
   if (opt.json) {
+    nlohmann::json inputs = nlohmann::json::array();
+    for (const auto& f : in.facts) {
+      nlohmann::json missing = nlohmann::json::array();
+      for (const auto& d : f.missing) missing.push_back({{"needed", d.needed}, {"loaded_by", d.loaded_by}});
+      inputs.push_back({{"input", f.input},
+                        {"files_scanned", f.files_scanned},
+                        {"libraries", f.libraries},
+                        {"libraries_not_found", std::move(missing)},
+                        {"notes", f.notes}});
+    }
     nlohmann::json doc{{"schema", "archguard.check/2"},
+                       {"this_machine", this_machine},
+                       {"inputs", std::move(inputs)},
                        {"driver", settings.driver ? nlohmann::json(format_driver_version(*settings.driver)) : nlohmann::json(nullptr)},
                        {"force_ptx_jit", settings.force_ptx_jit},
                        {"disable_ptx_jit", settings.disable_ptx_jit},
@@ -328,7 +442,7 @@ void setup(CLI::App& root, Context& ctx) {
   auto opt = std::make_shared<CheckOptions>();
   CLI::App* cmd = root.add_subcommand("check", "Predict what the CUDA driver does with each file's device code on a GPU");
   cmd->add_option("files", opt->files, "Files or directories to check")->required();
-  cmd->add_option("--cc", opt->cc, "Compute capability of the GPU, e.g. 9.0");
+  cmd->add_option("--cc", opt->cc, "Compute capability of the GPU, e.g. 9.0 (default: this machine's GPUs)");
   cmd->add_option("--driver", opt->driver, "Driver version, e.g. 580.65 (limits the PTX ISA it JIT-compiles)");
   cmd->add_option("--fleet", opt->fleet,
                   "CSV from 'nvidia-smi --query-gpu=name,compute_cap --format=csv' (many nodes concatenated)");
@@ -338,6 +452,7 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_flag("--from-env", opt->from_env, "Take CUDA_FORCE_PTX_JIT / CUDA_DISABLE_PTX_JIT from this environment");
   cmd->add_flag("--no-kernels", opt->no_kernels,
                 "Judge fatbins only: decode no payload, name no kernel, no tiers beyond all/some/none fatbins");
+  cmd->add_flag("--no-deps", opt->no_deps, "Do not judge the shared libraries an executable or library loads");
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
   cmd->callback([opt, &ctx] { ctx.exit_code = run_check(*opt); });
 }

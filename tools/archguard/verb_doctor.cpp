@@ -100,6 +100,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     std::vector<std::string> files;
     bool json = false;
     bool no_smoke = false;
+    bool no_deps = false;
     std::vector<std::string> cc;
   };
   auto opts = std::make_shared<Opts>();
@@ -108,6 +109,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
   cmd->add_option("FILE", opts->files, "binaries, libraries, wheels or directories to check against the GPUs");
   cmd->add_flag("--json", opts->json, "print the report as JSON");
   cmd->add_flag("--no-smoke", opts->no_smoke, "skip step 5 (the kernels that really run)");
+  cmd->add_flag("--no-deps", opts->no_deps, "do not judge the shared libraries an executable or library FILE loads");
   cmd->add_option("--cc", opts->cc, "also judge the FILEs for this compute capability (e.g. 9.0; repeatable)")
       ->allow_extra_args(false);
   cmd->footer(
@@ -125,6 +127,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
       o.assume_cc.push_back(*cc);
     }
     o.smoke = !opts->no_smoke;
+    o.deps = !opts->no_deps;
     const Report r = run(o);
     int code = archguard::cli::kExitOk;
     if (!r.driver_found) code = archguard::cli::kExitNoDriver;

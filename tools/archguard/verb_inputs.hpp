@@ -5,36 +5,117 @@
 
 #include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
+#include <archguard/deps.hpp>
+#include <archguard/elf.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace archguard::cli {
 
+/// What reading one input found besides its objects.
+struct InputFacts {
+  std::string input;               ///< the path as given
+  std::size_t files_scanned = 0;   ///< files read for it (a directory's files, its libraries)
+  std::size_t libraries = 0;       ///< shared libraries it loads (found by the walk)
+  std::vector<Dependency> missing; ///< libraries it loads that were not found
+  std::vector<std::string> notes;  ///< problems of the walk (not errors of the input)
+};
+
 struct Inputs {
   std::vector<ScanReport> reports;
+  std::vector<InputFacts> facts;    ///< one per reports entry, same order
   std::vector<std::string> errors;  ///< unreadable inputs and problems inside them
 };
 
+struct ReadOptions {
+  unsigned threads = 0;
+  /// Also read the shared libraries an executable or shared library input loads (deps.hpp),
+  /// each once over all inputs; their objects get ObjectFatbins::loaded_by. Directories and
+  /// archives are not walked: their files are judged one by one.
+  bool deps = false;
+  DependencyOptions dependency_options;
+};
+
+namespace detail {
+
+inline std::size_t count_files(const std::string& dir) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, std::filesystem::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec)) ++n;
+  return n;
+}
+
+}  // namespace detail
+
 /// Reads every path; problems are collected, never fatal, so that one bad file does not hide
 /// the verdict on the others (the verb exits 2 when errors is not empty).
-inline Inputs read_inputs(const std::vector<std::string>& paths, unsigned threads = 0) {
+inline Inputs read_inputs(const std::vector<std::string>& paths, const ReadOptions& options) {
   Inputs in;
-  ScanOptions options;
-  options.threads = threads;
+  ScanOptions scan;
+  scan.threads = options.threads;
+  std::set<std::string> seen;  // real paths already judged: each library once over all inputs
+  for (const auto& p : paths) seen.insert(real_path_or_self(p));
   for (const auto& p : paths) {
-    auto r = scan_path(p, options);
+    auto r = scan_path(p, scan);
     if (!r) {
       in.errors.push_back(r.message());
       continue;
     }
     for (const auto& e : r->errors) in.errors.push_back(e);
+    InputFacts facts;
+    facts.input = p;
+    facts.files_scanned = r->directory ? detail::count_files(p) : 1;
+    if (options.deps && is_program(*r)) {
+      LoadedLibraries libs = add_loaded_libraries(*r, seen, options.dependency_options, scan);
+      facts.files_scanned += libs.files_read;
+      facts.libraries = libs.libraries;
+      facts.missing = std::move(libs.missing);
+      facts.notes = std::move(libs.notes);
+    }
     in.reports.push_back(std::move(*r));
+    in.facts.push_back(std::move(facts));
   }
   return in;
+}
+
+inline Inputs read_inputs(const std::vector<std::string>& paths, unsigned threads = 0) {
+  ReadOptions o;
+  o.threads = threads;
+  return read_inputs(paths, o);
+}
+
+/// Whether a report holds any fatbin (its input needs no "no device code" line).
+inline bool has_device_code(const ScanReport& r) {
+  for (const auto& o : r.objects)
+    if (!o.fatbins.empty()) return true;
+  return false;
+}
+
+/// "<input>: no device code (N files scanned)": every input gets at least one line.
+inline std::string no_device_code_line(const InputFacts& f) {
+  std::string s = f.input + ": no device code (" + std::to_string(f.files_scanned) +
+                  (f.files_scanned == 1 ? " file" : " files") + " scanned";
+  if (f.libraries > 0) s += ", including " + std::to_string(f.libraries) + (f.libraries == 1 ? " loaded library" : " loaded libraries");
+  return s + ")";
+}
+
+/// Notes about the libraries an input loads that were not found (ld.so would refuse to start
+/// the program on this machine; device code in them is not judged).
+inline std::vector<std::string> dependency_notes(const InputFacts& f) {
+  std::vector<std::string> out;
+  for (const auto& d : f.missing)
+    out.push_back(f.input + ": note: " + d.needed + " (needed by " + d.loaded_by +
+                  ") was not found on this machine; its device code is not judged");
+  for (const auto& n : f.notes) out.push_back(f.input + ": note: " + n);
+  return out;
 }
 
 inline void print_errors(const std::vector<std::string>& errors) {

@@ -100,6 +100,9 @@ int run_verify(const VerifyOptions& opt) {
     }
   }
   print_errors(in.errors);
+  if (!opt.quiet)  // every input gets a line; those with device code are in the summary below
+    for (std::size_t i = 0; i < in.reports.size(); ++i)
+      if (!has_device_code(in.reports[i])) std::printf("%s\n", no_device_code_line(in.facts[i]).c_str());
   if (report.units.empty() && in.errors.empty()) {
     // Nothing can fail with "no kernel image" when there is no kernel: not an error, but say so
     // (a wrong path given to the verify step shows up here).

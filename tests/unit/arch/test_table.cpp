@@ -103,6 +103,22 @@ TEST_CASE("driver versions parse, format and map to a PTX ISA", "[arch][table]")
   CHECK(min_driver_for_ptx_isa({9, 0}) == "580.65.06");
   CHECK(min_driver_for_ptx_isa({8, 6}) == "570.26");  // no release has 8.6: the next one up
   CHECK(min_driver_for_ptx_isa({9, 1}).empty());       // 13.1's driver is not recorded
+}
+
+TEST_CASE("a driver version given with fewer numbers compares on those numbers", "[arch][table]") {
+  const DriverVersion need = *parse_driver_version("580.65.06");
+  CHECK(parse_driver_version("580.65")->components == 2);
+  CHECK(parse_driver_version("580")->components == 1);
+  CHECK(driver_at_least(*parse_driver_version("580.65"), need));     // 580.65 is not older than 580.65.06
+  CHECK(driver_at_least(*parse_driver_version("580"), need));
+  CHECK(driver_at_least(*parse_driver_version("580.65.06"), need));
+  CHECK_FALSE(driver_at_least(*parse_driver_version("580.65.05"), need));
+  CHECK_FALSE(driver_at_least(*parse_driver_version("580.64"), need));
+  CHECK_FALSE(driver_at_least(*parse_driver_version("575"), need));
+  CHECK(driver_at_least(*parse_driver_version("581"), need));
+  // The PTX ISA limit follows: --driver 580.65 accepts what 580.65.06 accepts.
+  CHECK(ptx_isa_for_driver(*parse_driver_version("580.65")) == Version2{9, 0});
+  CHECK(ptx_isa_for_driver(*parse_driver_version("575.51")) == Version2{8, 8});
   CHECK(min_driver_for_ptx_isa({9, 9}).empty());
 }
 

@@ -140,3 +140,20 @@ TEST_CASE("module loading, launch blocking and visible devices", "[doctor]") {
   CHECK(find(hidden, "CUDA_VISIBLE_DEVICES")->status == Level::fail);
   CHECK(find(hidden, "CUDA_VISIBLE_DEVICES")->fix.find("unset CUDA_VISIBLE_DEVICES") == 0);
 }
+
+TEST_CASE("a CUDA_VISIBLE_DEVICES that names no gpu is not passed", "[doctor]") {
+  TempDir home;
+  const std::string h = home.path.string();
+  auto status = [&](const char* value) {
+    return find(check_environment(env_of({{"HOME", h}, {"CUDA_VISIBLE_DEVICES", value}})), "CUDA_VISIBLE_DEVICES")->status;
+  };
+  CHECK(status("bogus") == Level::fail);  // the driver stops at the first bad entry: no gpu
+  CHECK(status("-1") == Level::fail);     // the usual way to hide every gpu
+  CHECK(status("0,bogus") == Level::warn);
+  CHECK(status("0,1") == Level::pass);
+  CHECK(status("GPU-5c0a7e1e-5d5b-4c6e-8f3e-000000000000") == Level::pass);
+  CHECK(status("MIG-5c0a7e1e-5d5b-4c6e-8f3e-000000000000,1") == Level::pass);
+  const Step bogus = check_environment(env_of({{"HOME", h}, {"CUDA_VISIBLE_DEVICES", "bogus"}}));
+  CHECK(find(bogus, "CUDA_VISIBLE_DEVICES")->message.find("names no gpu") != std::string::npos);
+  CHECK(find(bogus, "CUDA_VISIBLE_DEVICES")->fix.find("unset CUDA_VISIBLE_DEVICES") == 0);
+}

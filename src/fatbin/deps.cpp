@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: Apache-2.0
+// The libraries a program loads, resolved as glibc's ld.so resolves them (elf/dl-load.c:
+// _dl_map_object's search order), read from the files alone.
+#include <archguard/deps.hpp>
+
+#include <archguard/container.hpp>
+#include <archguard/fatbin.hpp>
+
+#include "try.hpp"
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <set>
+#include <string_view>
+#include <system_error>
+
+namespace archguard {
+namespace {
+
+constexpr std::uint32_t kShtDynamic = 6;
+constexpr std::uint32_t kShtNobits = 8;
+constexpr std::uint64_t kShfAlloc = 0x2;
+constexpr std::uint64_t kShfWrite = 0x1;
+constexpr std::uint64_t kShfExecinstr = 0x4;
+constexpr std::uint64_t kDtNull = 0;
+constexpr std::uint64_t kDtNeeded = 1;
+constexpr std::uint64_t kDtSoname = 14;
+constexpr std::uint64_t kDtRpath = 15;
+constexpr std::uint64_t kDtRunpath = 29;
+constexpr std::uint64_t kDtFlags1 = 0x6ffffffb;
+constexpr std::uint64_t kDf1Nodeflib = 0x800;
+constexpr std::uint64_t kDf1Pie = 0x08000000;
+
+// glibc's sysdeps/generic/ldconfig.h.
+constexpr std::uint32_t kFlagTypeMask = 0x00ff;
+constexpr std::uint32_t kFlagElfLibc6 = 0x0003;
+constexpr std::uint32_t kFlagRequiredMask = 0xff00;
+constexpr std::uint32_t kFlagX8664Lib64 = 0x0300;
+constexpr std::uint32_t kFlagAarch64Lib64 = 0x0a00;
+constexpr std::string_view kCacheOldMagic = "ld.so-1.7.0";
+constexpr std::string_view kCacheNewMagic = "glibc-ld.so.cache1.1";
+constexpr std::uint64_t kMaxCacheEntries = 1u << 20;
+
+std::vector<std::string> split_path(std::string_view text, std::string_view separators) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || separators.find(text[i]) != std::string_view::npos) {
+      out.emplace_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+std::string_view machine_triplet(std::uint16_t machine) {
+  switch (machine) {
+    case kElfMachineX86_64: return "x86_64-linux-gnu";
+    case kElfMachineAarch64: return "aarch64-linux-gnu";
+    default: return "";
+  }
+}
+
+std::string_view machine_platform(std::uint16_t machine) {
+  switch (machine) {
+    case kElfMachineX86_64: return "x86_64";
+    case kElfMachineAarch64: return "aarch64";
+    default: return "";
+  }
+}
+
+bool is_dir(const std::string& p) {
+  std::error_code ec;
+  return std::filesystem::is_directory(p, ec);
+}
+
+std::string dirname_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;  // an empty LD_LIBRARY_PATH element: the current directory
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+/// A loaded object during the walk.
+struct Node {
+  std::string path;
+  std::uint16_t machine = 0;
+  DynamicInfo info;
+  int parent = -1;  ///< index of the loader (for the DT_RPATH chain), -1 for the input
+  unsigned depth = 0;
+};
+
+struct Opened {
+  std::shared_ptr<const Storage> storage;
+  std::optional<ElfFile> elf;
+};
+
+/// Opens `path` when it is an ELF64 object of `machine` (ld.so skips other files and goes on).
+std::optional<Opened> open_matching(const std::string& path, std::uint16_t machine) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  auto m = map_file(path);
+  if (!m) return std::nullopt;
+  Bytes b = (*m)->bytes();
+  if (!looks_like_elf(b)) return std::nullopt;
+  auto elf = ElfFile::parse(b, path);
+  if (!elf || elf->machine() != machine) return std::nullopt;
+  Opened o;
+  o.storage = *m;
+  o.elf.emplace(std::move(*elf));
+  return o;
+}
+
+}  // namespace
+
+Result<DynamicInfo> read_dynamic(const ElfFile& elf) {
+  DynamicInfo info;
+  const ElfSection* dynamic = nullptr;
+  for (const auto& s : elf.sections())
+    if (s.type == kShtDynamic) { dynamic = &s; break; }
+  if (dynamic == nullptr || dynamic->type == kShtNobits) return info;
+  const ByteReader r(elf.bytes(), elf.name());
+  if (dynamic->link >= elf.sections().size())
+    return r.error_at(dynamic->offset, "dynamic section", "string table index " + hex(dynamic->link) + " is out of range");
+  const ElfSection& strtab = elf.sections()[dynamic->link];
+  AG_TRY(auto entries, r.sub(dynamic->offset, dynamic->size, "dynamic section"));
+  AG_TRY(auto strs, r.sub(strtab.offset, strtab.size, "dynamic string table"));
+  for (std::uint64_t o = 0; dynamic->size - o >= 16; o += 16) {
+    AG_TRY(auto tag, entries.u64(o, "dynamic entry"));
+    if (tag == kDtNull) break;
+    AG_TRY(auto value, entries.u64(o + 8, "dynamic entry"));
+    switch (tag) {
+      case kDtNeeded: {
+        AG_TRY(auto s, strs.cstring(value, "DT_NEEDED name"));
+        info.needed.emplace_back(s);
+        break;
+      }
+      case kDtSoname: {
+        AG_TRY(auto s, strs.cstring(value, "DT_SONAME"));
+        info.soname = std::string(s);
+        break;
+      }
+      case kDtRpath: {
+        AG_TRY(auto s, strs.cstring(value, "DT_RPATH"));
+        for (auto& e : split_path(s, ":")) info.rpath.push_back(std::move(e));
+        break;
+      }
+      case kDtRunpath: {
+        AG_TRY(auto s, strs.cstring(value, "DT_RUNPATH"));
+        info.has_runpath = true;
+        for (auto& e : split_path(s, ":")) info.runpath.push_back(std::move(e));
+        break;
+      }
+      case kDtFlags1:
+        info.nodefaultlib = (value & kDf1Nodeflib) != 0;
+        info.pie = (value & kDf1Pie) != 0;
+        break;
+      default: break;
+    }
+  }
+  return info;
+}
+
+Result<std::vector<LdCacheEntry>> parse_ld_so_cache(Bytes bytes, const std::string& name) {
+  const ByteReader file(bytes, name);
+  std::uint64_t base = 0;
+  auto starts_with = [&](std::uint64_t at, std::string_view magic) {
+    return file.contains(at, magic.size()) &&
+           std::memcmp(bytes.data() + at, magic.data(), magic.size()) == 0;
+  };
+  if (starts_with(0, kCacheOldMagic)) {
+    // struct cache_file { char magic[11]; char version[0]? ; uint32 nlibs; file_entry[nlibs] }:
+    // magic "ld.so-1.7.0" padded to 12, 12-byte entries; the new format follows, 8-aligned.
+    AG_TRY(auto nlibs, file.u32(12, "ld.so cache header"));
+    auto end = checked_add(16, std::uint64_t{nlibs} * 12);
+    if (!end || *end > file.size())
+      return file.error_at(12, "ld.so cache header", "old-format entry count " + hex(nlibs) + " runs past the end " + hex(file.size()));
+    base = (*end + 7) & ~std::uint64_t{7};
+    if (!starts_with(base, kCacheNewMagic))
+      return file.error_at(base, "ld.so cache", "only the old format is present (not read; run a current ldconfig)");
+  } else if (!starts_with(0, kCacheNewMagic)) {
+    return file.error_at(0, "ld.so cache header", "bad magic (expected \"glibc-ld.so.cache1.1\")");
+  }
+  // struct cache_file_new: magic[17] version[3] nlibs len_strings flags(u8) pad[3]
+  // extension_offset unused[3], then 24-byte entries { int32 flags; u32 key, value; u32
+  // osversion; u64 hwcap }; string offsets count from the start of this header.
+  AG_TRY(auto nlibs, file.u32(base + 20, "ld.so cache header"));
+  if (nlibs > kMaxCacheEntries) return file.error_at(base + 20, "ld.so cache header", "entry count " + hex(nlibs) + " is absurd");
+  AG_TRY(auto header, file.sub(base, file.size() - base, "ld.so cache"));
+  constexpr std::uint64_t kHeaderSize = 48;
+  if (!header.contains(kHeaderSize, std::uint64_t{nlibs} * 24))
+    return file.error_at(base + 20, "ld.so cache header", hex(nlibs) + " entries of 0x18 bytes run past the end " + hex(file.size()));
+  std::vector<LdCacheEntry> out;
+  out.reserve(nlibs);
+  for (std::uint64_t i = 0; i < nlibs; ++i) {
+    const std::uint64_t e = kHeaderSize + i * 24;
+    AG_TRY(auto flags, header.u32(e, "ld.so cache entry"));
+    AG_TRY(auto key, header.u32(e + 4, "ld.so cache entry"));
+    AG_TRY(auto value, header.u32(e + 8, "ld.so cache entry"));
+    AG_TRY(auto hwcap, header.u64(e + 16, "ld.so cache entry"));
+    AG_TRY(auto k, header.cstring(key, "ld.so cache name"));
+    AG_TRY(auto v, header.cstring(value, "ld.so cache path"));
+    out.push_back(LdCacheEntry{std::string(k), std::string(v), flags, hwcap});
+  }
+  return out;
+}
+
+bool ld_cache_entry_matches(const LdCacheEntry& entry, std::uint16_t machine) {
+  if ((entry.flags & kFlagTypeMask) != kFlagElfLibc6) return false;
+  const std::uint32_t required = entry.flags & kFlagRequiredMask;
+  switch (machine) {
+    case kElfMachineX86_64: return required == kFlagX8664Lib64;
+    case kElfMachineAarch64: return required == kFlagAarch64Lib64;
+    default: return false;
+  }
+}
+
+std::string expand_dst(std::string_view element, std::string_view origin, std::string_view lib,
+                       std::string_view platform) {
+  std::string out;
+  for (std::size_t i = 0; i < element.size();) {
+    if (element[i] != '$') {
+      out += element[i++];
+      continue;
+    }
+    std::string_view rest = element.substr(i + 1);
+    struct Token { std::string_view name, value; };
+    const Token tokens[] = {{"ORIGIN", origin}, {"LIB", lib}, {"PLATFORM", platform}};
+    bool done = false;
+    for (const Token& t : tokens) {
+      const bool braced = rest.size() >= t.name.size() + 2 && rest[0] == '{' &&
+                          rest.substr(1, t.name.size()) == t.name && rest[t.name.size() + 1] == '}';
+      // Unbraced, the name must end there: "$ORIGINAL" is not $ORIGIN (ld.so's is_dst).
+      const bool bare = rest.substr(0, t.name.size()) == t.name &&
+                        (rest.size() == t.name.size() || !(std::isalnum(static_cast<unsigned char>(rest[t.name.size()])) || rest[t.name.size()] == '_'));
+      if (braced || bare) {
+        out += t.value;
+        i += 1 + t.name.size() + (braced ? 2 : 0);
+        done = true;
+        break;
+      }
+    }
+    if (!done) out += element[i++];
+  }
+  return out;
+}
+
+bool may_have_device_code(const ElfFile& elf) {
+  if (elf.find(".nv_fatbin") != nullptr || elf.find("__nv_relfatbin") != nullptr) return true;
+  // Fatbins kept as data (cuFFT's .ldata, others' .rodata): look for the magic, 8-aligned as a
+  // fatbin header is, in allocated read-only, non-executable sections.
+  static constexpr unsigned char kMagic[4] = {0x50, 0xed, 0x55, 0xba};
+  const Bytes all = elf.bytes();
+  for (const auto& s : elf.sections()) {
+    if ((s.flags & kShfAlloc) == 0 || (s.flags & (kShfWrite | kShfExecinstr)) != 0 || s.type == kShtNobits) continue;
+    auto end = checked_add(s.offset, s.size);
+    if (!end || *end > all.size()) continue;
+    const auto* p = reinterpret_cast<const unsigned char*>(all.data()) + s.offset;  // bounds checked above
+    const unsigned char* const stop = p + s.size;
+    while (p < stop) {
+      const void* hit = std::memchr(p, kMagic[0], static_cast<std::size_t>(stop - p));
+      if (hit == nullptr) break;
+      const auto* h = static_cast<const unsigned char*>(hit);
+      const auto at = static_cast<std::uint64_t>(h - reinterpret_cast<const unsigned char*>(all.data()));
+      if (at % 8 == 0 && stop - h >= 4 && std::memcmp(h, kMagic, 4) == 0) return true;
+      p = h + 1;
+    }
+  }
+  return false;
+}
+
+Result<DependencyWalk> walk_dependencies(const std::string& path, const DependencyOptions& options) {
+  auto root_map = map_file(path);
+  if (!root_map) return root_map.error();
+  AG_TRY(auto root_elf, ElfFile::parse((*root_map)->bytes(), path));
+  const std::uint16_t machine = root_elf.machine();
+
+  DependencyWalk walk;
+  std::vector<Node> nodes;
+  {
+    AG_TRY(auto info, read_dynamic(root_elf));
+    Node n;
+    // $ORIGIN of the executable is where the kernel found it, symlinks resolved (ld.so reads
+    // /proc/self/exe); a library's is the directory of the path it was found under.
+    std::error_code ec;
+    const auto canon = std::filesystem::weakly_canonical(path, ec);
+    const bool executable = root_elf.type() == kElfTypeExec || info.pie;
+    n.path = ec || !executable ? path : canon.string();
+    n.machine = machine;
+    n.info = std::move(info);
+    nodes.push_back(std::move(n));
+  }
+
+  std::vector<std::string> env_path;
+  if (options.ld_library_path) {
+    env_path = *options.ld_library_path;
+  } else if (const char* e = std::getenv("LD_LIBRARY_PATH"); e != nullptr && *e != '\0') {
+    env_path = split_path(e, ":;");
+  }
+  std::vector<LdCacheEntry> cache;
+  if (!options.ld_so_cache.empty()) {
+    std::error_code ec;
+    if (std::filesystem::exists(options.ld_so_cache, ec)) {
+      auto m = map_file(options.ld_so_cache);
+      if (m) {
+        auto c = parse_ld_so_cache((*m)->bytes(), options.ld_so_cache);
+        if (c) cache = std::move(*c);
+        else walk.problems.push_back(c.message());
+      } else {
+        walk.problems.push_back(m.message());
+      }
+    }
+  }
+  const std::string triplet(machine_triplet(machine));
+  std::vector<std::string> defaults;
+  if (options.default_dirs) {
+    defaults = *options.default_dirs;
+  } else {
+    if (!triplet.empty()) defaults = {"/lib/" + triplet, "/usr/lib/" + triplet};
+    for (const char* d : {"/lib64", "/usr/lib64", "/lib", "/usr/lib"}) defaults.emplace_back(d);
+  }
+  std::string lib = options.lib;
+  if (lib.empty()) lib = !triplet.empty() && is_dir("/lib/" + triplet) ? "lib/" + triplet : "lib64";
+  std::string platform = options.platform.empty() ? std::string(machine_platform(machine)) : options.platform;
+
+  std::set<std::string> seen_paths;   // real paths already loaded
+  std::set<std::string> seen_names;   // DT_NEEDED strings and sonames already satisfied
+  {
+    std::error_code ec;
+    seen_paths.insert(std::filesystem::weakly_canonical(path, ec).string());
+    if (!nodes[0].info.soname.empty()) seen_names.insert(nodes[0].info.soname);
+  }
+  std::set<std::string> reported_missing;
+  std::deque<std::size_t> queue{0};
+  bool bounded = false;
+  while (!queue.empty() && !bounded) {
+    const std::size_t idx = queue.front();
+    queue.pop_front();
+    const Node node = nodes[idx];  // copy: nodes grows below
+    if (node.depth >= options.max_depth) {
+      walk.problems.push_back(node.path + ": dependencies deeper than " + std::to_string(options.max_depth) + " levels are not followed");
+      continue;
+    }
+    const std::string origin = dirname_of(node.path);
+    for (const std::string& needed : node.info.needed) {
+      if (seen_names.count(needed) != 0) continue;
+      std::optional<Opened> found;
+      std::string found_path, how;
+      auto try_dir = [&](const std::string& dir, std::string_view why) {
+        if (found) return;
+        const std::string candidate = join(dir, needed);
+        if (auto o = open_matching(candidate, machine)) {
+          found = std::move(o);
+          found_path = candidate;
+          how = why;
+        }
+      };
+      if (needed.find('/') != std::string::npos) {
+        // A name with a slash is a path (relative to the current directory, as for ld.so).
+        if (auto o = open_matching(needed, machine)) {
+          found = std::move(o);
+          found_path = needed;
+          how = "path";
+        }
+      } else {
+        if (!node.info.has_runpath) {
+          // DT_RPATH of the object, then of each loader up to the executable (glibc stops
+          // using a loader's DT_RPATH only when that loader has DT_RUNPATH).
+          for (int at = static_cast<int>(idx); at >= 0 && !found; at = nodes[static_cast<std::size_t>(at)].parent) {
+            const Node& l = nodes[static_cast<std::size_t>(at)];
+            if (l.info.has_runpath) continue;
+            for (const auto& e : l.info.rpath) try_dir(expand_dst(e, dirname_of(l.path), lib, platform), "rpath");
+          }
+        }
+        for (const auto& e : env_path) try_dir(expand_dst(e, origin, lib, platform), "LD_LIBRARY_PATH");
+        for (const auto& e : node.info.runpath) try_dir(expand_dst(e, origin, lib, platform), "runpath");
+        if (!node.info.nodefaultlib) {
+          for (const auto& c : cache) {
+            if (found) break;
+            if (c.name != needed || !ld_cache_entry_matches(c, machine)) continue;
+            if (auto o = open_matching(c.path, machine)) {
+              found = std::move(o);
+              found_path = c.path;
+              how = "ld.so.cache";
+            }
+          }
+          for (const auto& d : defaults) try_dir(d, "default");
+        }
+      }
+      seen_names.insert(needed);
+      if (!found) {
+        if (reported_missing.insert(needed).second)
+          walk.libraries.push_back(Dependency{needed, "", node.path, "", node.depth + 1});
+        continue;
+      }
+      std::error_code ec;
+      const std::string real = std::filesystem::weakly_canonical(found_path, ec).string();
+      auto dyn = read_dynamic(*found->elf);
+      if (!dyn) {
+        walk.problems.push_back(dyn.message());
+        dyn = DynamicInfo{};
+      }
+      if (!dyn->soname.empty()) seen_names.insert(dyn->soname);
+      if (!seen_paths.insert(ec ? found_path : real).second) continue;  // the same file under another name
+      walk.libraries.push_back(Dependency{needed, found_path, node.path, how, node.depth + 1});
+      if (walk.libraries.size() >= options.max_libraries) {
+        walk.problems.push_back(path + ": more than " + std::to_string(options.max_libraries) +
+                                " libraries; the rest are not followed");
+        bounded = true;
+        break;
+      }
+      Node n;
+      n.path = found_path;
+      n.machine = machine;
+      n.info = std::move(*dyn);
+      n.parent = static_cast<int>(idx);
+      n.depth = node.depth + 1;
+      nodes.push_back(std::move(n));
+      queue.push_back(nodes.size() - 1);
+    }
+  }
+  return walk;
+}
+
+std::string real_path_or_self(const std::string& path) {
+  std::error_code ec;
+  auto c = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : c.string();
+}
+
+bool is_program(const ScanReport& r) {
+  return !r.directory && r.objects.size() == 1 && r.objects[0].archive.empty() &&
+         (r.objects[0].elf_type == kElfTypeExec || r.objects[0].elf_type == kElfTypeDyn);
+}
+
+LoadedLibraries add_loaded_libraries(ScanReport& report, std::set<std::string>& seen,
+                                     const DependencyOptions& options, const ScanOptions& scan) {
+  LoadedLibraries out;
+  auto walk = walk_dependencies(report.input, options);
+  if (!walk) {
+    out.notes.push_back("libraries not followed: " + walk.message());
+    return out;
+  }
+  for (auto& p : walk->problems) out.notes.push_back(std::move(p));
+  for (Dependency& d : walk->libraries) {
+    if (d.depth == 1) d.loaded_by = report.input;  // the input as the user wrote it
+    if (d.path.empty()) {
+      out.missing.push_back(d);
+      continue;
+    }
+    ++out.libraries;
+    if (!seen.insert(real_path_or_self(d.path)).second) continue;  // an input, or judged already
+    ++out.files_read;
+    auto m = map_file(d.path);
+    if (!m) {
+      out.notes.push_back(m.message());
+      continue;
+    }
+    auto elf = ElfFile::parse((*m)->bytes(), d.path);
+    if (!elf || !may_have_device_code(*elf)) continue;  // libc and friends: nothing decoded
+    auto s = scan_bytes((*m)->bytes(), d.path, scan);
+    if (!s) {
+      out.notes.push_back(s.message());
+      continue;
+    }
+    for (auto& e : s->errors) out.notes.push_back(std::move(e));
+    bool added = false;
+    for (auto& o : s->objects) {
+      if (o.fatbins.empty()) continue;
+      o.loaded_by = d.loaded_by;
+      report.objects.push_back(std::move(o));
+      ++out.with_device_code;
+      added = true;
+    }
+    if (added) {
+      report.storage.push_back(*m);
+      for (auto& st : s->storage) report.storage.push_back(std::move(st));
+    }
+  }
+  return out;
+}
+
+}  // namespace archguard
