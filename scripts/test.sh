@@ -5,13 +5,13 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 export PATH="$PATH:/usr/local/cuda/bin"
 jobs="$(nproc)"
 preset=default
 [ "${ARCHGUARD_WERROR:-OFF}" = ON ] && preset=ci
 
-cmake --preset "$preset" >/dev/null
+cmake --preset "$preset" -DARCHGUARD_BUILD_TESTS=ON >/dev/null
 cmake --build --preset "$preset" -j "$jobs"
 ctest --preset "$preset" -j "$jobs"
 
