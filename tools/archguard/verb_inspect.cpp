@@ -103,6 +103,42 @@ std::string flags_text(const FatbinEntry& e) {
   return s.empty() ? "-" : s;
 }
 
+/// What every kernel-bearing fatbin of an object covers (the intersection): a launch needs the
+/// image in the fatbin of the kernel's own translation unit, so an architecture that only some
+/// fatbins hold fails for the others' kernels. Device-link fatbins hold no kernels and are skipped.
+struct EveryFatbin {
+  std::vector<Arch> sass, ptx;
+};
+EveryFatbin every_fatbin(const ObjectFatbins& o) {
+  EveryFatbin all;
+  bool first = true;
+  for (const auto& fb : o.fatbins) {
+    if (fb.device_link) continue;
+    std::vector<Arch> sass, ptx;
+    for (const auto& e : fb.entries) {
+      if (e.kind == CodeKind::sass) sass.push_back(e.arch);
+      if (e.kind == CodeKind::ptx) ptx.push_back(e.arch);
+    }
+    for (auto* v : {&sass, &ptx}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    if (first) {
+      all = {std::move(sass), std::move(ptx)};
+      first = false;
+      continue;
+    }
+    auto keep = [](std::vector<Arch>& acc, const std::vector<Arch>& other) {
+      std::vector<Arch> out;
+      std::set_intersection(acc.begin(), acc.end(), other.begin(), other.end(), std::back_inserter(out));
+      acc = std::move(out);
+    };
+    keep(all.sass, sass);
+    keep(all.ptx, ptx);
+  }
+  return all;
+}
+
 nlohmann::json coverage_json(const CoverageSummary& c) {
   return {{"sass", arch_list_json(c.sass, CodeKind::sass)},
           {"ptx", arch_list_json(c.ptx, CodeKind::ptx)},
@@ -170,42 +206,6 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"coverage_every_fatbin",
            {{"sass", arch_list_json(every_fatbin(o).sass, CodeKind::sass)},
             {"ptx", arch_list_json(every_fatbin(o).ptx, CodeKind::ptx)}}}};
-}
-
-/// What every kernel-bearing fatbin of an object covers (the intersection): a launch needs the
-/// image in the fatbin of the kernel's own translation unit, so an architecture that only some
-/// fatbins hold fails for the others' kernels. Device-link fatbins hold no kernels and are skipped.
-struct EveryFatbin {
-  std::vector<Arch> sass, ptx;
-};
-EveryFatbin every_fatbin(const ObjectFatbins& o) {
-  EveryFatbin all;
-  bool first = true;
-  for (const auto& fb : o.fatbins) {
-    if (fb.device_link) continue;
-    std::vector<Arch> sass, ptx;
-    for (const auto& e : fb.entries) {
-      if (e.kind == CodeKind::sass) sass.push_back(e.arch);
-      if (e.kind == CodeKind::ptx) ptx.push_back(e.arch);
-    }
-    for (auto* v : {&sass, &ptx}) {
-      std::sort(v->begin(), v->end());
-      v->erase(std::unique(v->begin(), v->end()), v->end());
-    }
-    if (first) {
-      all = {std::move(sass), std::move(ptx)};
-      first = false;
-      continue;
-    }
-    auto keep = [](std::vector<Arch>& acc, const std::vector<Arch>& other) {
-      std::vector<Arch> out;
-      std::set_intersection(acc.begin(), acc.end(), other.begin(), other.end(), std::back_inserter(out));
-      acc = std::move(out);
-    };
-    keep(all.sass, sass);
-    keep(all.ptx, ptx);
-  }
-  return all;
 }
 
 std::string coverage_line(const CoverageSummary& c, const EveryFatbin& every) {
