@@ -64,8 +64,7 @@ configure_package_config_file(
 write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/CudaArchGuardConfigVersion.cmake"
   VERSION "${PROJECT_VERSION}"
-  COMPATIBILITY SameMajorVersion
-  ARCH_INDEPENDENT)
+  COMPATIBILITY SameMajorVersion)  # not ARCH_INDEPENDENT: the libraries are built for this target
 install(FILES "${PROJECT_BINARY_DIR}/CudaArchGuardConfig.cmake"
               "${PROJECT_BINARY_DIR}/CudaArchGuardConfigVersion.cmake"
         DESTINATION "${CAG_INSTALL_CMAKEDIR}"
