@@ -58,14 +58,17 @@ endif()
 
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/CudaArchGuardConfig.cmake.in"
-  "${PROJECT_BINARY_DIR}/CudaArchGuardConfig.cmake"
+  "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfig.cmake"
   INSTALL_DESTINATION "${CAG_INSTALL_CMAKEDIR}"
   PATH_VARS CAG_INSTALL_MODULEDIR CAG_INSTALL_TOOL)
+# Generated under cmake-install/, not at the top of the build tree: find_package() treats the
+# parent of every PATH entry ending in bin/ as a prefix, so with <build>/bin on PATH a config at
+# <build>/ would be found, and it only works from an install.
 write_basic_package_version_file(
-  "${PROJECT_BINARY_DIR}/CudaArchGuardConfigVersion.cmake"
+  "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfigVersion.cmake"
   VERSION "${PROJECT_VERSION}"
   COMPATIBILITY SameMajorVersion)  # not ARCH_INDEPENDENT: the libraries are built for this target
-install(FILES "${PROJECT_BINARY_DIR}/CudaArchGuardConfig.cmake"
-              "${PROJECT_BINARY_DIR}/CudaArchGuardConfigVersion.cmake"
+install(FILES "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfig.cmake"
+              "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfigVersion.cmake"
         DESTINATION "${CAG_INSTALL_CMAKEDIR}"
         COMPONENT cmake)
