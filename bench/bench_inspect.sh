@@ -19,7 +19,7 @@ done
 venv=${ARCHGUARD_VENV:-$here/.venv}
 cuobjdump=${CUOBJDUMP:-$(ls "$venv"/lib/python3*/site-packages/nvidia/cu13/bin/cuobjdump 2>/dev/null | head -1)}
 [[ -x $ag ]] || { echo "bench_inspect: no archguard binary (set ARCHGUARD)" >&2; exit 2; }
-[[ -x $cuobjdump ]] || { echo "bench_inspect: no cuobjdump (set CUOBJDUMP or run scripts/setup.sh)" >&2; exit 2; }
+[[ -x $cuobjdump ]] || { echo "bench_inspect: no cuobjdump (set CUOBJDUMP or run scripts/setup.sh --tests)" >&2; exit 2; }
 [[ -f $lib ]] || { echo "bench_inspect: no $lib" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "bench_inspect: needs GNU time (/usr/bin/time, Debian package 'time')" >&2; exit 2; }
 tmp=$(mktemp -d)

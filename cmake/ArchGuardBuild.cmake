@@ -54,7 +54,12 @@ function(archguard_component layer)
   target_include_directories(archguard_${layer}
     PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
            $<BUILD_INTERFACE:${ARCHGUARD_GENERATED_DIR}>
+           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(archguard_${layer} PRIVATE archguard_build_flags PUBLIC ${arg_DEPENDS})
-  set_target_properties(archguard_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  # The build flags stay in the build tree: the installed export set must not name them.
+  target_link_libraries(archguard_${layer} PRIVATE $<BUILD_INTERFACE:archguard_build_flags>
+                        PUBLIC ${arg_DEPENDS})
+  # Installed as CudaArchGuard::<layer> (cmake/Install.cmake); the same name works in the tree.
+  set_target_properties(archguard_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${layer})
+  add_library(CudaArchGuard::${layer} ALIAS archguard_${layer})
 endfunction()

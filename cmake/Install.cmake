@@ -4,13 +4,15 @@ Install
 -------
 
 Install rules (included by the top-level CMakeLists.txt): the CMake modules with the
-architecture table, the ``archguard`` tool, and ``CudaArchGuardConfig.cmake`` +
+architecture table, the ``archguard`` tool, the libraries with their headers and an export set
+(``CudaArchGuard::jit``, ``CudaArchGuard::selfcheck``, ``CudaArchGuard::lib`` for every layer,
+and each layer as ``CudaArchGuard::<layer>``), and ``CudaArchGuardConfig.cmake`` +
 ``CudaArchGuardConfigVersion.cmake`` (SameMajorVersion), so that ``find_package(CudaArchGuard)``
 works from the install prefix.
 
 .. code-block:: console
 
-  cmake --install build --prefix /opt/cudaarchguard
+  cmake --install build/default --prefix /opt/cudaarchguard --strip
   cmake -B app-build -DCMAKE_PREFIX_PATH=/opt/cudaarchguard
 #]=======================================================================]
 include_guard(GLOBAL)
@@ -29,17 +31,44 @@ if(TARGET archguard)
   install(TARGETS archguard RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT tool)
 endif()
 
+# The libraries: static, one per layer, plus the INTERFACE targets that name the API groups.
+set(_cag_export_targets)
+foreach(_cag_layer IN ITEMS arch toolkit fatbin coverage device jit doctor)
+  if(TARGET archguard_${_cag_layer})
+    list(APPEND _cag_export_targets archguard_${_cag_layer})
+  endif()
+endforeach()
+foreach(_cag_t IN ITEMS archguard_selfcheck archguard_lib)
+  if(TARGET ${_cag_t})
+    list(APPEND _cag_export_targets ${_cag_t})
+  endif()
+endforeach()
+set(CAG_INSTALL_EXPORT OFF)
+if(_cag_export_targets)
+  set(CAG_INSTALL_EXPORT ON)
+  install(TARGETS ${_cag_export_targets} EXPORT CudaArchGuardTargets
+          ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT devel
+          INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+  install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/archguard"
+          DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT devel
+          FILES_MATCHING PATTERN "*.hpp")
+  install(EXPORT CudaArchGuardTargets NAMESPACE CudaArchGuard::
+          DESTINATION "${CAG_INSTALL_CMAKEDIR}" COMPONENT devel)
+endif()
+
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/CudaArchGuardConfig.cmake.in"
-  "${PROJECT_BINARY_DIR}/CudaArchGuardConfig.cmake"
+  "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfig.cmake"
   INSTALL_DESTINATION "${CAG_INSTALL_CMAKEDIR}"
   PATH_VARS CAG_INSTALL_MODULEDIR CAG_INSTALL_TOOL)
+# Generated under cmake-install/, not at the top of the build tree: find_package() treats the
+# parent of every PATH entry ending in bin/ as a prefix, so with <build>/bin on PATH a config at
+# <build>/ would be found, and it only works from an install.
 write_basic_package_version_file(
-  "${PROJECT_BINARY_DIR}/CudaArchGuardConfigVersion.cmake"
+  "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfigVersion.cmake"
   VERSION "${PROJECT_VERSION}"
-  COMPATIBILITY SameMajorVersion
-  ARCH_INDEPENDENT)
-install(FILES "${PROJECT_BINARY_DIR}/CudaArchGuardConfig.cmake"
-              "${PROJECT_BINARY_DIR}/CudaArchGuardConfigVersion.cmake"
+  COMPATIBILITY SameMajorVersion)  # not ARCH_INDEPENDENT: the libraries are built for this target
+install(FILES "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfig.cmake"
+              "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfigVersion.cmake"
         DESTINATION "${CAG_INSTALL_CMAKEDIR}"
         COMPONENT cmake)

@@ -104,6 +104,14 @@ say "- ctest exit $? (log: ctest.log)"
 grep -E "tests passed|tests failed|Not Run|\*\*\*Failed|Skipped" "$OUT/ctest.log" | head -n 20 | sed 's/^/  /' | tee -a "$summary"
 cp "$build/tests/gpu/matrix/matrix.md" "$OUT/matrix.md" 2>/dev/null && head -n 1 "$OUT/matrix.md" | sed 's/^/- matrix: /' | tee -a "$summary"
 
+# ---- the documentation's GPU commands (blocks marked <!-- gpu --> in README.md, docs/, samples/) --
+say ""
+say "## docs: the commands marked as needing a GPU ($(stamp))"
+python3 "$here/tests/docs/run_doc_commands.py" --source "$here" --build "$build" --work "$OUT/docs-work" --gpu \
+  > "$OUT/docs.log" 2>&1
+say "- docs commands exit $? (log: docs.log)"
+grep -E "^docs-test: [0-9]+ command|FAILED" "$OUT/docs.log" | head -n 20 | sed 's/^/  /' | tee -a "$summary"
+
 # ---- samples by hand ----------------------------------------------------------------------
 say ""
 say "## samples ($(stamp))"

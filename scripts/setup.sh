@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
-# Installs every dependency of CudaArchGuard on a Debian 12 machine that has the CUDA toolkit.
+# Installs the dependencies of CudaArchGuard on a Debian 12 machine that has the CUDA toolkit.
+#   bash scripts/setup.sh          what the library, the tool and the samples need (command 1)
+#   bash scripts/setup.sh --tests  that, plus what only the tests use: Catch2, clang-14 (fuzzer),
+#                                  aarch64 binutils, and a Python venv with cuobjdump and the
+#                                  CMake versions of the module's matrix (scripts/test.sh runs this)
 # Idempotent: packages already present are skipped, and a second run changes nothing.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${ARCHGUARD_VENV:-$here/.venv}"
+tests=0
+case "${1:-}" in
+  --tests) tests=1 ;;
+  "") ;;
+  *) echo "setup: error: unknown argument '$1' (use --tests or nothing)" >&2; exit 2 ;;
+esac
 
-debs=(build-essential cmake ninja-build pkg-config git python3 python3-venv
-      catch2 libcli11-dev nlohmann-json3-dev libarchive-dev libzstd-dev liblz4-dev libssl-dev
-      clang-14 libclang-rt-14-dev zstd time binutils-aarch64-linux-gnu)
+debs=(build-essential cmake ninja-build pkg-config git
+      libcli11-dev nlohmann-json3-dev libarchive-dev libzstd-dev liblz4-dev libssl-dev)
+if ((tests)); then
+  debs+=(python3 python3-venv catch2 clang-14 libclang-rt-14-dev zstd time binutils-aarch64-linux-gnu)
+fi
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,6 +40,11 @@ if ! command -v nvcc >/dev/null 2>&1; then
     echo "setup: error: no CUDA toolkit found (nvcc not on PATH, /usr/local/cuda/bin/nvcc absent)" >&2
     exit 2
   fi
+fi
+
+if ((!tests)); then
+  echo "setup: ok (run 'bash scripts/setup.sh --tests' for what the tests need as well)"
+  exit 0
 fi
 
 # Python tools in a private virtual environment: cuobjdump (reference listings for the tests)

@@ -6,7 +6,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 [ "${ARCHGUARD_SKIP_CROSS:-0}" = 1 ] || bash scripts/setup-cross.sh
 # The toolkit matrix (tests/toolkits): CUDA 11.8 and the newest 13.x, cached in .tools/.
 # ARCHGUARD_SKIP_TOOLKITS=1 leaves them out (their tests then skip).
@@ -16,7 +16,7 @@ jobs="$(nproc)"
 preset=default
 [ "${ARCHGUARD_WERROR:-OFF}" = ON ] && preset=ci
 
-cmake --preset "$preset" >/dev/null
+cmake --preset "$preset" -DARCHGUARD_BUILD_TESTS=ON >/dev/null
 cmake --build --preset "$preset" -j "$jobs"
 ctest --preset "$preset" -j "$jobs"
 

@@ -71,7 +71,8 @@ if(NOT CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA")
                       "the policy engine asks nvcc what it supports. Set CMAKE_CUDA_COMPILER to nvcc.")
 endif()
 
-# What to build for: auto, native, all, all-major, fleet:<csv> or a list such as 80;90a;120.
+# What to build for: auto (the default: SASS for the visible GPUs + PTX of the lowest architecture
+# nvcc supports, or all-major without a GPU), native, all, all-major, fleet:<csv> or a list such as 80;90a;120.
 set(ARCH_POLICY "auto" CACHE STRING "CudaArchGuard: auto, native, all, all-major, fleet:<csv file> or a list (80;90a;120)")
 set_property(CACHE ARCH_POLICY PROPERTY STRINGS auto native all all-major)
 # PTX for the highest architecture (default), for all, or none (newer GPUs then fail).

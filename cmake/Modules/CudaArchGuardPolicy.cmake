@@ -25,14 +25,21 @@ Policies:
 ``native``
   SASS for every distinct visible GPU (``CUDA_VISIBLE_DEVICES`` respected) + PTX for the
   highest. No GPU is a fatal error that suggests ``all-major`` or a list.
-``auto``
-  ``native`` when a GPU is visible, else ``all-major``; the summary says which and why.
+``auto`` (the default)
+  Safe to ship from any machine. With a GPU visible: SASS for the visible GPUs (as ``native``)
+  plus PTX of the lowest architecture this nvcc supports, so that every other GPU it supports
+  runs by JIT (first launch slower) instead of failing with error 209; ``ARCH_PTX=highest``
+  adds PTX of the highest SASS as well. With no GPU visible: ``all-major``. The summary's
+  ``runs:`` line says on which GPUs the result runs natively, by JIT, or not at all.
 ``all``, ``all-major``
   nvcc's own meaning, made explicit from ``nvcc --list-gpu-code``: every SASS target, or the
   ``X0`` ones plus the earliest; PTX of the highest ``X0`` target.
 ``fleet:<file>``
   SASS for each distinct capability in a file of ``nvidia-smi --query-gpu=name,compute_cap
-  --format=csv`` output (headers may repeat) + PTX for the highest.
+  --format=csv`` output (headers may repeat) + PTX for the highest. A relative path is
+  resolved against the top-level source directory (``CMAKE_SOURCE_DIR``; in script mode the
+  current directory), so the automatic re-configure of ``cmake --build`` finds it again. With
+  ``ARCH_MIN``, GPUs below it are left out with a warning.
 ``<list>``
   Any dialect ``CudaArchGuardTokens`` parses (``80;90a;120``, ``8.0;9.0+PTX``,
   ``sm_80,sm_90``). A bare number names a GPU to cover: SASS, with PTX decided by ``ARCH_PTX``;
@@ -54,6 +61,7 @@ Results (``<prefix>_<NAME>``, in the caller's scope):
 ``POLICY_USED``         the policy after ``auto`` was decided
 ``GPUS``                detected or fleet GPUs (``NVIDIA H200 (9.0)``)
 ``TOOLKIT``             ``CUDA 13.0 (/usr/local/cuda/bin/nvcc)``
+``RUNS``                ``native:89;jit:75;...;none:50`` (internal form of the ``runs:`` line)
 ``SUMMARY``             the configure summary, one line per list item
 
 Script mode (no project, nothing compiled):
@@ -191,9 +199,25 @@ function(_cag_policy_gpu_item sm name who out_item out_note)
     if(sm IN_LIST CudaArchGuard_TABLE_SMS AND NOT CudaArchGuard_ARCH_${sm}_REMOVED STREQUAL "-")
       set(_removed " (sm_${sm} was removed in CUDA ${CudaArchGuard_ARCH_${sm}_REMOVED})")
     endif()
+    # Suggest leaving this GPU out of the GPUs the policy names (not the toolkit's own range).
+    set(_others "")
+    foreach(_o IN LISTS _CAG_GPU_SMS)
+      if(NOT _o LESS _lowest)
+        list(APPEND _others ${_o})
+      endif()
+    endforeach()
+    list(REMOVE_DUPLICATES _others)
+    list(SORT _others COMPARE NATURAL)
+    if(_others)
+      list(GET _others 0 _next)
+      _cag_sm_to_cc(${_next} _next_cc)
+      string(REPLACE ";" "\;" _others_text "${_others}")
+      set(_fix "or leave it out: -DARCH_MIN=${_next_cc} (the lowest other GPU here), or -DARCH_POLICY=\"${_others_text}\"")
+    else()
+      set(_fix "no other GPU here can be targeted by this toolkit either")
+    endif()
     message(FATAL_ERROR "${who}: GPU ${name} cannot be targeted by CUDA ${_CAG_NVCC_VERSION}${_removed}; "
-                        "the lowest supported is ${_lowest}. Build with an older CUDA toolkit for it, "
-                        "or leave it out with an explicit list such as -DARCH_POLICY=\"${_lowest};${_highest}\".")
+                        "the lowest supported is ${_lowest}. Build with an older CUDA toolkit for it, ${_fix}.")
   endif()
   # Same major, lower minor: SASS runs on it (rule 1), except on Tegra parts.
   math(EXPR _major "${sm} / 10")
@@ -283,6 +307,81 @@ function(_cag_policy_check_a_only items who)
   endforeach()
 endfunction()
 
+# Where a target set runs, over the architectures of the table that CUDA still supports
+# (removed ones are listed as none): natively (SASS for it, or plain SASS of the same major and
+# a lower minor on a non-Tegra part), by JIT (PTX of a plain architecture at or below it), or not
+# at all. out_runs: "native:89;jit:75;none:50"; out_text: one line for the summary.
+function(_cag_policy_runs items out_runs out_text)
+  set(_native "")
+  set(_jit "")
+  set(_none "")
+  foreach(_d IN LISTS CudaArchGuard_TABLE_SMS)
+    math(EXPR _dmaj "${_d} / 10")
+    set(_how none)
+    foreach(_it IN LISTS items)
+      if(_it MATCHES "^sass:([0-9]+)([af]?)$")
+        set(_s ${CMAKE_MATCH_1})
+        set(_sfx "${CMAKE_MATCH_2}")
+        math(EXPR _smaj "${_s} / 10")
+        if(_s EQUAL _d OR (_sfx STREQUAL "" AND _smaj EQUAL _dmaj AND _s LESS _d
+                           AND CudaArchGuard_ARCH_${_d}_TEGRA STREQUAL "0"))
+          set(_how native)
+          break()
+        endif()
+        if(_sfx STREQUAL "f" AND _s LESS _d AND _s IN_LIST CudaArchGuard_TABLE_SMS
+           AND NOT CudaArchGuard_ARCH_${_s}_FAMILY STREQUAL "-"
+           AND CudaArchGuard_ARCH_${_s}_FAMILY STREQUAL CudaArchGuard_ARCH_${_d}_FAMILY)
+          set(_how native)
+          break()
+        endif()
+      elseif(_it MATCHES "^ptx:([0-9]+)$" AND NOT CMAKE_MATCH_1 GREATER _d)
+        set(_how jit)
+      endif()
+    endforeach()
+    list(APPEND _${_how} ${_d})
+  endforeach()
+  set(_runs "")
+  set(_text "")
+  foreach(_how IN ITEMS native jit none)
+    set(_ccs "")
+    foreach(_d IN LISTS _${_how})
+      list(APPEND _runs "${_how}:${_d}")
+      _cag_sm_to_cc(${_d} _cc)
+      list(APPEND _ccs "${_cc}")
+    endforeach()
+    if(NOT _ccs)
+      continue()
+    endif()
+    string(REPLACE ";" " " _ccs "${_ccs}")
+    if(_text)
+      string(APPEND _text "; ")
+    endif()
+    if(_how STREQUAL "native")
+      string(APPEND _text "natively on CC ${_ccs}")
+    elseif(_how STREQUAL "jit")
+      string(APPEND _text "by JIT on CC ${_ccs}")
+    else()
+      string(APPEND _text "not at all on CC ${_ccs}")
+    endif()
+  endforeach()
+  set(_top "")
+  foreach(_it IN LISTS items)
+    if(_it MATCHES "^ptx:([0-9]+)$")
+      set(_p ${CMAKE_MATCH_1})
+      if(NOT _top OR _p GREATER _top)
+        set(_top ${_p})
+      endif()
+    endif()
+  endforeach()
+  if(_top)
+    string(APPEND _text "; GPUs newer than these by JIT from compute_${_top}")
+  else()
+    string(APPEND _text "; no PTX: no GPU newer than these")
+  endif()
+  set(${out_runs} "${_runs}" PARENT_SCOPE)
+  set(${out_text} "${_text}" PARENT_SCOPE)
+endfunction()
+
 function(cuda_arch_guard_resolve_policy)
   cmake_parse_arguments(PARSE_ARGV 0 arg "EXACT" "POLICY;NVCC;PTX;MIN;NVIDIA_SMI;CACHE_DIR;PREFIX;WHO" "")
   set(_who "cuda_arch_guard_resolve_policy")
@@ -360,7 +459,22 @@ function(cuda_arch_guard_resolve_policy)
     endif()
   elseif(_lc MATCHES "^fleet:")
     string(SUBSTRING "${_policy}" 6 -1 _file)
-    _cag_read_fleet("${_file}")
+    # Relative to the top-level source directory, never the directory cmake was started from:
+    # the re-configure that `cmake --build` runs starts elsewhere and must find the same file.
+    set(_base "${CMAKE_SOURCE_DIR}")
+    get_filename_component(_abs "${_file}" ABSOLUTE BASE_DIR "${_base}")
+    if(NOT EXISTS "${_abs}" OR IS_DIRECTORY "${_abs}")
+      if(IS_ABSOLUTE "${_file}")
+        set(_tried "${_abs}")
+      else()
+        set(_tried "${_abs} (relative paths are resolved against the top-level source directory ${_base})")
+      endif()
+      message(FATAL_ERROR "${_who}: the fleet file does not exist: tried ${_tried}; "
+                          "gather it with 'nvidia-smi --query-gpu=name,compute_cap --format=csv' on each machine, "
+                          "or give an absolute path")
+    endif()
+    _cag_read_fleet("${_abs}")
+    list(APPEND _why "fleet file ${_abs}")
     set(_gpus "${_CAG_GPU_NAMES}")
     set(_mode fleet)
   endif()
@@ -368,6 +482,7 @@ function(cuda_arch_guard_resolve_policy)
   if(_mode STREQUAL "native" OR _mode STREQUAL "fleet")
     set(_seen "")
     set(_i 0)
+    set(_below_min "")
     foreach(_sm IN LISTS _CAG_GPU_SMS)
       if(NOT _sm IN_LIST _seen)
         list(APPEND _seen ${_sm})
@@ -379,6 +494,10 @@ function(cuda_arch_guard_resolve_policy)
             break()
           endif()
         endforeach()
+        if(_min_sm AND _sm LESS _min_sm)
+          list(APPEND _below_min "${_nm}")
+          continue()
+        endif()
         _cag_policy_gpu_item(${_sm} "${_nm}" "${_who}" _it _note)
         list(APPEND _items ${_it})
         if(_note)
@@ -386,6 +505,30 @@ function(cuda_arch_guard_resolve_policy)
         endif()
       endif()
     endforeach()
+    if(_below_min)
+      string(REPLACE ";" ", " _bm "${_below_min}")
+      if(NOT _items)
+        message(FATAL_ERROR "ARCH_MIN=${arg_MIN}: leaves out every GPU of ${_who} (${_bm}); lower ARCH_MIN")
+      endif()
+      message(WARNING "${_who}: ARCH_MIN=${arg_MIN} leaves out ${_bm}: this build will not run there")
+      list(APPEND _why "ARCH_MIN=${arg_MIN} left out ${_bm}")
+    endif()
+    # auto: the visible GPUs natively, every other GPU this nvcc supports by JIT.
+    if(_lc STREQUAL "auto" AND _mode STREQUAL "native")
+      set(_floor ${_lowest})
+      if(_min_sm)
+        foreach(_p IN LISTS _CAG_NVCC_PTX)
+          if(NOT _p LESS _min_sm)
+            set(_floor ${_p})
+            break()
+          endif()
+        endforeach()
+      endif()
+      if(_floor IN_LIST _CAG_NVCC_PTX)
+        list(APPEND _items "ptx:${_floor}")
+        list(APPEND _why "auto adds PTX compute_${_floor} (the lowest this nvcc supports) so that other GPUs run by JIT")
+      endif()
+    endif()
   elseif(_mode STREQUAL "all" OR _mode STREQUAL "all-major")
     foreach(_s IN LISTS _CAG_NVCC_SASS)
       math(EXPR _minor "${_s} % 10")
@@ -542,6 +685,8 @@ function(cuda_arch_guard_resolve_policy)
       string(APPEND _summary " ARCH_MIN=${arg_MIN}")
     endif()
   endif()
+  _cag_policy_runs("${_items}" _runs _runs_text)
+  string(APPEND _summary "\nruns: ${_runs_text}")
   foreach(_w IN LISTS _why)
     string(APPEND _summary "\nwhy: ${_w}")
   endforeach()
@@ -556,6 +701,7 @@ function(cuda_arch_guard_resolve_policy)
   set(${arg_PREFIX}_POLICY_USED "${_mode}" PARENT_SCOPE)
   set(${arg_PREFIX}_GPUS "${_gpus}" PARENT_SCOPE)
   set(${arg_PREFIX}_TOOLKIT "${_toolkit}" PARENT_SCOPE)
+  set(${arg_PREFIX}_RUNS "${_runs}" PARENT_SCOPE)
   set(${arg_PREFIX}_SUMMARY "${_summary}" PARENT_SCOPE)
 endfunction()
 

@@ -91,6 +91,11 @@ function(_cag_verify_run)
   if(NOT _ptx_req)
     set(_ptx_req none)
   endif()
+  if(NOT _sass_req)
+    # A PTX-only policy (ARCH_POLICY=90-virtual): --require must name something, and the PTX
+    # list in CMake form ("90-virtual") requires exactly that PTX and no SASS.
+    set(_sass_req "${_ptx_req}")
+  endif()
   _cag_tokens_format("${_require}" cmake _req_text)
   set(_failures "")
   foreach(_f IN LISTS _files)

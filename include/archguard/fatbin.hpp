@@ -6,7 +6,7 @@
 /// (cubin, PTX, LTO-IR) as one-entry fatbins, the translation unit of each fatbin, the images
 /// (entries) in each, every entry-header field, and on demand the payloads (decompressed
 /// with liblz4 / libzstd) and the kernel entry points they define. The layout is described in
-/// docs (shared/reference/fatbin-format.md). No CUDA runtime is involved; nothing is printed.
+/// docs/fatbin-format.md. No CUDA runtime is involved; nothing is printed.
 ///
 /// Lifetime: Fatbin and FatbinEntry hold spans into the bytes they were parsed from (a mapped
 /// file, an archive member, process memory); those bytes must outlive them.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The compatibility engine: which image the CUDA driver loads for a device, or why none.
-// Rule numbers refer to docs/architectures.md (from shared/reference/compatibility.md).
+// Rule numbers refer to docs/architectures.md (sources in docs/compatibility.md).
 #include <archguard/compat.hpp>
 
 #include <algorithm>

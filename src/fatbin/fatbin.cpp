@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fatbin and entry-header parsing. Field offsets: shared/reference/fatbin-format.md.
+// Fatbin and entry-header parsing. Field offsets: docs/fatbin-format.md.
 #include <archguard/fatbin.hpp>
 
 #include "try.hpp"

@@ -60,5 +60,14 @@ inline void warn_inferred(std::span<const Target> targets) {
 
 /// True when stdout is a terminal (tables get colour/width there).
 bool stdout_is_tty();
+/// True when stderr is a terminal (progress lines are drawn there, and only there).
+bool stderr_is_tty();
+/// Whether to colour stdout: a terminal, TERM not "dumb", and NO_COLOR unset or empty
+/// (https://no-color.org).
+bool use_colour();
+
+/// The registered subcommand nearest to `word` by edit distance, "" when none is close enough
+/// (at most 2 edits, or a third of the word for long names): `inpsect` -> `inspect`.
+std::string nearest_subcommand(const CLI::App& root, const std::string& word);
 
 }  // namespace archguard::cli

@@ -133,7 +133,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     if (!r.driver_found) code = archguard::cli::kExitNoDriver;
     else if (r.overall() == Level::fail) code = archguard::cli::kExitProblem;
     if (opts->json) std::cout << to_json(r, code).dump(2) << "\n";
-    else render(r, std::cout, archguard::cli::stdout_is_tty());
+    else render(r, std::cout, archguard::cli::use_colour());
     ctx.exit_code = code;
   });
 }

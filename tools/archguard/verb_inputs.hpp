@@ -10,10 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace archguard::cli {
@@ -55,6 +61,52 @@ inline std::size_t count_files(const std::string& dir) {
 
 }  // namespace detail
 
+bool stderr_is_tty();  // main.cpp
+
+/// A progress line on stderr while one input is being read: drawn only when stderr is a
+/// terminal and the read has taken more than a second (small inputs print nothing), erased
+/// when the read ends, so that piped and redirected output never contains it.
+class ScanProgress {
+ public:
+  ScanProgress(const std::string& path, std::size_t index, std::size_t count) {
+    if (!stderr_is_tty()) return;
+    worker_ = std::thread([this, path, index, count] {
+      using namespace std::chrono_literals;
+      const auto start = std::chrono::steady_clock::now();
+      std::unique_lock lock(mutex_);
+      bool drawn = false;
+      while (!cv_.wait_for(lock, 250ms, [this] { return done_; })) {
+        const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (secs < 1.0) continue;
+        char elapsed[32];
+        std::snprintf(elapsed, sizeof elapsed, "%.0f s", secs);
+        std::cerr << "\r\033[Karchguard: reading " << path;
+        if (count > 1) std::cerr << " (" << index + 1 << "/" << count << ")";
+        std::cerr << " ... " << elapsed << std::flush;
+        drawn = true;
+      }
+      if (drawn) std::cerr << "\r\033[K" << std::flush;
+    });
+  }
+  ~ScanProgress() {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    worker_.join();
+  }
+  ScanProgress(const ScanProgress&) = delete;
+  ScanProgress& operator=(const ScanProgress&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread worker_;
+};
+
 /// Reads every path; problems are collected, never fatal, so that one bad file does not hide
 /// the verdict on the others (the verb exits 2 when errors is not empty).
 inline Inputs read_inputs(const std::vector<std::string>& paths, const ReadOptions& options) {
@@ -63,8 +115,12 @@ inline Inputs read_inputs(const std::vector<std::string>& paths, const ReadOptio
   scan.threads = options.threads;
   std::set<std::string> seen;  // real paths already judged: each library once over all inputs
   for (const auto& p : paths) seen.insert(real_path_or_self(p));
-  for (const auto& p : paths) {
-    auto r = scan_path(p, scan);
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& p = paths[i];
+    auto r = [&] {
+      ScanProgress progress(p, i, paths.size());
+      return scan_path(p, scan);
+    }();
     if (!r) {
       in.errors.push_back(r.message());
       continue;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <thread>
@@ -156,6 +157,42 @@ std::string counts_line(const FatbinCounts& c) {
   return "  fatbins: " + s;
 }
 
+/// What every kernel-bearing fatbin of an object covers (the intersection): a launch needs the
+/// image in the fatbin of the kernel's own translation unit, so an architecture that only some
+/// fatbins hold fails for the others' kernels. Device-link fatbins hold no kernels and are skipped.
+struct EveryFatbin {
+  std::vector<Arch> sass, ptx;
+};
+EveryFatbin every_fatbin(const ObjectFatbins& o) {
+  EveryFatbin all;
+  bool first = true;
+  for (const auto& fb : o.fatbins) {
+    if (fb.device_link) continue;
+    std::vector<Arch> sass, ptx;
+    for (const auto& e : fb.entries) {
+      if (e.kind == CodeKind::sass) sass.push_back(e.arch);
+      if (e.kind == CodeKind::ptx) ptx.push_back(e.arch);
+    }
+    for (auto* v : {&sass, &ptx}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    if (first) {
+      all = {std::move(sass), std::move(ptx)};
+      first = false;
+      continue;
+    }
+    auto keep = [](std::vector<Arch>& acc, const std::vector<Arch>& other) {
+      std::vector<Arch> out;
+      std::set_intersection(acc.begin(), acc.end(), other.begin(), other.end(), std::back_inserter(out));
+      acc = std::move(out);
+    };
+    keep(all.sass, sass);
+    keep(all.ptx, ptx);
+  }
+  return all;
+}
+
 nlohmann::json coverage_json(const CoverageSummary& c) {
   return {{"sass", arch_list_json(c.sass, CodeKind::sass)},
           {"ptx", arch_list_json(c.ptx, CodeKind::ptx)},
@@ -227,16 +264,23 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"machine", machine_text(o.machine)},
           {"fatbins", std::move(fatbins)},
           {"fatbin_counts", counts_json(count_fatbins(o))},
-          {"coverage", coverage_json(summarize(o))}};
+          {"coverage", coverage_json(summarize(o))},
+          {"coverage_every_fatbin",
+           {{"sass", arch_list_json(every_fatbin(o).sass, CodeKind::sass)},
+            {"ptx", arch_list_json(every_fatbin(o).ptx, CodeKind::ptx)}}}};
 }
 
-std::string coverage_line(const CoverageSummary& c) {
+std::string coverage_line(const CoverageSummary& c, const EveryFatbin& every) {
   auto names = [](const std::vector<Arch>& v, CodeKind k) {
     std::string s;
     for (const Arch& a : v) s += (s.empty() ? "" : " ") + nvcc_name(a, k);
     return s.empty() ? std::string("none") : s;
   };
-  std::string line = "  coverage: sass " + names(c.sass, CodeKind::sass) + "; ptx " + names(c.ptx, CodeKind::ptx);
+  std::string line = "  coverage: sass " + names(every.sass, CodeKind::sass) + "; ptx " + names(every.ptx, CodeKind::ptx);
+  if (c.fatbins > 1) line += " (in all " + std::to_string(c.fatbins) + " fatbins)";
+  if (every.sass != c.sass || every.ptx != c.ptx)
+    line += "\n  in some fatbins only (not enough to run every kernel): union sass " + names(c.sass, CodeKind::sass) +
+            "; ptx " + names(c.ptx, CodeKind::ptx);
   if (!c.highest_ptx_isa.empty()) line += " (highest ptx isa " + version_text(c.highest_ptx_isa) + ")";
   if (!c.ltoir.empty()) line += "; lto-ir " + names(c.ltoir, CodeKind::ptx);
   return line;
@@ -288,7 +332,7 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
         }
       }
       std::printf("%s\n", counts_line(count_fatbins(o)).c_str());
-      std::printf("%s\n", coverage_line(summarize(o)).c_str());
+      std::printf("%s\n", coverage_line(summarize(o), every_fatbin(o)).c_str());
     }
   }
 }
