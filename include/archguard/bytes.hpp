@@ -27,6 +27,11 @@ using Bytes = std::span<const std::byte>;
 /// "0x1a40".
 std::string hex(std::uint64_t value);
 
+/// Copies `n` bytes from `src`, which may lie in a file mapping, to `dst`; false when the
+/// mapping's pages vanished under the copy (the file was truncated by someone else: SIGBUS).
+/// The fault is caught for this thread only; any other SIGBUS keeps its default effect.
+bool copy_guarded(void* dst, const void* src, std::size_t n);
+
 /// a + b, or nothing when the sum overflows 64 bits.
 constexpr std::optional<std::uint64_t> checked_add(std::uint64_t a, std::uint64_t b) {
   if (a > UINT64_MAX - b) return std::nullopt;
