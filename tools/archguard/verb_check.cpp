@@ -16,6 +16,7 @@ namespace {
 
 struct CheckOptions {
   std::vector<std::string> files;
+  ReadLimits limits;
   std::string cc;
   std::string driver;
   std::string fleet;
@@ -133,7 +134,7 @@ int run_check(const CheckOptions& opt) {
     ss << f.rdbuf();
     auto models = parse_fleet_csv(ss.str(), opt.fleet);
     if (!models) {
-      std::fprintf(stderr, "archguard check: %s\n", models.message().c_str());
+      std::fprintf(stderr, "archguard check: %s\n", shown(models.message()).c_str());
       return kExitUsage;
     }
     for (const auto& m : *models) {
@@ -143,13 +144,18 @@ int run_check(const CheckOptions& opt) {
     }
   }
 
-  const Inputs in = read_inputs(opt.files);
+  auto scan = scan_options(opt.limits);
+  if (!scan) {
+    std::fprintf(stderr, "archguard check: %s\n", scan.message().c_str());
+    return kExitUsage;
+  }
+  const Inputs in = read_inputs(opt.files, *scan);
   bool any_fail = false;
   nlohmann::json devices_json = nlohmann::json::array();
   for (const Gpu& g : gpus) {
     nlohmann::json objects_json = nlohmann::json::array();
     std::vector<std::string> details;
-    if (!opt.json && gpus.size() > 1) std::printf("%s\n", device_text(g).c_str());
+    if (!opt.json && gpus.size() > 1) std::printf("%s\n", shown(device_text(g)).c_str());
     for (const auto& r : in.reports) {
       for (const auto& o : r.objects) {
         if (o.fatbins.empty() && !o.archive.empty()) continue;
@@ -188,8 +194,8 @@ int run_check(const CheckOptions& opt) {
           objects_json.push_back(std::move(oj));
           continue;
         }
-        std::printf("%s%s: %s%s\n", gpus.size() > 1 ? "  " : "", o.path.c_str(), summary.c_str(),
-                    gpus.size() == 1 ? (" on " + device_text(g)).c_str() : "");
+        std::printf("%s%s: %s%s\n", gpus.size() > 1 ? "  " : "", shown(o.path).c_str(), shown(summary).c_str(),
+                    gpus.size() == 1 ? shown(" on " + device_text(g)).c_str() : "");
         for (const auto& u : v.units) {
           std::string line = "  " + o.path + ": fatbin " + std::to_string(u.fatbin);
           if (!u.identifier.empty()) line += " (" + u.identifier + ")";
@@ -215,7 +221,7 @@ int run_check(const CheckOptions& opt) {
                               {"objects", std::move(objects_json)}});
     } else if (!details.empty()) {
       std::printf("%sdetails:\n", gpus.size() > 1 ? "  " : "");
-      for (const auto& d : details) std::printf("%s%s\n", gpus.size() > 1 ? "  " : "", d.c_str());
+      for (const auto& d : details) std::printf("%s%s\n", gpus.size() > 1 ? "  " : "", shown(d).c_str());
     }
   }
   const int code = !in.errors.empty() ? kExitUsage : any_fail ? kExitProblem : kExitOk;
@@ -248,6 +254,7 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_flag("--from-env", opt->from_env, "Take CUDA_FORCE_PTX_JIT / CUDA_DISABLE_PTX_JIT from this environment");
   cmd->add_flag("--no-kernels", opt->no_kernels, "Do not decode failing fatbins to name their kernels");
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
+  add_limit_flags(cmd, opt->limits);
   cmd->callback([opt, &ctx] { ctx.exit_code = run_check(*opt); });
 }
 
