@@ -207,7 +207,7 @@ TEST_CASE("a size claim is not an allocation: zstd without a content size", "[fa
 
 TEST_CASE(".nvFatBinSegment wrappers resolve in linear time", "[fatbin][hostile]") {
   // The same file shape at 1x and 16x: the time ratio of a linear pass is about 16, of the old
-  // per-wrapper scan of every relocation about 256. Measured against each other in this run.
+  // per-wrapper scan of every relocation about 256 (bound: 100). Measured against each other here.
   const Buf small = elf_with_wrappers(1000), large = elf_with_wrappers(16000);
   auto elf = ElfFile::parse(large, "w.so");
   REQUIRE(elf.ok());
@@ -216,7 +216,7 @@ TEST_CASE(".nvFatBinSegment wrappers resolve in linear time", "[fatbin][hostile]
   CHECK(index.work() <= 4 * 16000 + 16);
   const double t_small = seconds_to_read(small), t_large = seconds_to_read(large);
   INFO("1000 wrappers: " << t_small << " s, 16000 wrappers: " << t_large << " s");
-  CHECK(t_large < 64 * std::max(t_small, 1e-4));
+  CHECK(t_large < 100 * std::max(t_small, 1e-4));
 }
 
 TEST_CASE("a file truncated while mapped gives an error, not SIGBUS", "[fatbin][hostile]") {
