@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace archguard::cli {
@@ -43,5 +44,27 @@ struct VerbRegistrar {
 
 /// True when stdout is a terminal (tables get colour/width there).
 bool stdout_is_tty();
+
+/// Text for a terminal or a log: control characters (a newline or an escape sequence in a zip
+/// member's name, a kernel name, a GPU name) are written as \xNN, so no input can forge an
+/// output line or drive the terminal. Every human-readable line built from input goes through
+/// this; JSON output escapes by itself.
+inline std::string shown(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static const char digits[] = "0123456789abcdef";
+      out += "\\x";
+      out += digits[u >> 4];
+      out += digits[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 
 }  // namespace archguard::cli

@@ -3,6 +3,8 @@
 // Shared by the verbs that read files (inspect, verify, check): reading the inputs and the
 // JSON spelling of the reader's vocabulary.
 
+#include "cli.hpp"
+
 #include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
 
@@ -82,27 +84,6 @@ inline Inputs read_inputs(const std::vector<std::string>& paths, const ScanOptio
     in.reports.push_back(std::move(*r));
   }
   return in;
-}
-
-/// Text for a terminal or a log: control characters (a newline or an escape sequence in a zip
-/// member's name, a kernel name, a GPU name) are written as \xNN, so no input can forge an
-/// output line or drive the terminal. Every human-readable line built from input goes through
-/// this; JSON output escapes by itself.
-inline std::string shown(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static const char digits[] = "0123456789abcdef";
-      out += "\\x";
-      out += digits[u >> 4];
-      out += digits[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 inline void print_errors(const std::vector<std::string>& errors) {
