@@ -215,7 +215,7 @@ struct Scanner {
     if (size_hint > 0) buf.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(
                            static_cast<std::uint64_t>(size_hint), std::min<std::uint64_t>(options.spill_threshold, 1u << 20))));
     for (;;) {
-      // The first read gives at least the 264 bytes classify() looks at, where the member has them.
+      // Classified once the 264 bytes classify() looks at have arrived (smaller members: whole).
       la_ssize_t n = archive_read_data(a, chunk, chunk_buf.size());
       if (n < 0) return fail(Error{name + ": cannot read: " + archive_text(a)});
       if (n == 0) break;
