@@ -21,7 +21,7 @@ for t in fatbin fleet tokens; do
   block=$(awk -v t="== fuzz_$t:" '$0 ~ t {on=1; next} /^== fuzz_/ {on=0} on' "$log")
   runs=$(grep -o 'number_of_executed_units: [0-9]*' <<<"$block" | awk '{print $2}')
   rate=$(grep -o 'average_exec_per_sec: *[0-9]*' <<<"$block" | awk '{print $2}')
-  done_line=$(grep ' DONE ' <<<"$block" | tail -1)
+  done_line=$(grep -E 'DONE +cov:' <<<"$block" | tail -1 || true)
   cov=$(grep -o 'cov: [0-9]*' <<<"$done_line" | awk '{print $2}')
   ft=$(grep -o 'ft: [0-9]*' <<<"$done_line" | awk '{print $2}')
   corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' <<<"$done_line" | awk '{print $2}')

@@ -348,6 +348,7 @@ Result<std::vector<FleetModel>> parse_fleet_csv(std::string_view text, std::stri
   // empty lines and the header "name, compute_cap" are skipped, every other line is
   // "<name>, <X.Y>" split at its last comma. Anything else is an error naming the line.
   std::vector<FleetModel> models;
+  std::map<std::pair<std::string, unsigned>, std::size_t> index;  // (name, cc) -> models[i]
   std::size_t line_no = 0;
   auto trim = [](std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -407,10 +408,10 @@ Result<std::vector<FleetModel>> parse_fleet_csv(std::string_view text, std::stri
     Version2 cc;
     cc.major = static_cast<unsigned>(std::stoul(std::string(cc_text.substr(0, dot))));
     cc.minor = static_cast<unsigned>(cc_text[dot + 1] - '0');
-    auto it = std::find_if(models.begin(), models.end(),
-                           [&](const FleetModel& m) { return m.name == model && m.cc == cc; });
-    if (it == models.end()) models.push_back(FleetModel{std::string(model), cc, 1});
-    else ++it->count;
+    // Indexed: a file of many distinct names stays linear (the fuzzer found the scan slow).
+    auto [it, fresh] = index.try_emplace({std::string(model), cc.major * 10 + cc.minor}, models.size());
+    if (fresh) models.push_back(FleetModel{std::string(model), cc, 1});
+    else ++models[it->second].count;
   }
   if (models.empty()) return Error{std::string(name) + ": the file lists no GPU (expected nvidia-smi --query-gpu=name,compute_cap --format=csv output)"};
   return models;
