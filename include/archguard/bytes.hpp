@@ -27,10 +27,39 @@ using Bytes = std::span<const std::byte>;
 /// "0x1a40".
 std::string hex(std::uint64_t value);
 
+/// Copies `n` bytes from `src`, which may lie in a file mapping, to `dst`; false when the
+/// mapping's pages vanished under the copy (the file was truncated by someone else: SIGBUS).
+/// The fault is caught for this thread only; any other SIGBUS keeps its default effect.
+bool copy_guarded(void* dst, const void* src, std::size_t n);
+
 /// a + b, or nothing when the sum overflows 64 bits.
 constexpr std::optional<std::uint64_t> checked_add(std::uint64_t a, std::uint64_t b) {
   if (a > UINT64_MAX - b) return std::nullopt;
   return a + b;
+}
+
+/// A size as users write it in flags and the environment: decimal digits, optionally followed
+/// by K, M, G or T (or KiB, MiB, GiB, TiB; powers of 1024). Nothing when the text is not such a
+/// size or the value does not fit in 64 bits (17179869184G is refused, not wrapped to 0).
+inline std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
+  std::uint64_t v = 0;
+  std::size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    const auto digit = static_cast<std::uint64_t>(text[i] - '0');
+    if (v > (UINT64_MAX - digit) / 10) return std::nullopt;
+    v = v * 10 + digit;
+  }
+  if (i == 0) return std::nullopt;
+  const std::string_view suffix = text.substr(i);
+  unsigned shift = 0;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "K" || suffix == "KiB") shift = 10;
+  else if (suffix == "M" || suffix == "MiB") shift = 20;
+  else if (suffix == "G" || suffix == "GiB") shift = 30;
+  else if (suffix == "T" || suffix == "TiB") shift = 40;
+  else return std::nullopt;
+  if (shift != 0 && v > (UINT64_MAX >> shift)) return std::nullopt;
+  return v << shift;
 }
 
 /// A bounds-checked little-endian view of `bytes`. `name` and `base` only shape messages:

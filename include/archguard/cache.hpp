@@ -140,6 +140,8 @@ class Cache {
   const std::string& dir() const { return dir_; }
   /// Things worth telling the user (skipped read-only layers, evicted corrupt entries).
   std::vector<std::string> warnings() const;
+  /// Adds a warning (a failure of the cache that the caller worked around).
+  void note_problem(std::string message) { warn(std::move(message)); }
   CacheCounters counters() const;
 
   /// A published, intact entry for `key`, or nullopt. A corrupt entry in the writable layer
@@ -189,6 +191,9 @@ class Cache {
                  std::uint64_t* written);
   Status after_store(std::uint64_t added);
   Status trim(std::uint64_t low_water, std::uint64_t& total_out);
+  /// Removes abandoned temporary files and orphan metadata/lock files whose lock nobody holds:
+  /// those older than an hour, or with `everything_unheld` (cache clear) all unheld orphans.
+  void remove_stale(Layer& layer, bool everything_unheld);
   static constexpr std::uint64_t kUnknownTotal = ~std::uint64_t{0};
   std::uint64_t known_total_ = kUnknownTotal;  // guarded by mu_
 };

@@ -9,6 +9,7 @@
 
 #include <archguard/fatbin.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,8 +36,28 @@ class Storage {
   }
 };
 
-/// Maps a file read-only (an empty file gives empty bytes).
+/// Maps a file read-only (an empty file gives empty bytes). Anything but a regular file is
+/// refused without blocking (a FIFO or a socket named by mistake would wait forever).
 Result<std::shared_ptr<const Storage>> map_file(const std::string& path);
+
+/// Budgets of the work archives may cause: what their members inflate to. Defaults are far
+/// above real CUDA packages (a 700 MB library in a 400 MB wheel inflates 1.75 times) and far
+/// below what a decompression bomb asks for; a budget that is hit is an error naming the member
+/// and the limit. The CLI raises them with --max-inflated, --max-inflated-total and
+/// --max-ratio (or ARCHGUARD_MAX_INFLATED, ARCHGUARD_MAX_INFLATED_TOTAL, ARCHGUARD_MAX_RATIO).
+struct InflateBudget {
+  /// Bytes inflated from the archives of one input file (nested archives included).
+  std::uint64_t per_input = std::uint64_t{8} << 30;
+  /// Bytes inflated over every input of a run (a directory of archives, several arguments).
+  std::uint64_t per_run = std::uint64_t{32} << 30;
+  /// Bytes inflated per byte of the input file, checked once an input has inflated more than
+  /// `ratio_floor` (small archives of zeros compress very well and are harmless).
+  std::uint64_t max_ratio = 200;
+  std::uint64_t ratio_floor = std::uint64_t{64} << 20;
+  /// The bytes inflated so far in this run; shared by every scan_path call given the same
+  /// options. Null: each scan_path call counts on its own.
+  std::shared_ptr<std::atomic<std::uint64_t>> run_total = std::make_shared<std::atomic<std::uint64_t>>(0);
+};
 
 struct ScanOptions {
   unsigned threads = 0;  ///< worker threads for directories; 0: the hardware concurrency
@@ -46,6 +67,7 @@ struct ScanOptions {
   unsigned max_depth = 4;  ///< archives nested deeper are not opened
   /// Archive members that decompress to more than this are refused (decompression bombs).
   std::uint64_t max_member_size = std::uint64_t{16} << 30;
+  InflateBudget budget;
 };
 
 /// What one input path held.

@@ -72,6 +72,7 @@ class ElfFile {
   /// Reads the 64-bit word at virtual address `addr` from the section containing it, or the
   /// addend of a RELATIVE relocation at that address when the stored word is zero (position
   /// independent files keep pointers in relocations). Nothing when the address maps nowhere.
+  /// Costs a pass over every relocation; to resolve many addresses use PointerIndex.
   std::optional<std::uint64_t> pointer_at(std::uint64_t addr) const;
 
  private:
@@ -83,6 +84,25 @@ class ElfFile {
   std::uint32_t flags_ = 0;
   std::uint8_t abi_version_ = 0;
   std::vector<ElfSection> sections_;
+};
+
+/// pointer_at for many addresses: the allocated sections and the RELATIVE relocations of a
+/// file indexed once (sorted), so that resolving n pointers costs O((n + r) log r) rather than
+/// n passes over r relocations. Holds a reference to the file, which must outlive it.
+class PointerIndex {
+ public:
+  explicit PointerIndex(const ElfFile& elf);
+  /// As ElfFile::pointer_at.
+  std::optional<std::uint64_t> at(std::uint64_t addr) const;
+  /// Relocation entries and section headers visited so far: a measure of the work done, for
+  /// tests that the resolution stays linear.
+  std::uint64_t work() const { return work_; }
+
+ private:
+  const ElfFile& elf_;
+  std::vector<const ElfSection*> sections_;  ///< allocated, with file bytes, by address
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> relative_;  ///< (offset, addend) by offset
+  mutable std::uint64_t work_ = 0;
 };
 
 }  // namespace archguard

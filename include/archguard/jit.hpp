@@ -133,8 +133,9 @@ struct Prebuilt {
 
 class Compiler {
  public:
-  /// Loads NVRTC and opens the cache (a refused cache directory is an error; a disabled cache
-  /// is not). Safe to use from several threads.
+  /// Loads NVRTC and opens the cache. A cache directory that cannot be used (refused as
+  /// insecure, read-only, full) is not an error: the compiler works without it and says why in
+  /// cache_problem() and each result's cache_note. Safe to use from several threads.
   static Result<std::unique_ptr<Compiler>> create(const CompilerOptions& options = {});
   ~Compiler();
   Compiler(const Compiler&) = delete;
@@ -143,6 +144,10 @@ class Compiler {
   const NvrtcInfo& nvrtc() const;
   /// nullptr when the cache is disabled.
   Cache* cache() const;
+  /// Why the cache could not be opened (a read-only or full file system, permissions), or "":
+  /// the compiler then compiles without it. The cache is an optimisation; its failure never
+  /// fails a compile.
+  const std::string& cache_problem() const;
 
   /// The cache key of a request: digest over the source, provided headers, every header the
   /// include tree reaches (by content), options, target, NVRTC version and build, and the

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 
 namespace archguard {
@@ -623,45 +624,77 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
 }
 
 Result<std::vector<FleetModel>> parse_fleet_csv(std::string_view text, std::string_view name) {
+  // The grammar the CMake module's fleet reader shares (one test corpus, tests/data/fleet):
+  // lines end at '\n', a trailing '\r' and spaces or tabs around lines and fields are ignored,
+  // empty lines and the header "name, compute_cap" are skipped, every other line is
+  // "<name>, <X.Y>" split at its last comma. Anything else is an error naming the line.
   std::vector<FleetModel> models;
+  std::map<std::pair<std::string, unsigned>, std::size_t> index;  // (name, cc) -> models[i]
   std::size_t line_no = 0;
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  // Control characters in messages are written as \xNN: a line cannot forge output.
+  auto shown = [](std::string_view s) {
+    std::string out;
+    for (char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", u);
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  };
+  const std::string hint = "; use the output of 'nvidia-smi --query-gpu=name,compute_cap --format=csv' (one line per GPU: name, X.Y)";
   while (!text.empty()) {
     const std::size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     ++line_no;
-    auto trim = [](std::string_view s) {
-      while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
-      while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
-      return s;
-    };
+    const std::string where = std::string(name) + ":" + std::to_string(line_no) + ": ";
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF
     line = trim(line);
-    if (line.empty() || line.starts_with("name")) continue;  // blank or a repeated header
+    for (char c : line) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u == 0) return Error{where + "the line holds a NUL byte; a fleet file is text"};
+      if ((u < 0x20 && c != '\t') || u == 0x7f)
+        return Error{where + "the line holds control character " + std::to_string(u) + "; a fleet file is text"};
+    }
+    if (line.empty()) continue;
     const std::size_t comma = line.rfind(',');
-    const std::string where = std::string(name) + ": line " + std::to_string(line_no);
     if (comma == std::string_view::npos)
-      return Error{where + ": expected 'name, compute_cap', got '" + std::string(line) + "'"};
+      return Error{where + "'" + shown(line) + "' is not 'name, compute_cap'" + hint};
     const std::string_view model = trim(line.substr(0, comma));
     const std::string_view cc_text = trim(line.substr(comma + 1));
+    if (lower(model) == "name" && lower(cc_text) == "compute_cap") continue;  // a (repeated) header
+    if (model.empty()) return Error{where + "'" + shown(line) + "' has no GPU name before the comma" + hint};
+    // X.Y: one to three digits, a dot, one digit (what nvidia-smi prints: 7.5, 9.0, 12.1).
     const std::size_t dot = cc_text.find('.');
+    bool ok = dot != std::string_view::npos && dot >= 1 && dot <= 3 && cc_text.size() == dot + 2;
+    for (std::size_t i = 0; ok && i < cc_text.size(); ++i)
+      if (i != dot && std::isdigit(static_cast<unsigned char>(cc_text[i])) == 0) ok = false;
+    if (!ok)
+      return Error{where + "compute capability '" + shown(cc_text) + "' of '" + shown(model) + "' is not X.Y" + hint};
     Version2 cc;
-    bool ok = dot != std::string_view::npos && dot > 0 && dot + 1 < cc_text.size() && cc_text.size() <= 7;
-    if (ok) {
-      for (std::size_t i = 0; i < cc_text.size(); ++i)
-        if (i != dot && std::isdigit(static_cast<unsigned char>(cc_text[i])) == 0) ok = false;
-    }
-    if (ok) {
-      cc.major = static_cast<unsigned>(std::stoul(std::string(cc_text.substr(0, dot))));
-      cc.minor = static_cast<unsigned>(std::stoul(std::string(cc_text.substr(dot + 1))));
-    }
-    if (!ok || model.empty())
-      return Error{where + ": compute capability '" + std::string(cc_text) + "' is not of the form 9.0"};
-    auto it = std::find_if(models.begin(), models.end(),
-                           [&](const FleetModel& m) { return m.name == model && m.cc == cc; });
-    if (it == models.end()) models.push_back(FleetModel{std::string(model), cc, 1});
-    else ++it->count;
+    cc.major = static_cast<unsigned>(std::stoul(std::string(cc_text.substr(0, dot))));
+    cc.minor = static_cast<unsigned>(cc_text[dot + 1] - '0');
+    // Indexed: a file of many distinct names stays linear (the fuzzer found the scan slow).
+    auto [it, fresh] = index.try_emplace({std::string(model), cc.major * 10 + cc.minor}, models.size());
+    if (fresh) models.push_back(FleetModel{std::string(model), cc, 1});
+    else ++models[it->second].count;
   }
-  if (models.empty()) return Error{std::string(name) + ": no GPU rows (expected nvidia-smi --query-gpu=name,compute_cap --format=csv output)"};
+  if (models.empty()) return Error{std::string(name) + ": the file lists no GPU (expected nvidia-smi --query-gpu=name,compute_cap --format=csv output)"};
   return models;
 }
 

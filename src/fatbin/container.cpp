@@ -4,6 +4,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -71,10 +72,23 @@ std::string archive_text(archive* a) {
   return m != nullptr ? m : "unknown libarchive error";
 }
 
+std::string_view file_type_text(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a regular file";
+}
+
+/// Opens without blocking: a FIFO named by mistake would otherwise wait for a writer forever.
+int open_nonblocking(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); }
+
 Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Error{path + ": cannot stat: " + errno_text(errno)};
-  if (!S_ISREG(st.st_mode)) return Error{path + ": not a regular file"};
+  if (!S_ISREG(st.st_mode))
+    return Error{path + ": is " + std::string(file_type_text(st.st_mode)) + ", not a regular file: only files are read"};
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size == 0) return std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::vector<std::byte>{}));
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -115,9 +129,40 @@ bool foreign_elf(Bytes b) {
   return b.size() < 6 || b[4] != std::byte{2} || b[5] != std::byte{1};
 }
 
+std::string size_text(std::uint64_t v) {
+  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  unsigned u = 0;
+  while (u < 4 && v >= (std::uint64_t{1} << (10 * (u + 1))) && v % (std::uint64_t{1} << (10 * (u + 1))) == 0) ++u;
+  return hex(v) + " (" + std::to_string(v >> (10 * u)) + " " + units[u] + ")";
+}
+
 struct Scanner {
   const ScanOptions& options;
   ScanReport& report;
+  std::uint64_t input_size = 0;  ///< bytes of the input file: the base of the ratio budget
+  std::uint64_t inflated = 0;    ///< bytes inflated from this input's archives so far
+  bool stopped = false;          ///< a budget was hit: read no further member of this input
+
+  /// Counts `n` more inflated bytes of `member`; an error once a budget is exceeded.
+  Status charge(std::uint64_t n, const std::string& member) {
+    inflated += n;
+    const InflateBudget& b = options.budget;
+    std::uint64_t run = inflated;
+    if (b.run_total) run = b.run_total->fetch_add(n) + n;
+    std::string why;
+    if (inflated > b.per_input)
+      why = "the input's archives inflate to more than the limit " + size_text(b.per_input) +
+            " per input (raise it with --max-inflated or ARCHGUARD_MAX_INFLATED)";
+    else if (run > b.per_run)
+      why = "the inputs' archives inflate to more than the limit " + size_text(b.per_run) +
+            " per run (raise it with --max-inflated-total or ARCHGUARD_MAX_INFLATED_TOTAL)";
+    else if (inflated > b.ratio_floor && b.max_ratio != 0 && inflated / std::max<std::uint64_t>(input_size, 1) >= b.max_ratio)
+      why = "the input of " + hex(input_size) + " bytes inflates more than " + std::to_string(b.max_ratio) +
+            " times (raise the ratio with --max-ratio or ARCHGUARD_MAX_RATIO)";
+    if (why.empty()) return Ok{};
+    stopped = true;
+    return Error{member + ": stopped after inflating " + hex(inflated) + " bytes: " + why};
+  }
 
   void add_elf(Bytes bytes, const std::string& display, const std::string& archive,
                const std::string& member, bool named_directly, const Storage* storage = nullptr) {
@@ -184,41 +229,61 @@ struct Scanner {
     report.objects.push_back(std::move(obj));
   }
 
-  /// Reads the current libarchive entry into storage: memory, or a spilled temporary file.
+  /// Reads the current libarchive entry into storage (memory, or a spilled temporary file), or
+  /// nothing when its first bytes show no ELF file, fatbin or archive: such members are skipped
+  /// without inflating them (zip, ar, plain tar) or drained under the budget (a compressed
+  /// stream must be decoded to reach the next member anyway).
   Result<std::shared_ptr<const Storage>> read_member(archive* a, const std::string& name, std::int64_t size_hint) {
     std::vector<std::byte> buf;
-    if (size_hint > 0 && static_cast<std::uint64_t>(size_hint) <= options.spill_threshold)
-      buf.reserve(static_cast<std::size_t>(size_hint));
     FILE* spill = nullptr;
     std::uint64_t total = 0;
-    char chunk[1 << 16];
+    bool classified = false;
+    std::vector<char> chunk_buf(std::size_t{1} << 16);
+    char* chunk = chunk_buf.data();
+    auto fail = [&spill](Error e) -> Result<std::shared_ptr<const Storage>> {
+      if (spill != nullptr) std::fclose(spill);
+      return e;
+    };
+    // The size the header announces is a claim: reserve no more than the spill threshold.
+    if (size_hint > 0) buf.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(
+                           static_cast<std::uint64_t>(size_hint), std::min<std::uint64_t>(options.spill_threshold, 1u << 20))));
     for (;;) {
-      const la_ssize_t n = archive_read_data(a, chunk, sizeof chunk);
-      if (n < 0) {
-        if (spill != nullptr) std::fclose(spill);
-        return Error{name + ": cannot read: " + archive_text(a)};
-      }
+      // Classified once the 264 bytes classify() looks at have arrived (smaller members: whole).
+      la_ssize_t n = archive_read_data(a, chunk, chunk_buf.size());
+      if (n < 0) return fail(Error{name + ": cannot read: " + archive_text(a)});
       if (n == 0) break;
       total += static_cast<std::uint64_t>(n);
-      if (total > options.max_member_size) {
-        if (spill != nullptr) std::fclose(spill);
-        return Error{name + ": member larger than the limit " + hex(options.max_member_size)};
-      }
+      if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
+      if (total > options.max_member_size)
+        return fail(Error{name + ": member larger than the limit " + size_text(options.max_member_size)});
       const auto* p = reinterpret_cast<const std::byte*>(chunk);  // char buffer viewed as bytes
+      if (!classified && buf.size() + static_cast<std::size_t>(n) >= 264) {
+        classified = true;
+        std::vector<std::byte> head(buf);
+        head.insert(head.end(), p, p + n);
+        if (classify(head) == Kind::other) {
+          if (archive_filter_count(a) <= 1) {
+            archive_read_data_skip(a);  // seeks or skips stored bytes: nothing is inflated
+            return std::shared_ptr<const Storage>{};
+          }
+          for (;;) {  // a compressed stream: decoded to reach the next member, counted
+            n = archive_read_data(a, chunk, chunk_buf.size());
+            if (n < 0) return fail(Error{name + ": cannot read: " + archive_text(a)});
+            if (n == 0) return std::shared_ptr<const Storage>{};
+            if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
+          }
+        }
+      }
       if (spill == nullptr && buf.size() + static_cast<std::size_t>(n) > options.spill_threshold) {
         spill = std::tmpfile();  // unlinked: disappears with the process
-        if (spill == nullptr) return Error{name + ": cannot create a temporary file: " + errno_text(errno)};
-        if (!buf.empty() && std::fwrite(buf.data(), 1, buf.size(), spill) != buf.size()) {
-          std::fclose(spill);
-          return Error{name + ": cannot write a temporary file: " + errno_text(errno)};
-        }
+        if (spill == nullptr) return fail(Error{name + ": cannot create a temporary file: " + errno_text(errno)});
+        if (!buf.empty() && std::fwrite(buf.data(), 1, buf.size(), spill) != buf.size())
+          return fail(Error{name + ": cannot write a temporary file: " + errno_text(errno)});
         buf = {};
       }
       if (spill != nullptr) {
-        if (std::fwrite(p, 1, static_cast<std::size_t>(n), spill) != static_cast<std::size_t>(n)) {
-          std::fclose(spill);
-          return Error{name + ": cannot write a temporary file: " + errno_text(errno)};
-        }
+        if (std::fwrite(p, 1, static_cast<std::size_t>(n), spill) != static_cast<std::size_t>(n))
+          return fail(Error{name + ": cannot write a temporary file: " + errno_text(errno)});
       } else {
         buf.insert(buf.end(), p, p + n);
       }
@@ -257,7 +322,7 @@ struct Scanner {
       return;
     }
     archive_entry* entry = nullptr;
-    for (;;) {
+    while (!stopped) {
       const int rc = archive_read_next_header(a, &entry);
       if (rc == ARCHIVE_EOF) break;
       if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
@@ -275,6 +340,7 @@ struct Scanner {
         report.errors.push_back(storage.message());
         break;
       }
+      if (!*storage) continue;  // neither ELF, fatbin nor archive: not inflated
       const Bytes mb = (*storage)->bytes();
       const Kind k = classify(mb);
       if (k == Kind::other) continue;
@@ -299,6 +365,7 @@ struct Scanner {
 
   Status scan(Bytes bytes, const std::string& display, bool named_directly, const Storage* storage = nullptr,
               const std::string* file = nullptr) {
+    input_size = bytes.size();
     switch (classify(bytes)) {
       case Kind::elf: add_elf(bytes, display, {}, {}, named_directly, storage); return Ok{};
       case Kind::fatbin: add_fatbin(bytes, display, {}, {}); return Ok{};
@@ -313,9 +380,14 @@ struct Scanner {
 };
 
 void scan_file_quietly(const std::string& path, const ScanOptions& options, ScanReport& report) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open_nonblocking(path);
   if (fd < 0) {
     report.errors.push_back(path + ": cannot open: " + errno_text(errno));
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced by a FIFO since the walk saw it
+    ::close(fd);
     return;
   }
   // Peek first: most files in a tree are neither ELF nor archives.
@@ -337,10 +409,52 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
   if (report.objects.size() > before) report.storage.push_back(*storage);  // else unmapped here
 }
 
+/// Lists the regular files under `root`, recursively, without following symbolic links. Every
+/// directory that cannot be opened or read (permissions, too many open files) is reported in
+/// `errors`: a walk never passes over part of its input in silence.
+void walk_directory(const std::string& root, std::vector<std::string>& files, std::vector<std::string>& errors) {
+  std::vector<std::string> pending{root};
+  while (!pending.empty()) {
+    const std::string dir = std::move(pending.back());
+    pending.pop_back();
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK);
+    DIR* d = fd < 0 ? nullptr : ::fdopendir(fd);
+    if (d == nullptr) {
+      const int err = errno;
+      if (fd >= 0) ::close(fd);
+      errors.push_back(dir + ": cannot read the directory: " + errno_text(err) + "; its files were not checked");
+      continue;
+    }
+    for (;;) {
+      errno = 0;
+      const dirent* ent = ::readdir(d);
+      if (ent == nullptr) {
+        if (errno != 0)
+          errors.push_back(dir + ": cannot read the directory: " + errno_text(errno) + "; some of its files were not checked");
+        break;
+      }
+      const std::string_view leaf = ent->d_name;
+      if (leaf == "." || leaf == "..") continue;
+      std::string child = dir;
+      if (child.empty() || child.back() != '/') child += '/';
+      child += leaf;
+      struct stat st {};
+      if (::fstatat(::dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        errors.push_back(child + ": cannot stat: " + errno_text(errno) + "; not checked");
+        continue;
+      }
+      // Symbolic links are not followed: libfoo.so -> libfoo.so.1 would list the same code twice.
+      if (S_ISDIR(st.st_mode)) pending.push_back(std::move(child));
+      else if (S_ISREG(st.st_mode)) files.push_back(std::move(child));
+    }
+    ::closedir(d);
+  }
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const Storage>> map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open_nonblocking(path);
   if (fd < 0) return Error{path + ": cannot open: " + errno_text(errno)};
   auto r = map_fd(fd, path);
   ::close(fd);
@@ -365,16 +479,7 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   if (std::filesystem::is_directory(status)) {
     report.directory = true;
     std::vector<std::string> files;
-    std::filesystem::recursive_directory_iterator it(path, std::filesystem::directory_options::skip_permission_denied, ec);
-    if (ec) return Error{path + ": cannot read the directory: " + ec.message()};
-    for (; it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) {
-        report.errors.push_back(path + ": " + ec.message());
-        break;
-      }
-      // Symbolic links are not followed: libfoo.so -> libfoo.so.1 would list the same code twice.
-      if (it->is_regular_file(ec) && !it->is_symlink(ec)) files.push_back(it->path().string());
-    }
+    walk_directory(path, files, report.errors);
     std::sort(files.begin(), files.end());
     unsigned threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, files.size())));

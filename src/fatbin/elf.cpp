@@ -3,6 +3,7 @@
 
 #include "try.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace archguard {
@@ -185,6 +186,55 @@ std::optional<std::uint64_t> ElfFile::pointer_at(std::uint64_t addr) const {
       if (off && info && addend && *off == addr && (*info & 0xffffffffu) == relative) return *addend;
     }
   }
+  return std::nullopt;
+}
+
+PointerIndex::PointerIndex(const ElfFile& elf) : elf_(elf) {
+  for (const auto& s : elf.sections()) {
+    ++work_;
+    if ((s.flags & kShfAlloc) != 0 && s.type != kShtNobits && s.size >= 8) sections_.push_back(&s);
+  }
+  std::stable_sort(sections_.begin(), sections_.end(),
+                   [](const ElfSection* a, const ElfSection* b) { return a->addr < b->addr; });
+  const std::uint32_t relative = elf.machine() == kElfMachineAarch64 ? kRelAarch64Relative : kRelX86Relative;
+  ByteReader reader(elf.bytes(), elf.name());
+  for (const auto& s : elf.sections()) {
+    if (s.type != kShtRela || s.entsize != 24) continue;
+    auto rela = reader.sub(s.offset, s.size, "relocations");
+    if (!rela) continue;
+    for (std::uint64_t o = 0; o + 24 <= rela->size(); o += 24) {
+      ++work_;
+      auto off = rela->u64(o, "relocation");
+      auto info = rela->u64(o + 8, "relocation");
+      auto addend = rela->u64(o + 16, "relocation");
+      if (off && info && addend && (*info & 0xffffffffu) == relative) relative_.emplace_back(*off, *addend);
+    }
+  }
+  // The first relocation for an offset wins, as in pointer_at: stable sort, then lower_bound.
+  std::stable_sort(relative_.begin(), relative_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+std::optional<std::uint64_t> PointerIndex::at(std::uint64_t addr) const {
+  ++work_;
+  // The section starting last at or below addr (sections do not overlap in a valid file).
+  auto it = std::upper_bound(sections_.begin(), sections_.end(), addr,
+                             [](std::uint64_t a, const ElfSection* s) { return a < s->addr; });
+  const ElfSection* hit = nullptr;
+  if (it != sections_.begin()) {
+    const ElfSection& s = **std::prev(it);
+    const std::uint64_t rel = addr - s.addr;
+    if (rel < s.size && s.size - rel >= 8) hit = &s;
+  }
+  if (hit != nullptr) {
+    ByteReader reader(elf_.bytes(), elf_.name());
+    auto v = reader.u64(hit->offset + (addr - hit->addr), "pointer");
+    if (!v) return std::nullopt;
+    if (*v != 0) return *v;
+  }
+  auto r = std::lower_bound(relative_.begin(), relative_.end(), addr,
+                            [](const auto& p, std::uint64_t a) { return p.first < a; });
+  if (r != relative_.end() && r->first == addr) return r->second;
   return std::nullopt;
 }
 

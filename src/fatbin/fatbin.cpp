@@ -354,16 +354,21 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
       if (const ElfSection* seg = elf.find(".nvFatBinSegment"); seg != nullptr) {
         auto seg_bytes = elf.section_bytes(*seg);
         if (seg_bytes) {
+          // Linear: relocations indexed once, fatbins found by offset (a crafted file with
+          // many wrappers and relocations took quadratic time here).
           ByteReader w(*seg_bytes, elf.name(), seg->offset);
+          const PointerIndex pointers(elf);
+          std::vector<std::pair<std::uint64_t, std::size_t>> by_offset;  // fbs is in offset order
+          for (std::size_t i = 0; i < fbs.size(); ++i) by_offset.emplace_back(fbs[i].offset, i);
           for (std::uint64_t o = 0; o + 24 <= w.size(); o += 24) {
             auto magic = w.u32(o, "fatbin wrapper");
             auto version = w.u32(o + 4, "fatbin wrapper");
             if (!magic || !version || *magic != kFatbinWrapperMagic || *version != 2) continue;
-            auto ptr = elf.pointer_at(seg->addr + o + 8);
+            auto ptr = pointers.at(seg->addr + o + 8);
             if (!ptr || *ptr < s->addr || *ptr - s->addr >= s->size) continue;
             const std::uint64_t file_offset = *ptr - s->addr + s->offset;
-            for (auto& fb : fbs)
-              if (fb.offset == file_offset) fb.linked = true;
+            auto hit = std::lower_bound(by_offset.begin(), by_offset.end(), std::pair{file_offset, std::size_t{0}});
+            if (hit != by_offset.end() && hit->first == file_offset) fbs[hit->second].linked = true;
           }
         }
       }

@@ -8,6 +8,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <memory>
@@ -40,43 +41,87 @@ std::string demangle(std::string_view name) {
 
 Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view name, std::uint64_t limit) {
   const std::string where = entry_where(name, e);
-  if (e.compression == Compression::none) {
-    if (e.stored_size > limit)
-      return Error{where + ": image size " + hex(e.stored_size) + " exceeds the limit " + hex(limit)};
-    return std::vector<std::byte>(e.payload.begin(), e.payload.end());
-  }
-  if (e.uncompressed_size > limit)
+  // The payload is copied out of the file's mapping first, with the copy guarded: a file that
+  // someone truncates while we read it gives an error here instead of SIGBUS in a decoder.
+  // Sizes from the header are claims: memory follows what the payload really yields.
+  const std::uint64_t in_size =
+      e.compression == Compression::none ? e.stored_size
+                                         : (e.compressed_size != 0 ? e.compressed_size : e.stored_size);
+  if (e.compression == Compression::none && e.stored_size > limit)
+    return Error{where + ": image size " + hex(e.stored_size) + " exceeds the limit " + hex(limit)};
+  if (e.compression != Compression::none && e.uncompressed_size > limit)
     return Error{where + ": claimed uncompressed size " + hex(e.uncompressed_size) + " exceeds the limit " + hex(limit)};
-  const std::size_t out_size = static_cast<std::size_t>(e.uncompressed_size);
-  std::vector<std::byte> out(out_size);
+  if (in_size > e.payload.size())
+    return Error{where + ": payload size " + hex(in_size) + " runs past the stored bytes " + hex(e.payload.size())};
+  std::vector<std::byte> in(static_cast<std::size_t>(in_size));
+  if (!copy_guarded(in.data(), e.payload.data(), in.size()))
+    return Error{where + ": the file shrank while it was being read (truncated by another process?)"};
+  if (e.compression == Compression::none) return in;
+
+  const std::uint64_t claim = e.uncompressed_size;
   if (e.compression == Compression::lz4) {
-    const std::uint64_t in_size = e.compressed_size != 0 ? e.compressed_size : e.stored_size;
-    if (in_size > INT_MAX || out_size > INT_MAX)
-      return Error{where + ": lz4 sizes " + hex(in_size) + " / " + hex(out_size) + " exceed what lz4 handles"};
-    const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(e.payload.data()),  // bytes as chars
+    // An lz4 block expands at most about 255 times: a claim beyond that cannot be true, and
+    // refusing it here keeps a 1-byte payload from allocating what its header says.
+    const std::uint64_t most = in_size * 255 + 64;
+    if (in_size > INT_MAX || claim > INT_MAX)
+      return Error{where + ": lz4 sizes " + hex(in_size) + " / " + hex(claim) + " exceed what lz4 handles"};
+    if (claim > most)
+      return Error{where + ": lz4 payload of " + hex(in_size) + " bytes cannot decompress to the claimed " + hex(claim) +
+                   " bytes (at most " + hex(most) + ")"};
+    std::vector<std::byte> out(static_cast<std::size_t>(claim));
+    const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()),  // bytes as chars
                                       reinterpret_cast<char*>(out.data()), static_cast<int>(in_size),
-                                      static_cast<int>(out_size));
+                                      static_cast<int>(claim));
     if (n < 0) return Error{where + ": lz4 payload of " + hex(in_size) + " bytes is corrupt"};
-    if (static_cast<std::size_t>(n) != out_size)
+    if (static_cast<std::uint64_t>(n) != claim)
       return Error{where + ": lz4 payload decompresses to " + hex(static_cast<std::uint64_t>(n)) +
-                   " bytes, the header claims " + hex(out_size)};
+                   " bytes, the header claims " + hex(claim)};
     return out;
   }
-  std::size_t in_size = e.compressed_size;
-  if (in_size == 0) {
-    in_size = ZSTD_findFrameCompressedSize(e.payload.data(), e.payload.size());
-    if (ZSTD_isError(in_size) != 0)
-      return Error{where + ": zstd payload is corrupt (" + ZSTD_getErrorName(in_size) + ")"};
+  std::size_t frame = in.size();
+  if (e.compressed_size == 0) {
+    frame = ZSTD_findFrameCompressedSize(in.data(), in.size());
+    if (ZSTD_isError(frame) != 0)
+      return Error{where + ": zstd payload is corrupt (" + ZSTD_getErrorName(frame) + ")"};
   }
-  const unsigned long long content = ZSTD_getFrameContentSize(e.payload.data(), in_size);
+  const unsigned long long content = ZSTD_getFrameContentSize(in.data(), frame);
   if (content == ZSTD_CONTENTSIZE_ERROR) return Error{where + ": payload is not a zstd frame"};
-  if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != e.uncompressed_size)
-    return Error{where + ": zstd frame holds " + hex(content) + " bytes, the header claims " + hex(e.uncompressed_size)};
-  const std::size_t n = ZSTD_decompress(out.data(), out.size(), e.payload.data(), in_size);
-  if (ZSTD_isError(n) != 0)
-    return Error{where + ": zstd payload is corrupt (" + ZSTD_getErrorName(n) + ")"};
-  if (n != out_size)
-    return Error{where + ": zstd payload decompresses to " + hex(n) + " bytes, the header claims " + hex(out_size)};
+  if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != claim)
+    return Error{where + ": zstd frame holds " + hex(content) + " bytes, the header claims " + hex(claim)};
+  // Streamed into a buffer that grows with the output actually produced, never past the claim.
+  std::unique_ptr<ZSTD_DCtx, std::size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (!dctx) return Error{where + ": cannot create a zstd decoder"};
+  std::vector<std::byte> out(static_cast<std::size_t>(std::min<std::uint64_t>(claim, std::uint64_t{1} << 16)));
+  ZSTD_inBuffer src{in.data(), frame, 0};
+  std::size_t produced = 0;
+  for (;;) {
+    if (produced == out.size()) {
+      if (out.size() == claim) {
+        // Full: only the end of the frame may remain.
+        std::byte probe[1];
+        ZSTD_outBuffer extra{probe, sizeof probe, 0};
+        const std::size_t rc = ZSTD_decompressStream(dctx.get(), &extra, &src);
+        if (ZSTD_isError(rc) != 0) return Error{where + ": zstd payload is corrupt (" + ZSTD_getErrorName(rc) + ")"};
+        if (extra.pos != 0)
+          return Error{where + ": zstd payload decompresses to more than the " + hex(claim) + " bytes the header claims"};
+        if (rc != 0) return Error{where + ": zstd payload is truncated (the frame does not end)"};
+        break;
+      }
+      out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(claim, std::uint64_t{out.size()} * 2)));
+    }
+    ZSTD_outBuffer dst{out.data(), out.size(), produced};
+    const std::size_t consumed = src.pos;
+    const std::size_t rc = ZSTD_decompressStream(dctx.get(), &dst, &src);
+    if (ZSTD_isError(rc) != 0) return Error{where + ": zstd payload is corrupt (" + ZSTD_getErrorName(rc) + ")"};
+    const bool progressed = dst.pos != produced;
+    produced = dst.pos;
+    if (rc == 0) break;  // frame complete
+    if (!progressed && src.pos == consumed && produced < out.size())
+      return Error{where + ": zstd payload is truncated (the frame does not end)"};
+  }
+  if (produced != claim)
+    return Error{where + ": zstd payload decompresses to " + hex(produced) + " bytes, the header claims " + hex(claim)};
+  out.resize(produced);
   return out;
 }
 

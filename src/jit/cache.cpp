@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The on-disk kernel cache: layout, checks, per-entry locks, atomic publication, LRU bound.
 #include <archguard/cache.hpp>
+#include <archguard/bytes.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -273,19 +274,13 @@ Result<CacheOptions> CacheOptions::from_environment() {
   }
   const std::string max = env("ARCHGUARD_CACHE_MAX_BYTES");
   if (!max.empty()) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(max.c_str(), &end, 10);  // NOLINT(runtime/int)
-    std::uint64_t mul = 1;
-    std::string suffix = end != nullptr ? std::string(end) : std::string();
-    if (suffix == "K" || suffix == "KiB") mul = 1024;
-    else if (suffix == "M" || suffix == "MiB") mul = 1024 * 1024;
-    else if (suffix == "G" || suffix == "GiB") mul = 1024 * 1024 * 1024;
-    else if (!suffix.empty()) mul = 0;
-    if (errno != 0 || end == max.c_str() || mul == 0 || max.front() == '-') {
-      return make_error("ARCHGUARD_CACHE_MAX_BYTES: '" + max + "' is not a size (bytes, or with K, M or G)");
+    // Checked: 17179869184G does not fit in 64 bits and is refused (it used to wrap to 0).
+    auto v = parse_byte_size(max);
+    if (!v) {
+      return make_error("ARCHGUARD_CACHE_MAX_BYTES: '" + max +
+                        "' is not a size that fits in 64 bits (bytes, or with K, M, G or T)");
     }
-    o.max_bytes = static_cast<std::uint64_t>(v) * mul;
+    o.max_bytes = *v;
   }
   const std::string ro = env("ARCHGUARD_CACHE_READONLY_DIRS");
   std::size_t pos = 0;
@@ -662,15 +657,7 @@ Status Cache::after_store(std::uint64_t added) {
 
 Status Cache::trim(std::uint64_t low_water, std::uint64_t& total_out) {
   Layer& layer = *layers_.front();
-  const auto now = std::chrono::system_clock::now();
-  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-  for (const std::string& n : list_dir(layer.tmp_fd.get())) {
-    struct stat st {};
-    if (::fstatat(layer.tmp_fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        now_s - st.st_mtim.tv_sec > kAbandonedTempSeconds) {
-      ::unlinkat(layer.tmp_fd.get(), n.c_str(), 0);
-    }
-  }
+  remove_stale(layer, /*everything_unheld=*/false);  // what a kill -9 left behind
   std::vector<Found> all = scan_entries(layer.entries_fd.get());
   std::uint64_t total = 0;
   for (const Found& f : all) total += f.bytes;
@@ -765,23 +752,43 @@ Status Cache::clear() {
       if (auto s = evict(*key); !s) return s;
     }
   }
-  // Stray metadata and lock files (entries that were never published, failed builds).
-  for (const std::string& s : list_dir(layer.entries_fd.get())) {
-    if (s.size() != 2) continue;
-    Fd sd(::openat(layer.entries_fd.get(), s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // What other processes may be writing right now is left alone: their temporary files (until
+  // they are abandoned, kAbandonedTempSeconds) and metadata or locks of entries whose lock is
+  // held. Deleting a writer's temporary file made its compile fail (issue 12).
+  remove_stale(layer, /*everything_unheld=*/true);
+  return Ok{};
+}
+
+void Cache::remove_stale(Layer& layer, bool everything_unheld) {
+  const std::int64_t now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto old = [now_s](const struct stat& st) { return now_s - st.st_mtim.tv_sec > kAbandonedTempSeconds; };
+  for (const std::string& n : list_dir(layer.tmp_fd.get())) {
+    struct stat st {};
+    if (::fstatat(layer.tmp_fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && old(st))
+      ::unlinkat(layer.tmp_fd.get(), n.c_str(), 0);
+  }
+  // Orphans in the shards: metadata without its entry, and locks, once nobody holds the lock.
+  // In normal operation (after a store's scan) only old ones, so a build in progress keeps its
+  // lock file; `cache clear` takes every unheld one.
+  for (const std::string& sh : list_dir(layer.entries_fd.get())) {
+    if (sh.size() != 2) continue;
+    Fd sd(::openat(layer.entries_fd.get(), sh.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sd.valid()) continue;
     for (const std::string& n : list_dir(sd.get())) {
-      if (ends_with(n, ".json")) {
-        ::unlinkat(sd.get(), n.c_str(), 0);
-      } else if (ends_with(n, ".lock")) {
-        // Only when nobody holds it: a writer may be building that entry right now.
-        auto lock = EntryLock::acquire(sd.get(), n, layer.path_of(s, n), false);
-        if (lock && lock->held()) ::unlinkat(sd.get(), n.c_str(), 0);
-      }
+      if (!ends_with(n, ".json") && !ends_with(n, ".lock")) continue;
+      const std::string hex = n.substr(0, n.size() - 5);
+      struct stat st {};
+      if (::fstatat(sd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (!everything_unheld && !old(st)) continue;
+      struct stat bin {};
+      if (::fstatat(sd.get(), (hex + ".bin").c_str(), &bin, AT_SYMLINK_NOFOLLOW) == 0) continue;  // not an orphan
+      auto lock = EntryLock::acquire(sd.get(), hex + ".lock", layer.path_of(sh, hex + ".lock"), false);
+      if (!lock || !lock->held()) continue;  // a writer is at work on this entry
+      ::unlinkat(sd.get(), (hex + ".json").c_str(), 0);
+      ::unlinkat(sd.get(), (hex + ".lock").c_str(), 0);  // held by us: a waiter re-checks the inode
     }
   }
-  for (const std::string& n : list_dir(layer.tmp_fd.get())) ::unlinkat(layer.tmp_fd.get(), n.c_str(), 0);
-  return Ok{};
 }
 
 }  // namespace archguard::jit

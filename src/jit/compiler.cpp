@@ -123,6 +123,7 @@ Result<std::string> read_text_file(const std::string& path) {
 struct Compiler::Impl {
   NvrtcPtr nvrtc;
   std::unique_ptr<Cache> cache;
+  std::string cache_problem;  ///< why the cache could not be opened, or ""
   bool pch = false;
 
   std::vector<std::string> final_options(const CompileRequest& request) const {
@@ -156,8 +157,8 @@ Result<std::unique_ptr<Compiler>> Compiler::create(const CompilerOptions& option
     }
     if (!co.disabled) {
       auto cache = Cache::open(co);
-      if (!cache) return cache.error();
-      c->impl_->cache = std::move(*cache);
+      if (cache) c->impl_->cache = std::move(*cache);
+      else c->impl_->cache_problem = cache.message() + "; compiling without the cache";
     }
   }
   return c;
@@ -165,6 +166,7 @@ Result<std::unique_ptr<Compiler>> Compiler::create(const CompilerOptions& option
 
 const NvrtcInfo& Compiler::nvrtc() const { return impl_->nvrtc->info(); }
 Cache* Compiler::cache() const { return impl_->cache.get(); }
+const std::string& Compiler::cache_problem() const { return impl_->cache_problem; }
 
 Result<KeyInfo> Compiler::key(const CompileRequest& request) const {
   if (auto s = check_options(request); !s) return s.error();
@@ -226,7 +228,7 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
   Compiled out;
   out.target = request.target;
   const std::vector<std::string> options = impl_->final_options(request);
-  if (!impl_->cache) {
+  auto uncached = [&](std::string note) -> Result<Compiled> {
     if (auto s = check_options(request); !s) return s.error();
     auto r = impl_->nvrtc->compile(request, options);
     if (!r) return r.error();
@@ -234,9 +236,10 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
     out.lowered_names = std::move(r->lowered);
     out.log = std::move(r->log);
     out.compile_ms = r->ms;
-    out.cache_note = "cache disabled";
+    out.cache_note = std::move(note);
     return out;
-  }
+  };
+  if (!impl_->cache) return uncached(impl_->cache_problem.empty() ? "cache disabled" : impl_->cache_problem);
   auto key = this->key(request);
   if (!key) return key.error();
   if (!key->cacheable) {
@@ -250,9 +253,15 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
     return out;
   }
   Nvrtc::Output fresh;
+  bool compiled_fresh = false;
+  std::optional<Error> compile_error;
   auto builder = [&](std::string& metadata) -> Result<CacheRecord> {
     auto r = impl_->nvrtc->compile(request, options);
-    if (!r) return r.error();
+    if (!r) {
+      compile_error = r.error();
+      return r.error();
+    }
+    compiled_fresh = true;
     nlohmann::json meta = nlohmann::json::parse(key->fields_json);
     meta["key"] = key->hex;
     meta["compile_options"] = options;
@@ -271,7 +280,23 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
   };
   bool built = false;
   auto hit = impl_->cache->get_or_build(key->digest, builder, &built);
-  if (!hit) return hit.error();
+  if (!hit) {
+    // The compile's own failure is the answer; any other failure is the cache's (a full or
+    // read-only file system, permissions, a clean-up that raced us): it degrades to an
+    // uncached compile with a note, never a failed one.
+    if (compile_error) return *compile_error;
+    const std::string note = "not cached: " + hit.message();
+    impl_->cache->note_problem(note);
+    if (compiled_fresh) {
+      out.image = std::move(fresh.image);
+      out.lowered_names = std::move(fresh.lowered);
+      out.log = std::move(fresh.log);
+      out.compile_ms = fresh.ms;
+      out.cache_note = note;
+      return out;
+    }
+    return uncached(note);
+  }
   if (hit->record.kind != kind_code(request.target.kind)) {
     return make_error("cache entry " + key->hex + " holds a different kind of image than its key says");
   }

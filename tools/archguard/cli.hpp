@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace archguard::cli {
@@ -69,5 +70,27 @@ bool use_colour();
 /// The registered subcommand nearest to `word` by edit distance, "" when none is close enough
 /// (at most 2 edits, or a third of the word for long names): `inpsect` -> `inspect`.
 std::string nearest_subcommand(const CLI::App& root, const std::string& word);
+
+/// Text for a terminal or a log: control characters (a newline or an escape sequence in a zip
+/// member's name, a kernel name, a GPU name) are written as \xNN, so no input can forge an
+/// output line or drive the terminal. Every human-readable line built from input goes through
+/// this; JSON output escapes by itself.
+inline std::string shown(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static const char digits[] = "0123456789abcdef";
+      out += "\\x";
+      out += digits[u >> 4];
+      out += digits[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 
 }  // namespace archguard::cli

@@ -36,7 +36,7 @@ archguard::Result<std::unique_ptr<archguard::jit::Cache>> open_cache(const Commo
 }
 
 void print_warnings(const archguard::jit::Cache& cache) {
-  for (const std::string& w : cache.warnings()) std::cerr << "archguard: warning: " << w << "\n";
+  for (const std::string& w : cache.warnings()) std::cerr << "archguard: warning: " << cli::shown(w) << "\n";
 }
 
 std::string when(std::int64_t t) {
@@ -70,8 +70,8 @@ int run_ls(const Common& c) {
               << std::setw(18) << "last used (utc)" << "source\n";
     for (const auto& e : *entries) {
       const json m = parsed_metadata(e.metadata);
-      std::cout << std::setw(18) << e.key.substr(0, 16) << std::setw(12) << m.value("target", "?") << std::setw(10)
-                << e.bytes << std::setw(18) << when(e.last_used) << m.value("name", "?")
+      std::cout << std::setw(18) << e.key.substr(0, 16) << std::setw(12) << cli::shown(m.value("target", "?")) << std::setw(10)
+                << e.bytes << std::setw(18) << when(e.last_used) << cli::shown(m.value("name", "?"))
                 << (e.readonly ? "  (read-only layer)" : "") << "\n";
     }
   }
@@ -111,7 +111,7 @@ int run_verify(const Common& c, bool evict) {
     if (e.problem.empty()) continue;
     ++bad;
     arr.push_back({{"key", e.key}, {"layer", e.layer}, {"problem", e.problem}, {"evicted", evict && !e.readonly}});
-    if (!c.json) std::cout << "bad: " << e.problem << (evict && !e.readonly ? " (evicted)" : "") << "\n";
+    if (!c.json) std::cout << "bad: " << cli::shown(e.problem) << (evict && !e.readonly ? " (evicted)" : "") << "\n";
   }
   if (c.json) {
     std::cout << json{{"checked", v->size()}, {"bad", arr}}.dump(2) << "\n";
@@ -174,7 +174,7 @@ int run_prewarm(const Common& c, const Prewarm& p) {
       json j = jc::compiled_json(*out);
       j["source"] = src;
       arr.push_back(j);
-      if (!c.json) std::cout << src << ": " << jc::target_name(t.target) << "  " << jc::cache_column(*out) << "\n";
+      if (!c.json) std::cout << cli::shown(src) << ": " << jc::target_name(t.target) << "  " << jc::cache_column(*out) << "\n";
     }
   }
   if (c.json) {

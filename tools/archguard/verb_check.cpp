@@ -19,6 +19,7 @@ namespace {
 
 struct CheckOptions {
   std::vector<std::string> files;
+  ReadLimits limits;
   std::string cc;
   std::string driver;
   std::string fleet;
@@ -250,7 +251,7 @@ int run_check(const CheckOptions& opt) {
     ss << f.rdbuf();
     auto models = parse_fleet_csv(ss.str(), opt.fleet);
     if (!models) {
-      std::fprintf(stderr, "archguard check: %s\n", models.message().c_str());
+      std::fprintf(stderr, "archguard check: %s\n", shown(models.message()).c_str());
       return kExitUsage;
     }
     for (const auto& m : *models) {
@@ -262,6 +263,12 @@ int run_check(const CheckOptions& opt) {
 
   ReadOptions read;
   read.deps = !opt.no_deps;
+  auto scan = scan_options(opt.limits);
+  if (!scan) {
+    std::fprintf(stderr, "archguard check: %s\n", scan.message().c_str());
+    return kExitUsage;
+  }
+  read.scan = *scan;
   const Inputs in = read_inputs(opt.files, read);
   if (this_machine && !opt.json) {
     std::string line = "assuming this machine: ";
@@ -274,15 +281,15 @@ int run_check(const CheckOptions& opt) {
   for (const Gpu& g : gpus) {
     nlohmann::json objects_json = nlohmann::json::array();
     std::vector<std::string> details;
-    if (!opt.json && gpus.size() > 1) std::printf("%s\n", device_text(g).c_str());
+    if (!opt.json && gpus.size() > 1) std::printf("%s\n", shown(device_text(g)).c_str());
     for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
       const ScanReport& r = in.reports[ri];
       const InputFacts& facts = in.facts[ri];
       if (!has_device_code(r) && !opt.json) {
-        std::printf("%s%s\n", gpus.size() > 1 ? "  " : "", no_device_code_line(facts).c_str());
+        std::printf("%s%s\n", gpus.size() > 1 ? "  " : "", shown(no_device_code_line(facts)).c_str());
       }
       if (!opt.json && &g == &gpus.front())
-        for (const auto& n : dependency_notes(facts)) std::printf("%s\n", n.c_str());
+        for (const auto& n : dependency_notes(facts)) std::printf("%s\n", shown(n).c_str());
       for (const auto& o : r.objects) {
         if (o.fatbins.empty() && !o.archive.empty()) continue;
         if (!opt.json && !has_device_code(r)) break;  // said once above: "no device code (N files scanned)"
@@ -366,8 +373,8 @@ int run_check(const CheckOptions& opt) {
         const std::string indent = std::string(gpus.size() > 1 ? "  " : "") + (o.loaded_by.empty() ? "" : "  ");
         const std::string who = o.loaded_by.empty() ? "" : " (loaded by " + o.loaded_by + ")";
         if (!assumption.empty()) summary += "; " + assumption;
-        std::printf("%s%s%s: %s%s\n", indent.c_str(), o.path.c_str(), who.c_str(), summary.c_str(),
-                    gpus.size() == 1 ? (" on " + device_text(g)).c_str() : "");
+        std::printf("%s%s%s: %s%s\n", indent.c_str(), shown(o.path).c_str(), shown(who).c_str(), shown(summary).c_str(),
+                    gpus.size() == 1 ? shown(" on " + device_text(g)).c_str() : "");
         // Per-fatbin lines only where they help: a problem, or a handful of fatbins.
         if (is_problem(j.tier) || v.units.size() <= 8) {
           for (const auto& u : v.units) {
@@ -407,7 +414,7 @@ int run_check(const CheckOptions& opt) {
                               {"objects", std::move(objects_json)}});
     } else if (!details.empty()) {
       std::printf("%sdetails:\n", gpus.size() > 1 ? "  " : "");
-      for (const auto& d : details) std::printf("%s%s\n", gpus.size() > 1 ? "  " : "", d.c_str());
+      for (const auto& d : details) std::printf("%s%s\n", gpus.size() > 1 ? "  " : "", shown(d).c_str());
     }
   }
   const int code = !in.errors.empty() ? kExitUsage : any_fail ? kExitProblem : kExitOk;
@@ -454,6 +461,7 @@ void setup(CLI::App& root, Context& ctx) {
                 "Judge fatbins only: decode no payload, name no kernel, no tiers beyond all/some/none fatbins");
   cmd->add_flag("--no-deps", opt->no_deps, "Do not judge the shared libraries an executable or library loads");
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
+  add_limit_flags(cmd, opt->limits);
   cmd->callback([opt, &ctx] { ctx.exit_code = run_check(*opt); });
 }
 

@@ -3,17 +3,21 @@
 // Shared by the verbs that read files (inspect, verify, check): reading the inputs and the
 // JSON spelling of the reader's vocabulary.
 
+#include "cli.hpp"
+
 #include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
 #include <archguard/deps.hpp>
 #include <archguard/elf.hpp>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -39,7 +43,54 @@ struct Inputs {
   std::vector<std::string> errors;  ///< unreadable inputs and problems inside them
 };
 
+/// The archive budgets as flags (docs/cli.md), shared by inspect, verify and check. Empty: the
+/// environment (ARCHGUARD_MAX_INFLATED, ARCHGUARD_MAX_INFLATED_TOTAL, ARCHGUARD_MAX_RATIO),
+/// then the library's defaults.
+struct ReadLimits {
+  std::string max_inflated, max_inflated_total, max_ratio;
+  unsigned threads = 0;
+};
+
+inline void add_limit_flags(CLI::App* cmd, ReadLimits& l) {
+  cmd->add_option("--max-inflated", l.max_inflated,
+                  "Most bytes the archives of one input may inflate to (default 8G; env ARCHGUARD_MAX_INFLATED)");
+  cmd->add_option("--max-inflated-total", l.max_inflated_total,
+                  "Most bytes all inputs' archives may inflate to (default 32G; env ARCHGUARD_MAX_INFLATED_TOTAL)");
+  cmd->add_option("--max-ratio", l.max_ratio,
+                  "Most bytes inflated per byte of an input, beyond 64M (default 200; env ARCHGUARD_MAX_RATIO)");
+}
+
+/// ScanOptions from the flags and the environment; an error names the flag or variable.
+inline Result<ScanOptions> scan_options(const ReadLimits& l) {
+  ScanOptions o;
+  o.threads = l.threads;
+  auto pick = [](const std::string& flag_value, const char* flag, const char* env, bool plain,
+                 std::uint64_t& out) -> Status {
+    std::string text = flag_value, who = flag;
+    if (text.empty()) {
+      const char* e = std::getenv(env);
+      if (e == nullptr || *e == 0) return Ok{};
+      text = e;
+      who = env;
+    }
+    auto v = parse_byte_size(text);
+    if (!v || (plain && text.find_first_not_of("0123456789") != std::string::npos))
+      return Error{who + ": '" + text + "' is not " +
+                   (plain ? std::string("a whole number") : std::string("a size (bytes, or with K, M, G or T)")) +
+                   " that fits in 64 bits"};
+    out = *v;
+    return Ok{};
+  };
+  if (auto st = pick(l.max_inflated, "--max-inflated", "ARCHGUARD_MAX_INFLATED", false, o.budget.per_input); !st) return st.error();
+  if (auto st = pick(l.max_inflated_total, "--max-inflated-total", "ARCHGUARD_MAX_INFLATED_TOTAL", false, o.budget.per_run); !st)
+    return st.error();
+  if (auto st = pick(l.max_ratio, "--max-ratio", "ARCHGUARD_MAX_RATIO", true, o.budget.max_ratio); !st) return st.error();
+  return o;
+}
+
 struct ReadOptions {
+  /// Budgets and limits (scan_options); `threads` below overrides scan.threads when not 0.
+  ScanOptions scan;
   unsigned threads = 0;
   /// Also read the shared libraries an executable or shared library input loads (deps.hpp),
   /// each once over all inputs; their objects get ObjectFatbins::loaded_by. Directories and
@@ -108,11 +159,12 @@ class ScanProgress {
 };
 
 /// Reads every path; problems are collected, never fatal, so that one bad file does not hide
-/// the verdict on the others (the verb exits 2 when errors is not empty).
+/// the verdict on the others (the verb exits 2 when errors is not empty). One ScanOptions for
+/// all paths: the per-run inflate budget counts over all of them.
 inline Inputs read_inputs(const std::vector<std::string>& paths, const ReadOptions& options) {
   Inputs in;
-  ScanOptions scan;
-  scan.threads = options.threads;
+  ScanOptions scan = options.scan;  // copies share the per-run inflate budget
+  if (options.threads != 0) scan.threads = options.threads;
   std::set<std::string> seen;  // real paths already judged: each library once over all inputs
   for (const auto& p : paths) seen.insert(real_path_or_self(p));
   for (std::size_t i = 0; i < paths.size(); ++i) {
@@ -140,6 +192,12 @@ inline Inputs read_inputs(const std::vector<std::string>& paths, const ReadOptio
     in.facts.push_back(std::move(facts));
   }
   return in;
+}
+
+inline Inputs read_inputs(const std::vector<std::string>& paths, const ScanOptions& scan) {
+  ReadOptions o;
+  o.scan = scan;
+  return read_inputs(paths, o);
 }
 
 inline Inputs read_inputs(const std::vector<std::string>& paths, unsigned threads = 0) {
@@ -175,7 +233,7 @@ inline std::vector<std::string> dependency_notes(const InputFacts& f) {
 }
 
 inline void print_errors(const std::vector<std::string>& errors) {
-  for (const auto& e : errors) std::cerr << "archguard: error: " << e << '\n';
+  for (const auto& e : errors) std::cerr << "archguard: error: " << shown(e) << '\n';
 }
 
 inline std::string version_text(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }

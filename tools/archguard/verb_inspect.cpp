@@ -21,6 +21,7 @@ namespace {
 
 struct InspectOptions {
   std::vector<std::string> files;
+  ReadLimits limits;
   bool json = false;
   bool kernels = false;
   bool cuobjdump = false;
@@ -294,9 +295,9 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
         std::string what = "fatbin file";
         if (o.fatbins.size() == 1 && o.fatbins.front().section == FatbinSection::standalone)
           what = where_text(o.fatbins.front()).substr(std::string_view("standalone ").size()) + " file";
-        std::printf("%s  (%s)\n", o.path.c_str(), what.c_str());
+        std::printf("%s  (%s)\n", shown(o.path).c_str(), what.c_str());
       } else {
-        std::printf("%s  (%s, %s)\n", o.path.c_str(), elf_type_text(o.elf_type).c_str(), machine_text(o.machine).c_str());
+        std::printf("%s  (%s, %s)\n", shown(o.path).c_str(), elf_type_text(o.elf_type).c_str(), machine_text(o.machine).c_str());
       }
       if (o.fatbins.empty()) {
         std::printf("  no device code\n");
@@ -310,8 +311,8 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
           if (const std::string id = fb.identifier(); !id.empty()) note += "  " + id;
           if (!fb.translation_unit.empty()) note += "  tu " + fb.translation_unit;
           std::printf("  fatbin %zu  %s at 0x%llx, 0x%llx bytes, %zu images%s\n", fb.index,
-                      where_text(fb).c_str(), static_cast<unsigned long long>(fb.offset),
-                      static_cast<unsigned long long>(fb.size), fb.entries.size(), note.c_str());
+                      shown(where_text(fb)).c_str(), static_cast<unsigned long long>(fb.offset),
+                      static_cast<unsigned long long>(fb.size), fb.entries.size(), shown(note).c_str());
           std::printf("    %4s  %-5s  %-14s  %-7s  %10s  %10s  %-5s  %s\n", "#", "kind", "arch", "version", "size",
                       "stored", "comp", "flags");
           for (const auto& e : fb.entries) {
@@ -321,18 +322,18 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
             std::printf("    %4zu  %-5s  %-14s  %-7s  %10llu  %10llu  %-5s  %s%s\n", e.index,
                         std::string(kind_text(e.kind)).c_str(), entry_arch(e).c_str(), version_text(e.version).c_str(),
                         static_cast<unsigned long long>(e.image_size()), static_cast<unsigned long long>(e.stored_size),
-                        std::string(to_string(e.compression)).c_str(), flags_text(e).c_str(), extra.c_str());
+                        std::string(to_string(e.compression)).c_str(), flags_text(e).c_str(), shown(extra).c_str());
             if (kernels != nullptr) {
               const auto it = kernels->find(&e);
               if (it == kernels->end()) continue;
-              for (const auto& k : it->second.kernels) std::printf("            kernel %s\n", k.demangled.c_str());
-              if (!it->second.error.empty()) std::printf("            kernels not listed: %s\n", it->second.error.c_str());
+              for (const auto& k : it->second.kernels) std::printf("            kernel %s\n", shown(k.demangled).c_str());
+              if (!it->second.error.empty()) std::printf("            kernels not listed: %s\n", shown(it->second.error).c_str());
             }
           }
         }
       }
       std::printf("%s\n", counts_line(count_fatbins(o)).c_str());
-      std::printf("%s\n", coverage_line(summarize(o), every_fatbin(o)).c_str());
+      std::printf("%s\n", shown(coverage_line(summarize(o), every_fatbin(o))).c_str());
     }
   }
 }
@@ -352,7 +353,7 @@ bool cuobjdump_sees(const Fatbin& fb) {
 int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
   for (const auto& r : in.reports) {
     std::error_code ec;
-    const std::string shown = r.directory ? r.input : std::filesystem::absolute(r.input, ec).string();
+    const std::string input_shown = r.directory ? r.input : std::filesystem::absolute(r.input, ec).string();
     const std::string base = cuobjdump_base(r.input);
     bool any_code = false;
     for (const auto& o : r.objects)
@@ -362,7 +363,7 @@ int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
       for (const auto& o : r.objects) {
         if (!o.archive.empty()) {
           std::error_code ec2;
-          std::printf("\nmember %s:%s:\n", std::filesystem::absolute(o.archive, ec2).string().c_str(), o.member.c_str());
+          std::printf("\nmember %s:%s:\n", shown(std::filesystem::absolute(o.archive, ec2).string()).c_str(), shown(o.member).c_str());
         }
         bool has_exec = false;
         for (const auto& fb : o.fatbins)
@@ -385,18 +386,18 @@ int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
             } else {
               name = cuobjdump_name(e, obj_base, n + 1);
             }
-            std::printf("%s file %4zu: %s\n", kind == CodeKind::sass ? "ELF" : "PTX", n + 1, name.c_str());
+            std::printf("%s file %4zu: %s\n", kind == CodeKind::sass ? "ELF" : "PTX", n + 1, shown(name).c_str());
             ++n;
           }
         }
       }
       if (!any_code) {
         std::fflush(stdout);
-        std::fprintf(stderr, "cuobjdump info    : File '%s' does not contain device code\n", shown.c_str());
+        std::fprintf(stderr, "cuobjdump info    : File '%s' does not contain device code\n", shown(input_shown).c_str());
       } else if (kind == CodeKind::ptx && n == 0) {
         std::fflush(stdout);
         std::fprintf(stderr, "cuobjdump info    : No PTX file found to extract from '%s'. You may try with -all option.\n",
-                     shown.c_str());
+                     shown(input_shown).c_str());
       }
     }
   }
@@ -405,7 +406,14 @@ int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
 }
 
 int run_inspect(const InspectOptions& opt) {
-  const Inputs in = read_inputs(opt.files, opt.threads);
+  ReadLimits limits = opt.limits;
+  limits.threads = opt.threads;
+  auto scan = scan_options(limits);
+  if (!scan) {
+    std::fprintf(stderr, "archguard inspect: %s\n", scan.message().c_str());
+    return kExitUsage;
+  }
+  const Inputs in = read_inputs(opt.files, *scan);
   if (opt.cuobjdump) {
     print_like_cuobjdump(in, opt.all_fatbins);
     print_errors(in.errors);
@@ -438,6 +446,7 @@ void setup(CLI::App& root, Context& ctx) {
   CLI::App* cmd = root.add_subcommand("inspect", "List the device code of ELF files, static libraries, wheels, tar archives and directories");
   cmd->add_option("files", opt->files, "Files or directories to read")->required();
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
+  add_limit_flags(cmd, opt->limits);
   cmd->add_flag("--kernels", opt->kernels, "Decompress the images and list their kernel entry points");
   cmd->add_flag("--summary", opt->summary, "Only the coverage summary per object");
   cmd->add_flag("--list-like-cuobjdump", opt->cuobjdump,

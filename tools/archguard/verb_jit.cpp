@@ -64,6 +64,8 @@ int run_compile(const CompileOptions& o) {
   if (!o.output.empty() && targets->size() != 1) {
     return jc::fail(cli::kExitUsage, "-o needs exactly one target, got " + std::to_string(targets->size()));
   }
+  if (!(*compiler)->cache_problem().empty())
+    std::cerr << "archguard: warning: cache unusable: " << (*compiler)->cache_problem() << "\n";
   json results = json::array();
   int rc = cli::kExitOk;
   for (const jc::TargetChoice& t : *targets) {
@@ -99,6 +101,8 @@ int run_compile(const CompileOptions& o) {
     }
   }
   if (o.json) std::cout << json{{"results", results}}.dump(2) << "\n";
+  // Cache failures worked around during the compiles (a full or read-only file system): the
+  // output above is complete, this only says the cache did not keep it.
   if (compiler->get()->cache() != nullptr) {
     for (const std::string& w : (*compiler)->cache()->warnings()) std::cerr << "archguard: warning: " << w << "\n";
   }

@@ -12,6 +12,7 @@ namespace {
 
 struct VerifyOptions {
   std::vector<std::string> files;
+  ReadLimits limits;
   std::vector<std::string> require;
   std::string ptx;
   bool allow_compatible = false;
@@ -36,7 +37,21 @@ int run_verify(const VerifyOptions& opt) {
   }
   req->allow_compatible = opt.allow_compatible;
   req->strict = opt.strict;
-  const Inputs in = read_inputs(opt.files);
+  auto scan = scan_options(opt.limits);
+  if (!scan) {
+    std::fprintf(stderr, "archguard verify: %s\n", scan.message().c_str());
+    return kExitUsage;
+  }
+  Inputs in = read_inputs(opt.files, *scan);
+  // An image whose payload does not decode cannot be loaded by the driver either: saying "ok"
+  // for it would be wrong, so it is an error (exit 2) naming the image, not a warning.
+  // Decoding streams each payload once and keeps none (docs/cli.md gives the cost).
+  for (const auto& r : in.reports)
+    for (const auto& o : r.objects)
+      for (const auto& fb : o.fatbins)
+        for (const auto& e : fb.entries)
+          if (auto image = decompress(e, o.path); !image)
+            in.errors.push_back(image.message() + "; the driver cannot load this image");
   VerifyReport report;
   for (const auto& r : in.reports) {  // per input: the reports keep the mapped bytes alive
     VerifyReport part = verify(r.objects, *req);
@@ -87,16 +102,16 @@ int run_verify(const VerifyOptions& opt) {
   for (const auto& u : report.units) {
     if (u.status == UnitStatus::missing) {
       ++failed;
-      std::printf("%s\n", u.message.c_str());
+      std::printf("%s\n", shown(u.message).c_str());
     } else if (u.status == UnitStatus::specific_extra) {
       ++extras;
-      if (!opt.quiet) std::printf("note: %s\n", u.message.c_str());
+      if (!opt.quiet) std::printf("note: %s\n", shown(u.message).c_str());
     } else if (u.status == UnitStatus::no_kernels) {
       ++kernel_less;
-      if (!opt.quiet) std::printf("note: %s\n", u.message.c_str());
+      if (!opt.quiet) std::printf("note: %s\n", shown(u.message).c_str());
     } else if (u.status == UnitStatus::compatible) {
       ++compatible;
-      if (!opt.quiet) std::printf("note: %s\n", u.message.c_str());
+      if (!opt.quiet) std::printf("note: %s\n", shown(u.message).c_str());
     }
   }
   print_errors(in.errors);
@@ -131,6 +146,7 @@ void setup(CLI::App& root, Context& ctx) {
                 "Accept a binary-compatible lower SASS (e.g. sm_80 for 86) and say so");
   cmd->add_flag("--strict", opt->strict, "Judge fatbins holding only a/f images like the others");
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
+  add_limit_flags(cmd, opt->limits);
   cmd->add_flag("-q,--quiet", opt->quiet, "Print only problems");
   cmd->callback([opt, &ctx] { ctx.exit_code = run_verify(*opt); });
 }

@@ -5,6 +5,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
 using namespace archguard;
 
 namespace {
@@ -219,7 +225,7 @@ TEST_CASE("fleet CSV from many nodes", "[coverage]") {
   CHECK((*m)[2].cc == Version2{8, 9});
   auto bad = parse_fleet_csv("name, compute_cap\nH100, nine\n", "f.csv");
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.message() == "f.csv: line 2: compute capability 'nine' is not of the form 9.0");
+  CHECK(bad.message().rfind("f.csv:2: compute capability 'nine' of 'H100' is not X.Y", 0) == 0);
   CHECK_FALSE(parse_fleet_csv("name, compute_cap\n", "f.csv").ok());
   CHECK_FALSE(parse_fleet_csv("H100, 99999999999999999999.0\n", "f.csv").ok());
 }
@@ -293,4 +299,58 @@ TEST_CASE("tiers: every kernel of an object without an image is a failure, not a
   CHECK(j.failing_units() == std::vector<std::string>{"fatbin 0"});
   o.fatbins[0].translation_unit = "old_tu.cu";
   CHECK(judge_object(o, check_object(o, dev), dev).failing_units() == std::vector<std::string>{"old_tu.cu"});
+}
+
+TEST_CASE("fleet files: the corpus shared with the CMake reader", "[coverage][fleet]") {
+  // tests/data/fleet/EXPECTED.txt: <file>|<sms> or <file>|ERROR|<line>|<fragment>; the CMake
+  // reader runs over the same lines (tests/cmake/check_fleet.cmake).
+  const std::string dir = ARCHGUARD_SOURCE_DIR "/tests/data/fleet/";
+  std::ifstream expected(dir + "EXPECTED.txt");
+  REQUIRE(expected.good());
+  std::string line;
+  int cases = 0;
+  while (std::getline(expected, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    for (std::size_t pos = 0;;) {
+      const std::size_t bar = line.find('|', pos);
+      f.push_back(line.substr(pos, bar == std::string::npos ? std::string::npos : bar - pos));
+      if (bar == std::string::npos) break;
+      pos = bar + 1;
+    }
+    REQUIRE(f.size() >= 2);
+    std::ifstream in(dir + f[0], std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    INFO(f[0]);
+    auto m = parse_fleet_csv(ss.str(), f[0]);
+    ++cases;
+    if (f[1] == "ERROR") {
+      REQUIRE(f.size() == 4);
+      REQUIRE_FALSE(m.ok());
+      const std::string where = f[2] == "0" ? f[0] + ": " : f[0] + ":" + f[2] + ": ";
+      CHECK(m.message().rfind(where, 0) == 0);
+      CHECK(m.message().find(f[3]) != std::string::npos);
+      continue;
+    }
+    REQUIRE(m.ok());
+    std::vector<unsigned> got;  // one entry per row (the CMake list keeps duplicates too)
+    for (const auto& model : *m)
+      for (unsigned i = 0; i < model.count; ++i) got.push_back(model.cc.major * 10 + model.cc.minor);
+    std::vector<unsigned> want;
+    for (std::size_t pos = 0; pos < f[1].size();) {
+      const std::size_t comma = f[1].find(',', pos);
+      want.push_back(static_cast<unsigned>(std::stoul(f[1].substr(pos, comma - pos))));
+      pos = comma == std::string::npos ? f[1].size() : comma + 1;
+    }
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    CHECK(got == want);
+  }
+  CHECK(cases >= 8);
+  SECTION("a NUL byte is reported with its line") {
+    auto m = parse_fleet_csv(std::string("NVIDIA A100, 8.0\nbroken\0 GPU, 9.0\n", 33), "nul.csv");
+    REQUIRE_FALSE(m.ok());
+    CHECK(m.message().rfind("nul.csv:2: the line holds a NUL byte", 0) == 0);
+  }
 }

@@ -5,12 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -325,7 +327,7 @@ TEST_CASE("cache options come from the environment", "[jit][cache]") {
   ScopedEnv e("ARCHGUARD_CACHE_MAX_BYTES", "lots");
   auto bad = CacheOptions::from_environment();
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.message() == "ARCHGUARD_CACHE_MAX_BYTES: 'lots' is not a size (bytes, or with K, M or G)");
+  CHECK(bad.message() == "ARCHGUARD_CACHE_MAX_BYTES: 'lots' is not a size that fits in 64 bits (bytes, or with K, M, G or T)");
   ScopedEnv f("ARCHGUARD_CACHE_MAX_BYTES", nullptr);
   ScopedEnv g("ARCHGUARD_CACHE_DIR", nullptr);
   ScopedEnv h("XDG_CACHE_HOME", "/xdg");
@@ -333,4 +335,96 @@ TEST_CASE("cache options come from the environment", "[jit][cache]") {
   REQUIRE(x.ok());
   CHECK(x->dir == "/xdg/archguard");
   CHECK(x->max_bytes == (std::uint64_t{1} << 30));
+}
+
+namespace {
+
+void touch_old(const std::string& path, int seconds_ago) {
+  struct timespec times[2];
+  ::clock_gettime(CLOCK_REALTIME, &times[0]);
+  times[0].tv_sec -= seconds_ago;
+  times[1] = times[0];
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("cache clear leaves what another process is writing", "[jit][cache][hostile]") {
+  // Issue 12: with a clear loop running, 56 of 100 concurrent compiles failed because clear
+  // deleted their temporary files. A writer's temporary file and the files of an entry whose
+  // lock is held now survive; abandoned ones (over an hour old) and unheld orphans go.
+  TempDir t;
+  auto c = open_cache(t.path);
+  REQUIRE(c->store(key_of(1), record_of(100, 1), "{}").ok());
+  const std::string tmp = t.path + "/v1/tmp/";
+  write_file(tmp + "writer.123.bin.tmp", "in progress");
+  write_file(tmp + "abandoned.456.bin.tmp", "left by kill -9");
+  touch_old(tmp + "abandoned.456.bin.tmp", 2 * 3600);
+  const std::string busy = to_hex(key_of(2)), idle = to_hex(key_of(3));
+  const std::string busy_dir = t.path + "/v1/entries/" + busy.substr(0, 2) + "/";
+  const std::string idle_dir = t.path + "/v1/entries/" + idle.substr(0, 2) + "/";
+  fs::create_directories(busy_dir);
+  fs::create_directories(idle_dir);
+  write_file(busy_dir + busy + ".json", "{}");  // published first, .bin comes next
+  const int held = ::open((busy_dir + busy + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  REQUIRE(held >= 0);
+  REQUIRE(::flock(held, LOCK_EX) == 0);  // another open file: conflicts like another process
+  write_file(idle_dir + idle + ".json", "{}");
+  write_file(idle_dir + idle + ".lock", "");
+
+  REQUIRE(c->clear().ok());
+  CHECK_FALSE(fs::exists(bin_path(t.path, key_of(1))));
+  CHECK(fs::exists(tmp + "writer.123.bin.tmp"));
+  CHECK_FALSE(fs::exists(tmp + "abandoned.456.bin.tmp"));
+  CHECK(fs::exists(busy_dir + busy + ".json"));
+  CHECK(fs::exists(busy_dir + busy + ".lock"));
+  CHECK_FALSE(fs::exists(idle_dir + idle + ".json"));
+  CHECK_FALSE(fs::exists(idle_dir + idle + ".lock"));
+  ::close(held);
+}
+
+TEST_CASE("stale temporary, lock and orphan files are cleaned in normal operation", "[jit][cache][hostile]") {
+  TempDir t;
+  {
+    auto c = open_cache(t.path);
+    REQUIRE(c->store(key_of(1), record_of(100, 1), "{}").ok());
+  }
+  const std::string tmp = t.path + "/v1/tmp/";
+  const std::string orphan = to_hex(key_of(7));
+  const std::string dir = t.path + "/v1/entries/" + orphan.substr(0, 2) + "/";
+  fs::create_directories(dir);
+  write_file(tmp + "killed.1.bin.tmp", "x");
+  write_file(dir + orphan + ".json", "{}");
+  write_file(dir + orphan + ".lock", "");
+  write_file(tmp + "fresh.2.bin.tmp", "x");
+  for (const std::string& p : {tmp + "killed.1.bin.tmp", dir + orphan + ".json", dir + orphan + ".lock"})
+    touch_old(p, 2 * 3600);
+  auto c = open_cache(t.path);  // a new process: its first store scans the layer
+  REQUIRE(c->store(key_of(2), record_of(100, 2), "{}").ok());
+  CHECK_FALSE(fs::exists(tmp + "killed.1.bin.tmp"));
+  CHECK_FALSE(fs::exists(dir + orphan + ".json"));
+  CHECK_FALSE(fs::exists(dir + orphan + ".lock"));
+  CHECK(fs::exists(tmp + "fresh.2.bin.tmp"));
+  CHECK(fs::exists(bin_path(t.path, key_of(1))));
+}
+
+TEST_CASE("cache sizes from the environment are checked, never wrapped", "[jit][cache][hostile]") {
+  ScopedEnv dir("ARCHGUARD_CACHE_DIR", "/tmp/archguard-size-test");
+  {
+    ScopedEnv max("ARCHGUARD_CACHE_MAX_BYTES", "17179869184G");  // 2^64 bytes: used to give 0
+    auto o = CacheOptions::from_environment();
+    REQUIRE_FALSE(o.ok());
+    CHECK(o.message().find("ARCHGUARD_CACHE_MAX_BYTES: '17179869184G' is not a size that fits in 64 bits") !=
+          std::string::npos);
+  }
+  {
+    ScopedEnv max("ARCHGUARD_CACHE_MAX_BYTES", "18446744073709551616");
+    CHECK_FALSE(CacheOptions::from_environment().ok());
+  }
+  {
+    ScopedEnv max("ARCHGUARD_CACHE_MAX_BYTES", "16T");
+    auto o = CacheOptions::from_environment();
+    REQUIRE(o.ok());
+    CHECK(o->max_bytes == std::uint64_t{16} << 40);
+  }
 }

@@ -295,6 +295,44 @@ TEST_CASE("the cache can be disabled", "[jit]") {
   CHECK(r->cache_note == "cache disabled");
 }
 
+TEST_CASE("a cache that fails degrades to an uncached compile", "[jit][hostile]") {
+  // The cache is an optimisation: a directory it may not use, or one that breaks under it
+  // (full or read-only file system, removed), never fails a compile that NVRTC finished.
+  TempDir t;
+  SECTION("a cache directory that cannot be used at all") {
+    const std::string dir = t.path + "/shared";
+    fs::create_directories(dir);
+    ::chmod(dir.c_str(), 0777);  // refused as insecure, even for root
+    CompilerOptions o;
+    CacheOptions co;
+    co.dir = dir;
+    o.cache = co;
+    auto c = Compiler::create(o);
+    REQUIRE(c.ok());
+    CHECK((*c)->cache() == nullptr);
+    CHECK((*c)->cache_problem().find("writable by group or others") != std::string::npos);
+    auto r = (*c)->compile(request(kSaxpy, sass(90)));
+    REQUIRE(r.ok());
+    CHECK(is_elf(r->image));
+    CHECK(r->cache_note.find("compiling without the cache") != std::string::npos);
+  }
+  SECTION("a cache that breaks while compiling") {
+    auto c = compiler_in(t.path + "/cache");
+    fs::remove_all(t.path + "/cache/v1/tmp");  // publishing now fails (ENOENT, as EROFS or ENOSPC would)
+    auto r = c->compile(request(kSaxpy, sass(90)));
+    REQUIRE(r.ok());
+    CHECK(is_elf(r->image));
+    CHECK_FALSE(r->from_cache);
+    CHECK(r->cache_note.rfind("not cached: ", 0) == 0);
+    REQUIRE_FALSE(c->cache()->warnings().empty());
+    CHECK(c->cache()->warnings().back().rfind("not cached: ", 0) == 0);
+    // A compile error is still an error, not a cache problem.
+    auto bad = c->compile(request("__global__ void b(int* p) { *p = missing; }", sass(90), "bad.cu"));
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.message().find("missing") != std::string::npos);
+  }
+}
+
 // ---- loading through a fake driver (tests/unit/device/fake_libcuda.cpp) ------------------
 
 namespace {

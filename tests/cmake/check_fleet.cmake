@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: Apache-2.0
+#[=======================================================================[.rst:
+check_fleet
+-----------
+
+Runs the CMake fleet-file reader (``_cag_read_fleet`` in ``CudaArchGuardDetect``) over the
+corpus shared with the C++ reader (``tests/data/fleet/EXPECTED.txt``: ``<file>|<sms>`` or
+``<file>|ERROR|<line>|<fragment>``) and fails on every disagreement. Each case runs in a child
+``cmake -P`` (a reader error is a FATAL_ERROR). Also generates a file holding a NUL byte in
+``WORK_DIR``, which the corpus cannot hold as text.
+
+.. code-block:: console
+
+  cmake -DCORPUS_DIR=tests/data/fleet -DMODULE_DIR=cmake/Modules -DWORK_DIR=/tmp/x -P check_fleet.cmake
+#]=======================================================================]
+cmake_policy(VERSION 3.18)
+if(DEFINED ONE)  # child: read one file, print what it gave
+  include("${MODULE_DIR}/CudaArchGuardDetect.cmake")
+  _cag_read_fleet("${ONE}")
+  string(REPLACE ";" "," _sms "${_CAG_GPU_SMS}")
+  message("SMS=${_sms}")
+  return()
+endif()
+
+function(_run_case file out_var)
+  execute_process(COMMAND "${CMAKE_COMMAND}" "-DONE=${file}" "-DMODULE_DIR=${MODULE_DIR}"
+                          -P "${CMAKE_CURRENT_LIST_FILE}"
+                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+  set(${out_var} "${_rc}|${_out}${_err}" PARENT_SCOPE)
+endfunction()
+
+# Read by hand, not as a CMake list (the fragments hold '[' and '\').
+file(READ "${CORPUS_DIR}/EXPECTED.txt" _text)
+string(REPLACE "\\" "@BS@" _text "${_text}")
+string(REPLACE "[" "@LB@" _text "${_text}")
+string(REPLACE "]" "@RB@" _text "${_text}")
+string(REPLACE ";" "@SC@" _text "${_text}")
+string(REPLACE "\n" ";" _lines "${_text}")
+set(_n 0)
+set(_bad "")
+foreach(_l IN LISTS _lines)
+  if(_l STREQUAL "" OR _l MATCHES "^#")
+    continue()
+  endif()
+  string(REPLACE "|" ";" _f "${_l}")
+  list(GET _f 0 _file)
+  list(GET _f 1 _want)
+  _run_case("${CORPUS_DIR}/${_file}" _got)
+  string(REPLACE "@BS@" "\\" _got_shown "${_got}")
+  math(EXPR _n "${_n} + 1")
+  if(_want STREQUAL "ERROR")
+    list(GET _f 2 _line)
+    list(GET _f 3 _frag)
+    foreach(_m BS LB RB SC)
+      set(_c_BS "\\")
+      set(_c_LB "[")
+      set(_c_RB "]")
+      set(_c_SC ";")
+      string(REPLACE "@${_m}@" "${_c_${_m}}" _frag "${_frag}")
+      string(REPLACE "@${_m}@" "${_c_${_m}}" _got "${_got}")
+    endforeach()
+    set(_where "${_file}:${_line}: ")
+    if(_line STREQUAL "0")
+      set(_where "${_file}")
+    endif()
+    string(REPLACE "\n" " " _flat "${_got}")
+    string(REGEX REPLACE "  +" " " _flat "${_flat}")
+    string(FIND "${_flat}" "${_frag}" _at_frag)
+    string(FIND "${_flat}" "${_where}" _at_where)
+    if(_got MATCHES "^0\\|" OR _at_frag EQUAL -1 OR _at_where EQUAL -1)
+      string(APPEND _bad "\n  ${_file}: expected an error at '${_where}' containing '${_frag}', got: ${_flat}")
+    endif()
+  else()
+    if(NOT _got MATCHES "^0\\|.*SMS=${_want}\n")
+      string(APPEND _bad "\n  ${_file}: expected SMS=${_want}, got: ${_got_shown}")
+    endif()
+  endif()
+endforeach()
+
+# A NUL byte: file(READ) would stop there; the reader must say so, not read half the file.
+if(WORK_DIR)
+  file(MAKE_DIRECTORY "${WORK_DIR}")
+  # CMake strings cannot hold a NUL byte: the shell writes the file.
+  execute_process(COMMAND sh -c "printf 'NVIDIA A100, 8.0\\nbroken\\000 GPU, 9.0\\nNVIDIA H100, 9.0\\n' > '${WORK_DIR}/nul.csv'")
+  _run_case("${WORK_DIR}/nul.csv" _got)
+  math(EXPR _n "${_n} + 1")
+  string(REGEX REPLACE "[ \n]+" " " _flat "${_got}")
+  if(_got MATCHES "^0\\|" OR NOT _flat MATCHES "nul.csv:2: the line holds a NUL byte")
+    string(APPEND _bad "\n  nul.csv: expected an error about the NUL byte on line 2, got: ${_got}")
+  endif()
+endif()
+
+if(_bad)
+  message(FATAL_ERROR "check_fleet: ${_n} cases, disagreements:${_bad}")
+endif()
+message(STATUS "check_fleet: ${_n} cases agree")
