@@ -5,8 +5,10 @@
 #include "try.hpp"
 
 #include <cxxabi.h>
+#ifndef ARCHGUARD_NO_COMPRESSION  // the dependency-free verifier (tools/archguard-verify) decodes no payload
 #include <lz4.h>
 #include <zstd.h>
+#endif
 
 #include <climits>
 #include <cstdlib>
@@ -47,6 +49,9 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
   }
   if (e.uncompressed_size > limit)
     return Error{where + ": claimed uncompressed size " + hex(e.uncompressed_size) + " exceeds the limit " + hex(limit)};
+#ifdef ARCHGUARD_NO_COMPRESSION
+  return Error{where + ": " + std::string(to_string(e.compression)) + " payload not decoded (built without compression libraries)"};
+#else
   const std::size_t out_size = static_cast<std::size_t>(e.uncompressed_size);
   std::vector<std::byte> out(out_size);
   if (e.compression == Compression::lz4) {
@@ -78,6 +83,7 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
   if (n != out_size)
     return Error{where + ": zstd payload decompresses to " + hex(n) + " bytes, the header claims " + hex(out_size)};
   return out;
+#endif
 }
 
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std::string_view name) {
