@@ -85,6 +85,9 @@ option(CudaArchGuard_VERIFY "CudaArchGuard: verify the architectures of every CU
 # (default) = CPUs / CUDA source files, capped at the number of images; N; 0 = one per CPU;
 # empty or 1 leaves nvcc serial.
 set(CudaArchGuard_NVCC_THREADS "auto" CACHE STRING "CudaArchGuard: nvcc --threads for CUDA targets (auto = CPUs / CUDA files, N, 0 = one per CPU, empty or 1 = off)")
+# Build archguard-verify (a small dependency-free verify tool, seconds) from the sources shipped
+# with the module when the archguard tool is not given; OFF falls back to cuobjdump.
+option(CudaArchGuard_BUILTIN_VERIFIER "CudaArchGuard: build the dependency-free verify tool when the archguard tool is not available" ON)
 # nvidia-smi to ask for the visible GPUs (native / auto); empty: search PATH.
 set(CudaArchGuard_NVIDIA_SMI "" CACHE FILEPATH "CudaArchGuard: nvidia-smi used to detect GPUs (empty: PATH)")
 # cuobjdump, the verify step's fallback when the archguard tool is not available.
@@ -153,6 +156,9 @@ if(NOT CudaArchGuard_VERIFY)
   set(_cag_verify_line "off (CudaArchGuard_VERIFY=OFF)")
 elseif(_cag_tool_kind STREQUAL "archguard")
   set(_cag_verify_line "archguard verify (${CudaArchGuard_EXECUTABLE})")
+elseif(_cag_tool_kind STREQUAL "builtin")
+  get_property(_cag_v GLOBAL PROPERTY _CAG_VERIFIER)
+  set(_cag_verify_line "archguard-verify, built from the module's sources (${_cag_v})")
 elseif(_cag_tool_kind STREQUAL "cuobjdump")
   set(_cag_verify_line "cuobjdump (${CudaArchGuard_CUOBJDUMP}); the archguard tool is not available")
 else()

@@ -44,6 +44,7 @@ cmake_policy(VERSION 3.18...4.4)
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTokens.cmake")
 
 set(_CAG_VERIFY_SCRIPT "${CMAKE_CURRENT_LIST_FILE}")
+set(_CAG_VERIFY_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
 # The files cuobjdump lists, as "sass:90a" / "ptx:100f" items (ELF names drop 'f').
 function(_cag_verify_list_images cuobjdump file out_items out_err)
@@ -187,8 +188,88 @@ function(_cag_target_has_cuda target out_var)
   endif()
 endfunction()
 
+# archguard-verify, the dependency-free verify tool (tools/archguard-verify: the project's own ELF,
+# fatbin and coverage sources, no compression or archive library, no CLI11), built once per build
+# tree with try_compile from the sources shipped with the module and reused while its sources and
+# the C++ compiler stay the same. Sets <out_var> to its path, or "" (with <out_why>) when it cannot
+# be built: CXX not enabled, sources not found, or a compile error.
+function(_cag_verifier_build out_var out_why)
+  set(${out_var} "" PARENT_SCOPE)
+  get_property(_known GLOBAL PROPERTY _CAG_VERIFIER SET)
+  if(_known)
+    get_property(_exe GLOBAL PROPERTY _CAG_VERIFIER)
+    get_property(_why GLOBAL PROPERTY _CAG_VERIFIER_WHY)
+    set(${out_var} "${_exe}" PARENT_SCOPE)
+    set(${out_why} "${_why}" PARENT_SCOPE)
+    return()
+  endif()
+  set(_exe "")
+  set(_why "")
+  set(_list "${_CAG_VERIFY_DIR}/CudaArchGuard/verifier-sources.txt")
+  if(EXISTS "${_CAG_VERIFY_DIR}/CudaArchGuard/verifier/tools/archguard-verify/main.cpp")
+    set(_root "${_CAG_VERIFY_DIR}/CudaArchGuard/verifier")        # installed
+  else()
+    get_filename_component(_root "${_CAG_VERIFY_DIR}/../.." ABSOLUTE)  # the source tree
+  endif()
+  get_property(_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(NOT "CXX" IN_LIST _langs)
+    set(_why "the project does not enable CXX, which builds the verify tool")
+  elseif(NOT EXISTS "${_list}" OR NOT EXISTS "${_root}/tools/archguard-verify/main.cpp")
+    set(_why "its sources are not beside the module (${_root})")
+  else()
+    file(STRINGS "${_list}" _files REGEX "^[^#]")
+    set(_key "${CMAKE_CXX_COMPILER};${CMAKE_CXX_COMPILER_VERSION}")
+    set(_srcs "")
+    foreach(_f IN LISTS _files)
+      file(MD5 "${_root}/${_f}" _h)
+      string(APPEND _key ";${_h}")
+      if(_f MATCHES "\\.cpp$")
+        list(APPEND _srcs "${_root}/${_f}")
+      endif()
+    endforeach()
+    file(MD5 "${_CAG_VERIFY_DIR}/CudaArchGuard/architectures.txt" _h)
+    string(MD5 _key "${_key};${_h}")
+    set(_dir "${CMAKE_BINARY_DIR}/CMakeFiles/CudaArchGuard/verifier")
+    set(_exe "${_dir}/archguard-verify${CMAKE_EXECUTABLE_SUFFIX}")
+    set(_old "")
+    if(EXISTS "${_dir}/key.txt" AND EXISTS "${_exe}")
+      file(READ "${_dir}/key.txt" _old)
+    endif()
+    if(NOT _old STREQUAL _key)
+      message(CHECK_START "CudaArchGuard: building the verify tool archguard-verify")
+      file(REMOVE_RECURSE "${_dir}")
+      execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${_dir}/gen/archguard/generated/arch_table.hpp"
+                              -P "${_CAG_VERIFY_DIR}/CudaArchGuardTable.cmake"
+                      RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+      if(_rc EQUAL 0)
+        try_compile(_ok "${_dir}/build" SOURCES ${_srcs}
+          COMPILE_DEFINITIONS -DARCHGUARD_NO_COMPRESSION "-I${_root}/include" "-I${_root}/src" "-I${_dir}/gen"
+          CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON
+          OUTPUT_VARIABLE _out COPY_FILE "${_exe}" COPY_FILE_ERROR _copy_err)
+      else()
+        set(_ok OFF)
+      endif()
+      if(_ok AND NOT _copy_err AND EXISTS "${_exe}")
+        file(WRITE "${_dir}/key.txt" "${_key}")
+        message(CHECK_PASS "${_exe}")
+      else()
+        file(WRITE "${_dir}/error.log" "${_out}\n${_copy_err}\n")
+        set(_why "compiling it failed (log: ${_dir}/error.log)")
+        set(_exe "")
+        message(CHECK_FAIL "failed; see ${_dir}/error.log")
+      endif()
+    endif()
+  endif()
+  set_property(GLOBAL PROPERTY _CAG_VERIFIER "${_exe}")
+  set_property(GLOBAL PROPERTY _CAG_VERIFIER_WHY "${_why}")
+  set(${out_var} "${_exe}" PARENT_SCOPE)
+  set(${out_why} "${_why}" PARENT_SCOPE)
+endfunction()
+
 # The tool the verify step runs: sets _cag_tool_cmd (command words), _cag_tool_dep (target to
-# build first or ""), _cag_tool_kind (archguard | cuobjdump | "").
+# build first or ""), _cag_tool_kind (archguard | builtin | cuobjdump | ""): the archguard tool
+# when named, else archguard-verify built here (unless CudaArchGuard_BUILTIN_VERIFIER is OFF),
+# else cuobjdump.
 function(_cag_verify_tool)
   set(_cmd "")
   set(_dep "")
@@ -218,6 +299,13 @@ function(_cag_verify_tool)
         set(_cmd "-DARCHGUARD=${CudaArchGuard_EXECUTABLE}")
         set(_kind archguard)
       endif()
+    endif()
+  endif()
+  if(NOT _kind AND (NOT DEFINED CudaArchGuard_BUILTIN_VERIFIER OR CudaArchGuard_BUILTIN_VERIFIER))
+    _cag_verifier_build(_exe _why)
+    if(_exe)
+      set(_cmd "-DARCHGUARD=${_exe}")
+      set(_kind builtin)
     endif()
   endif()
   if(NOT _kind AND CudaArchGuard_CUOBJDUMP AND EXISTS "${CudaArchGuard_CUOBJDUMP}")

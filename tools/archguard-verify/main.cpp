@@ -6,7 +6,7 @@
 // is archguard verify's. Compressed payloads are never decoded: the verdict needs only the
 // entry headers (only the device-link test decodes an image, and that image is uncompressed).
 //
-//   archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible]
+//   archguard-verify [verify] FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible]
 //                    [--strict] [-q|--quiet]
 // Exit codes as archguard verify: 0 ok, 1 an architecture is missing, 2 bad usage or input.
 #include <archguard/coverage.hpp>
@@ -148,7 +148,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   std::string require, ptx;
   bool have_require = false, allow_compatible = false, strict = false, quiet = false;
-  for (int i = 1; i < argc; ++i) {
+  // "archguard-verify verify FILE ..." is accepted too: the CMake verify step calls both tools alike.
+  const int first = argc > 1 && std::string(argv[1]) == "verify" ? 2 : 1;
+  for (int i = first; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--require" || a == "--ptx") {
       if (i + 1 >= argc) return usage((a + " needs a value").c_str());
