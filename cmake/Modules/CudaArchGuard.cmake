@@ -71,6 +71,10 @@ if(NOT CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA")
                       "the policy engine asks nvcc what it supports. Set CMAKE_CUDA_COMPILER to nvcc.")
 endif()
 
+# ON: ARCH_POLICY wins over the project's own CMAKE_CUDA_ARCHITECTURES / CUDA_ARCHITECTURES (every
+# CUDA target builds the policy's list); OFF (default): the project's list is kept, with a warning
+# when ARCH_POLICY was set explicitly.
+option(ARCH_POLICY_OVERRIDE "CudaArchGuard: apply ARCH_POLICY even where the project sets its own CUDA architectures" OFF)
 # What to build for: auto, native, all, all-major, fleet:<csv> or a list such as 80;90a;120.
 set(ARCH_POLICY "auto" CACHE STRING "CudaArchGuard: auto, native, all, all-major, fleet:<csv file> or a list (80;90a;120)")
 set_property(CACHE ARCH_POLICY PROPERTY STRINGS auto native all all-major)
@@ -101,9 +105,47 @@ file(MAKE_DIRECTORY "${_CAG_CACHE_DIR}")
 set_property(GLOBAL PROPERTY _CAG_EXECUTABLE "${CudaArchGuard_EXECUTABLE}")
 _cag_nvcc_query("${CMAKE_CUDA_COMPILER}" "${_CAG_CACHE_DIR}")
 
+# Where the project set CMAKE_CUDA_ARCHITECTURES, as "; set at <file>:<line>[, ...]" from the
+# list files CMake has read so far in this directory chain and the project's cmake/ helpers, or ""
+# when no set() is found there (a -D or the environment need no place).
+function(_cag_where_archs_set out_var)
+  set(_files "")
+  set(_d "${CMAKE_CURRENT_SOURCE_DIR}")
+  while(_d)
+    list(APPEND _files "${_d}/CMakeLists.txt")
+    get_property(_d DIRECTORY "${_d}" PROPERTY PARENT_DIRECTORY)
+  endwhile()
+  file(GLOB_RECURSE _helpers "${CMAKE_SOURCE_DIR}/cmake/*.cmake" "${CMAKE_SOURCE_DIR}/cmake/*.txt")
+  list(APPEND _files ${_helpers})
+  set(_hits "")
+  foreach(_f IN LISTS _files)
+    if(NOT EXISTS "${_f}" OR _f MATCHES "/CudaArchGuard[^/]*$|/CudaArchGuard/")
+      continue()
+    endif()
+    file(STRINGS "${_f}" _lines)
+    set(_n 0)
+    foreach(_l IN LISTS _lines)
+      math(EXPR _n "${_n} + 1")
+      if(_l MATCHES "^[ \t]*set[ \t]*\\([ \t]*(CMAKE_CUDA_ARCHITECTURES|CUDA_ARCHITECTURES)[ \t)]"
+         OR _l MATCHES "CUDA_ARCHITECTURES[ \t]+[^ \t)]" AND _l MATCHES "set_(target_)?properties|set_property")
+        file(RELATIVE_PATH _rel "${CMAKE_SOURCE_DIR}" "${_f}")
+        list(APPEND _hits "${_rel}:${_n}")
+      endif()
+    endforeach()
+  endforeach()
+  if(_hits)
+    list(REMOVE_DUPLICATES _hits)
+    string(REPLACE ";" ", " _hits "${_hits}")
+    set(${out_var} "; set at ${_hits}" PARENT_SCOPE)
+  else()
+    set(${out_var} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
 # Did the user choose the architectures?
 get_property(_cag_help CACHE CMAKE_CUDA_ARCHITECTURES PROPERTY HELPSTRING)
 get_property(_cag_cached CACHE CMAKE_CUDA_ARCHITECTURES PROPERTY VALUE)
+get_property(_cag_type CACHE CMAKE_CUDA_ARCHITECTURES PROPERTY TYPE)
 set(_cag_user "")
 if(NOT "$ENV{CUDAARCHS}" STREQUAL "")
   set(_cag_user "the CUDAARCHS environment variable")
@@ -111,7 +153,7 @@ if(NOT "$ENV{CUDAARCHS}" STREQUAL "")
 elseif(NOT "${CMAKE_CUDA_ARCHITECTURES}" STREQUAL "${_cag_cached}")
   set(_cag_user "set() in the project")
   set(_cag_user_value "${CMAKE_CUDA_ARCHITECTURES}")
-elseif(NOT _cag_help MATCHES "^(CUDA architectures|Default GPU architectures for CUDA compilation)$"
+elseif(NOT _cag_help STREQUAL "CUDA architectures" OR NOT _cag_type STREQUAL "STRING"
        OR (NOT "${_CAG_NVCC_DEFAULT}" STREQUAL "" AND NOT "${_cag_cached}" STREQUAL "${_CAG_NVCC_DEFAULT}"))
   set(_cag_user "the cache (-DCMAKE_CUDA_ARCHITECTURES)")
   set(_cag_user_value "${_cag_cached}")
@@ -122,6 +164,23 @@ if(_cag_user AND "${_cag_user_value}" STREQUAL "OFF")
   set(_cag_arch_off ON)
 endif()
 
+# An explicit ARCH_POLICY is never silently ignored: when the project chose its own list, say so
+# as a warning naming where; ARCH_POLICY_OVERRIDE=ON makes the policy win on every CUDA target.
+set(_cag_override OFF)
+if(ARCH_POLICY_OVERRIDE AND NOT _cag_arch_off)
+  set(_cag_override ON)
+endif()
+if(_cag_user AND ARCH_POLICY_OVERRIDE)
+  set(_cag_override ON)
+  set(_cag_head "ARCH_POLICY=${ARCH_POLICY} (ARCH_POLICY_OVERRIDE=ON: replaces CMAKE_CUDA_ARCHITECTURES=${_cag_user_value} from ${_cag_user})")
+  set(_cag_user "")
+elseif(_cag_user AND NOT "${ARCH_POLICY}" STREQUAL "auto" AND NOT "${ARCH_POLICY}" STREQUAL "")
+  _cag_where_archs_set(_cag_where)
+  message(WARNING "CudaArchGuard: ARCH_POLICY=${ARCH_POLICY} is not applied: the project sets "
+                  "CMAKE_CUDA_ARCHITECTURES=${_cag_user_value} (${_cag_user}${_cag_where}). Its targets build that list and "
+                  "are verified against what they build. To make the policy win, configure with -DARCH_POLICY_OVERRIDE=ON "
+                  "(docs/policy.md, \"When the project sets its own list\").")
+endif()
 if(_cag_user)
   cuda_arch_guard_resolve_policy(POLICY "${_cag_user_value}" EXACT NVCC "${CMAKE_CUDA_COMPILER}"
     NVIDIA_SMI "${CudaArchGuard_NVIDIA_SMI}" CACHE_DIR "${_CAG_CACHE_DIR}")
@@ -136,8 +195,11 @@ else()
   if(NOT _cag_arch_off)
     set(CMAKE_CUDA_ARCHITECTURES "${CudaArchGuard_ARCHITECTURES}")
   endif()
-  set(_cag_head "ARCH_POLICY=${ARCH_POLICY}")
+  if(NOT _cag_override)
+    set(_cag_head "ARCH_POLICY=${ARCH_POLICY}")
+  endif()
 endif()
+set_property(GLOBAL PROPERTY _CAG_OVERRIDE ${_cag_override})
 # Targets created with CMake's default before (or outside) this scope are fixed at the end.
 set_property(GLOBAL PROPERTY _CAG_CMAKE_DEFAULT "${_cag_cached}")
 set(CudaArchGuard_NVCC_VERSION "${_CAG_NVCC_VERSION}" CACHE INTERNAL "CudaArchGuard: the nvcc release")
@@ -273,8 +335,12 @@ function(_cag_handle_target target out_files)
   get_property(_apply GLOBAL PROPERTY _CAG_APPLY_POLICY)
   get_property(_default GLOBAL PROPERTY _CAG_CMAKE_DEFAULT)
   get_target_property(_archs ${target} CUDA_ARCHITECTURES)
-  if(_apply AND "${_archs}" STREQUAL "${_default}")
+  get_property(_override GLOBAL PROPERTY _CAG_OVERRIDE)
+  if((_apply AND "${_archs}" STREQUAL "${_default}") OR (_override AND NOT "${_archs}" STREQUAL "OFF"))
     set_property(TARGET ${target} PROPERTY CUDA_ARCHITECTURES "${CudaArchGuard_ARCHITECTURES}")
+  elseif(_apply AND _cuda AND NOT "${_archs}" STREQUAL "OFF" AND NOT "${_archs}" STREQUAL "${CudaArchGuard_ARCHITECTURES}"
+         AND NOT "${ARCH_POLICY}" STREQUAL "auto")
+    set_property(GLOBAL APPEND PROPERTY _CAG_OWN_LISTS "'${target}' (${_archs})")  # said once, at the end
   endif()
   get_target_property(_want ${target} CUDA_ARCH_GUARD_VERIFY)
   if(CudaArchGuard_VERIFY AND NOT "${_want}" STREQUAL "OFF" AND NOT _type STREQUAL "OBJECT_LIBRARY")
@@ -315,6 +381,13 @@ function(_cag_finish)
       math(EXPR _files "${_files} + ${_n}")
     endif()
   endforeach()
+  get_property(_own GLOBAL PROPERTY _CAG_OWN_LISTS)
+  if(_own)
+    string(REPLACE ";" ", " _own "${_own}")
+    message(WARNING "CudaArchGuard: ARCH_POLICY=${ARCH_POLICY} is not applied to targets that set their own "
+                    "CUDA_ARCHITECTURES: ${_own}. They build their own list and are verified against it. To make the "
+                    "policy win, configure with -DARCH_POLICY_OVERRIDE=ON.")
+  endif()
   # Object libraries are verified where they are linked; one linked nowhere in the project (a
   # deliverable of its own) gets a stamp target that checks its objects.
   get_property(_objlibs GLOBAL PROPERTY _CAG_OBJECT_LIBRARIES)
