@@ -41,7 +41,8 @@ Result variables (also in the cache as INTERNAL entries, so every directory sees
 
 ``CudaArchGuard_ARCHITECTURES``          CMake syntax (``75-real;...;120``)
 ``CudaArchGuard_GENCODE_FLAGS``          nvcc ``-gencode=...`` flags
-``CudaArchGuard_TORCH_ARCH_LIST``        for ``TORCH_CUDA_ARCH_LIST``
+``CudaArchGuard_TORCH_ARCH_LIST``        for ``TORCH_CUDA_ARCH_LIST`` (only entries PyTorch's cpp_extension accepts)
+``CudaArchGuard_TORCH_NOTE``             what that list could not express (``100f as 10.0``, ``110 left out``)
 ``CudaArchGuard_TF_COMPUTE_CAPABILITIES`` for ``TF_CUDA_COMPUTE_CAPABILITIES``
 ``CudaArchGuard_SASS``, ``CudaArchGuard_PTX``, ``CudaArchGuard_POLICY_USED``, ``CudaArchGuard_GPUS``
 
@@ -208,7 +209,7 @@ if(_cag_user OR _cag_arch_off)
 else()
   set_property(GLOBAL PROPERTY _CAG_APPLY_POLICY ON)
 endif()
-foreach(_cag_v ARCHITECTURES GENCODE_FLAGS TORCH_ARCH_LIST TF_COMPUTE_CAPABILITIES SASS PTX POLICY_USED GPUS TOOLKIT ITEMS)
+foreach(_cag_v ARCHITECTURES GENCODE_FLAGS TORCH_ARCH_LIST TORCH_NOTE TF_COMPUTE_CAPABILITIES SASS PTX POLICY_USED GPUS TOOLKIT ITEMS)
   set(CudaArchGuard_${_cag_v} "${CudaArchGuard_${_cag_v}}" CACHE INTERNAL "CudaArchGuard result")
 endforeach()
 
