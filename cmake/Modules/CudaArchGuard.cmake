@@ -93,6 +93,11 @@ set(CudaArchGuard_NVCC_THREADS "auto" CACHE STRING "CudaArchGuard: nvcc --thread
 # Build archguard-verify (a small dependency-free verify tool, seconds) from the sources shipped
 # with the module when the archguard tool is not given; OFF falls back to cuobjdump.
 option(CudaArchGuard_BUILTIN_VERIFIER "CudaArchGuard: build the dependency-free verify tool when the archguard tool is not available" ON)
+# Targets nvcc calls deprecated (nvcc 12.x: 50 to 72, which all-major still builds; nvcc warns on
+# every compile): quiet (default) adds -Wno-deprecated-gpu-targets to CUDA targets, warn keeps
+# nvcc's warnings. ARCH_MIN drops them instead.
+set(CudaArchGuard_DEPRECATED "quiet" CACHE STRING "CudaArchGuard: targets nvcc calls deprecated: quiet (-Wno-deprecated-gpu-targets on CUDA targets) or warn")
+set_property(CACHE CudaArchGuard_DEPRECATED PROPERTY STRINGS quiet warn)
 # nvidia-smi to ask for the visible GPUs (native / auto); empty: search PATH.
 set(CudaArchGuard_NVIDIA_SMI "" CACHE FILEPATH "CudaArchGuard: nvidia-smi used to detect GPUs (empty: PATH)")
 # cuobjdump, the verify step's fallback when the archguard tool is not available.
@@ -212,6 +217,56 @@ endif()
 foreach(_cag_v ARCHITECTURES GENCODE_FLAGS TORCH_ARCH_LIST TORCH_NOTE TF_COMPUTE_CAPABILITIES SASS PTX POLICY_USED GPUS TOOLKIT ITEMS)
   set(CudaArchGuard_${_cag_v} "${CudaArchGuard_${_cag_v}}" CACHE INTERNAL "CudaArchGuard result")
 endforeach()
+
+# Deprecated targets, as nvcc itself says: a --dryrun for the lowest SASS target prints nvcc's
+# "architectures prior to '<compute_NN>' are deprecated" warning when there are any.
+set(_cag_low "")
+foreach(_cag_it IN LISTS CudaArchGuard_ITEMS)
+  if(_cag_it MATCHES "^sass:([0-9]+)$" AND (_cag_low STREQUAL "" OR CMAKE_MATCH_1 LESS _cag_low))
+    set(_cag_low "${CMAKE_MATCH_1}")
+  endif()
+endforeach()
+set(_cag_deprecated "")
+if(_cag_low AND NOT "${CudaArchGuard_ARCHITECTURES}" STREQUAL "")
+  set(_cag_key "${CMAKE_CUDA_COMPILER};${_CAG_NVCC_VERSION};${_cag_low}")
+  if(NOT "${_CAG_DEPRECATED_KEY}" STREQUAL "${_cag_key}")
+    file(WRITE "${_CAG_CACHE_DIR}/cag_deprecated_probe.cu" "")
+    execute_process(COMMAND "${CMAKE_CUDA_COMPILER}" --dryrun -c -arch=sm_${_cag_low} cag_deprecated_probe.cu -o cag_deprecated_probe.o
+                    WORKING_DIRECTORY "${_CAG_CACHE_DIR}" RESULT_VARIABLE _cag_rc OUTPUT_VARIABLE _cag_out ERROR_VARIABLE _cag_out
+                    TIMEOUT 60)
+    set(_cag_below "")
+    if(_cag_out MATCHES "prior to '<compute_([0-9]+)>' (is|are) deprecated")
+      set(_cag_below "${CMAKE_MATCH_1}")
+    endif()
+    set(_CAG_DEPRECATED_KEY "${_cag_key}" CACHE INTERNAL "CudaArchGuard: nvcc's deprecation probe")
+    set(_CAG_DEPRECATED_BELOW "${_cag_below}" CACHE INTERNAL "CudaArchGuard: nvcc deprecates targets below this")
+  endif()
+  if(_CAG_DEPRECATED_BELOW)
+    foreach(_cag_it IN LISTS CudaArchGuard_ITEMS)
+      if(_cag_it MATCHES "^(sass|ptx):([0-9]+)[af]?$" AND CMAKE_MATCH_2 LESS _CAG_DEPRECATED_BELOW)
+        list(APPEND _cag_deprecated "${CMAKE_MATCH_2}")
+      endif()
+    endforeach()
+    list(REMOVE_DUPLICATES _cag_deprecated)
+  endif()
+endif()
+set(CudaArchGuard_DEPRECATED_TARGETS "${_cag_deprecated}" CACHE INTERNAL "CudaArchGuard: targets of the list nvcc calls deprecated")
+set_property(GLOBAL PROPERTY _CAG_QUIET_DEPRECATED OFF)
+if(_cag_deprecated)
+  string(REPLACE ";" " " _cag_d "${_cag_deprecated}")
+  math(EXPR _cag_min_major "${_CAG_DEPRECATED_BELOW} / 10")
+  math(EXPR _cag_min_minor "${_CAG_DEPRECATED_BELOW} % 10")
+  if(CudaArchGuard_DEPRECATED STREQUAL "quiet")
+    set_property(GLOBAL PROPERTY _CAG_QUIET_DEPRECATED ON)
+    set(_cag_dep_how "-Wno-deprecated-gpu-targets is added to CUDA targets (CudaArchGuard_DEPRECATED=warn keeps nvcc's warnings)")
+  elseif(CudaArchGuard_DEPRECATED STREQUAL "warn")
+    set(_cag_dep_how "nvcc warns on every compile (CudaArchGuard_DEPRECATED=quiet silences it)")
+  else()
+    message(FATAL_ERROR "CudaArchGuard: CudaArchGuard_DEPRECATED='${CudaArchGuard_DEPRECATED}' is not quiet or warn")
+  endif()
+  message(STATUS "CudaArchGuard: nvcc ${_CAG_NVCC_VERSION} calls ${_cag_d} deprecated (below compute_${_CAG_DEPRECATED_BELOW}); "
+                 "${_cag_dep_how}; -DARCH_MIN=${_cag_min_major}.${_cag_min_minor} drops them")
+endif()
 
 # The verify tool, said once.
 _cag_verify_tool()
@@ -342,6 +397,11 @@ function(_cag_handle_target target out_files)
   elseif(_apply AND _cuda AND NOT "${_archs}" STREQUAL "OFF" AND NOT "${_archs}" STREQUAL "${CudaArchGuard_ARCHITECTURES}"
          AND NOT "${ARCH_POLICY}" STREQUAL "auto")
     set_property(GLOBAL APPEND PROPERTY _CAG_OWN_LISTS "'${target}' (${_archs})")  # said once, at the end
+  endif()
+  get_property(_quiet GLOBAL PROPERTY _CAG_QUIET_DEPRECATED)
+  if(_quiet)  # the list holds targets nvcc calls deprecated (CudaArchGuard_DEPRECATED=quiet)
+    set_property(TARGET ${target} APPEND PROPERTY COMPILE_OPTIONS "$<$<COMPILE_LANGUAGE:CUDA>:-Wno-deprecated-gpu-targets>")
+    set_property(TARGET ${target} APPEND PROPERTY LINK_OPTIONS "$<DEVICE_LINK:-Wno-deprecated-gpu-targets>")
   endif()
   get_target_property(_want ${target} CUDA_ARCH_GUARD_VERIFY)
   if(CudaArchGuard_VERIFY AND NOT "${_want}" STREQUAL "OFF" AND NOT _type STREQUAL "OBJECT_LIBRARY")
