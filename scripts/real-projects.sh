@@ -13,8 +13,6 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cmake=${1:-cmake}
 cache=${ARCHGUARD_TOOLS:-$repo/.tools}/real-projects
-venv=${ARCHGUARD_VENV:-$repo/.venv}
-pip=$venv/bin/pip; [ -x "$pip" ] || pip=pip
 mkdir -p "$cache"
 arch=${REAL_ARCH:-80}
 say() { echo "real-projects: $*"; }
@@ -23,7 +21,15 @@ fetch_sdist() {  # <name> <version> -> path of the tarball (cached)
   local tgz
   tgz=$(ls "$cache/$1-$2.tar.gz" 2>/dev/null || true)
   if [ -z "$tgz" ]; then
-    "$pip" download --quiet --no-deps --no-binary :all: --no-build-isolation "$1==$2" -d "$cache" >/dev/null 2>&1 || true
+    # The sdist's address from PyPI's simple index (pip download would build its metadata
+    # first); its sha256 from the same link is checked.
+    local link url sum
+    link=$(curl -fsSL "https://pypi.org/simple/$1/" | grep -o "href=\"[^\"]*/$1-$2\.tar\.gz#sha256=[0-9a-f]*\"" | head -1) || true
+    url=${link#href=\"}; url=${url%%#*}; sum=${link##*sha256=}; sum=${sum%\"}
+    if [ -n "$url" ] && curl -fsSL "$url" -o "$cache/$1-$2.tar.gz.part" &&
+       echo "$sum  $cache/$1-$2.tar.gz.part" | sha256sum -c --quiet; then
+      mv "$cache/$1-$2.tar.gz.part" "$cache/$1-$2.tar.gz"
+    fi
     tgz=$(ls "$cache/$1-$2.tar.gz" 2>/dev/null || true)
     [ -n "$tgz" ] || { say "cannot download $1 $2 from PyPI"; return 1; }
   fi
@@ -57,7 +63,7 @@ run_project() {
 
 status=0
 # --- LightGBM ---------------------------------------------------------------------------------
-lgbm_version=${LIGHTGBM_VERSION:-4.6.0}
+lgbm_version=${LIGHTGBM_VERSION:-4.7.0}
 if tgz=$(fetch_sdist lightgbm "$lgbm_version"); then
   src=$cache/src/lightgbm-$lgbm_version
   rm -rf "$src"; mkdir -p "$src"
