@@ -71,7 +71,9 @@ if tgz=$(fetch_sdist lightgbm "$lgbm_version"); then
   # The documented way: module path + include right after the project enables CUDA.
   sed -i "/enable_language(CUDA)/a\\  list(APPEND CMAKE_MODULE_PATH \"$repo/cmake/Modules\")\\n  include(CudaArchGuard)" "$src/CMakeLists.txt"
   grep -q "include(CudaArchGuard)" "$src/CMakeLists.txt" || { say "lightgbm: no enable_language(CUDA) found"; exit 1; }
-  run_project lightgbm "$src" _lightgbm "lib_lightgbm" -DUSE_CUDA=ON -DBUILD_CLI=OFF || status=1
+  # LightGBM 4.7 with CUDA needs NCCL; CUDA 13 installs ship it under the toolkit root.
+  nccl_root=${NCCL_ROOT:-$(dirname "$(dirname "$(command -v nvcc)")")}
+  run_project lightgbm "$src" _lightgbm "lib_lightgbm" -DUSE_CUDA=ON -DBUILD_CLI=OFF -DNCCL_ROOT="$nccl_root" -DBUILD_WITH_SHARED_NCCL=ON || status=1
 else
   status=1
 fi
