@@ -72,3 +72,12 @@ install(FILES "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfig.cmake"
               "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfigVersion.cmake"
         DESTINATION "${CAG_INSTALL_CMAKEDIR}"
         COMPONENT cmake)
+
+# The sources of archguard-verify, so that an installed module can build its verify tool
+# without the archguard tool (see CudaArchGuardVerify.cmake).
+file(STRINGS "${PROJECT_SOURCE_DIR}/cmake/Modules/CudaArchGuard/verifier-sources.txt" _cag_verifier_files REGEX "^[^#]")
+foreach(_cag_f IN LISTS _cag_verifier_files)
+  get_filename_component(_cag_d "${_cag_f}" DIRECTORY)
+  install(FILES "${PROJECT_SOURCE_DIR}/${_cag_f}"
+          DESTINATION "${CAG_INSTALL_MODULEDIR}/CudaArchGuard/verifier/${_cag_d}" COMPONENT cmake)
+endforeach()

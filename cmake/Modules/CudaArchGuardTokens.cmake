@@ -737,11 +737,17 @@ function(_cag_sm_to_cc sm out_var)
   endif()
 endfunction()
 
+# What torch.utils.cpp_extension._get_cuda_arch_flags accepts in TORCH_CUDA_ARCH_LIST (PyTorch
+# 2.8/2.9; each optionally with +PTX; every entry builds SASS): no 'f', no 10.3, 11.0 or 12.1.
+set(_CAG_TORCH_ACCEPTS 3.5 3.7 5.0 5.2 5.3 6.0 6.1 6.2 7.0 7.2 7.5 8.0 8.6 8.7 8.9 9.0 9.0a
+                       10.0 10.0a 10.1 10.1a 12.0 12.0a)
+
 # Formats items. <format>: cmake (80-real;90; LTO-IR as lto_80, which CMake cannot spell),
 # gencode (-gencode=arch=compute_80,code=sm_80;...), torch (8.0;9.0+PTX; a PTX-only arch
 # becomes X+PTX, PyTorch having no PTX-only spelling), tf (sm_80,sm_90,compute_90).
 function(_cag_tokens_format items format out_var)
   _cag_items_sort("${items}" items)
+  set(_torch_note "")
   set(_archs "")
   foreach(_it IN LISTS items)
     string(REGEX REPLACE "^[a-z]+:" "" _a "${_it}")
@@ -795,11 +801,20 @@ function(_cag_tokens_format items format out_var)
       endif()
       list(APPEND _out "-gencode=arch=compute_${_a},code=${_codes}")
     elseif(format STREQUAL "torch")
+      # Only what PyTorch's cpp_extension accepts (_CAG_TORCH_ACCEPTS): 'f' is written as the
+      # plain architecture, the rest is left out; both are said in <out_var>_NOTE.
       _cag_sm_to_cc(${_sm} _cc)
-      if(_p)
-        list(APPEND _out "${_cc}${_sfx}+PTX")
+      set(_t "${_cc}${_sfx}")
+      if(_sfx STREQUAL "f" AND "${_cc}" IN_LIST _CAG_TORCH_ACCEPTS)
+        list(APPEND _torch_note "${_a} as ${_cc} (no family-specific spelling, sm_${_sm} runs on ${_cc} GPUs only)")
+        set(_t "${_cc}")
+      endif()
+      if(NOT _t IN_LIST _CAG_TORCH_ACCEPTS)
+        list(APPEND _torch_note "${_a} left out (cpp_extension rejects ${_t})")
+      elseif(_p)
+        list(APPEND _out "${_t}+PTX")
       elseif(_s)
-        list(APPEND _out "${_cc}${_sfx}")
+        list(APPEND _out "${_t}")
       endif()
     elseif(format STREQUAL "tf")
       if(_s)
@@ -816,4 +831,14 @@ function(_cag_tokens_format items format out_var)
     string(REPLACE ";" "," _out "${_out}")
   endif()
   set(${out_var} "${_out}" PARENT_SCOPE)
+  if(format STREQUAL "torch")
+    foreach(_e IN LISTS _out)  # 120f written as 12.0 beside PTX 120's 12.0+PTX: one entry
+      if("${_e}+PTX" IN_LIST _out)
+        list(REMOVE_ITEM _out "${_e}")
+      endif()
+    endforeach()
+    set(${out_var} "${_out}" PARENT_SCOPE)
+    string(REPLACE ";" "; " _torch_note "${_torch_note}")
+    set(${out_var}_NOTE "${_torch_note}" PARENT_SCOPE)
+  endif()
 endfunction()

@@ -5,8 +5,10 @@
 #include "try.hpp"
 
 #include <cxxabi.h>
+#ifndef ARCHGUARD_NO_COMPRESSION  // the dependency-free verifier (tools/archguard-verify) decodes no payload
 #include <lz4.h>
 #include <zstd.h>
+#endif
 
 #include <algorithm>
 #include <climits>
@@ -57,7 +59,9 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
   if (!copy_guarded(in.data(), e.payload.data(), in.size()))
     return Error{where + ": the file shrank while it was being read (truncated by another process?)"};
   if (e.compression == Compression::none) return in;
-
+#ifdef ARCHGUARD_NO_COMPRESSION
+  return Error{where + ": " + std::string(to_string(e.compression)) + " payload not decoded (built without compression libraries)"};
+#else
   const std::uint64_t claim = e.uncompressed_size;
   if (e.compression == Compression::lz4) {
     // An lz4 block expands at most about 255 times: a claim beyond that cannot be true, and
@@ -123,6 +127,7 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
     return Error{where + ": zstd payload decompresses to " + hex(produced) + " bytes, the header claims " + hex(claim)};
   out.resize(produced);
   return out;
+#endif
 }
 
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std::string_view name) {

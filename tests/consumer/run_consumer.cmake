@@ -10,9 +10,11 @@ build output so that the test can match the verify step's line.
 .. code-block:: console
 
   cmake -DCMAKE_UNDER_TEST=<cmake> -DSOURCE=<dir> -DBUILD=<dir> -DOPTIONS=<-Da;-Db>
-        [-DEXPECT=<regex|regex>] [-DFORBID=<regex>] -P run_consumer.cmake
+        [-DEXPECT=<regex|regex>] [-DFORBID=<regex>] [-DTARGET=<target>] [-DEXPECT_FAIL=ON]
+        -P run_consumer.cmake
 
 ``EXPECT``: regexes that must all match the build output; ``FORBID``: one that must not.
+``TARGET``: build only that target (``--target``); ``EXPECT_FAIL``: the build must fail.
 #]=======================================================================]
 cmake_policy(VERSION 3.18)
 file(REMOVE_RECURSE "${BUILD}")
@@ -21,10 +23,16 @@ execute_process(COMMAND "${CMAKE_UNDER_TEST}" -S "${SOURCE}" -B "${BUILD}" -G Ni
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "run_consumer: configuring ${SOURCE} with ${CMAKE_UNDER_TEST} failed (exit ${_rc})")
 endif()
-execute_process(COMMAND "${CMAKE_UNDER_TEST}" --build "${BUILD}" RESULT_VARIABLE _rc
+set(_target "")
+if(TARGET)
+  set(_target --target "${TARGET}")
+endif()
+execute_process(COMMAND "${CMAKE_UNDER_TEST}" --build "${BUILD}" ${_target} RESULT_VARIABLE _rc
                 OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
 message("${_out}${_err}")
-if(NOT _rc EQUAL 0)
+if(EXPECT_FAIL AND _rc EQUAL 0)
+  message(FATAL_ERROR "run_consumer: building ${SOURCE} with ${CMAKE_UNDER_TEST} succeeded; it must fail")
+elseif(NOT EXPECT_FAIL AND NOT _rc EQUAL 0)
   message(FATAL_ERROR "run_consumer: building ${SOURCE} with ${CMAKE_UNDER_TEST} failed (exit ${_rc})")
 endif()
 string(REPLACE "|" ";" _expect "${EXPECT}")

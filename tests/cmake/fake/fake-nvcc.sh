@@ -36,6 +36,15 @@ case "${1:-}" in
     echo "'native'."
     echo
     echo "--gpu-code <code>,...                               (-code)" ;;
-  --dryrun) echo "#\$ cicc --c++17 -arch compute_$def -o x.ptx" >&2 ;;
+  --dryrun)
+    # nvcc 11.x/12.x warn on every compile for targets they call deprecated (this wording).
+    case "$release" in 11.*) dep=52 ;; 12.*) dep=75 ;; *) dep=0 ;; esac
+    for a in "$@"; do
+      case "$a" in -arch=sm_*)
+        n=${a#-arch=sm_}; n=${n%[af]}
+        [ "$n" -lt "$dep" ] && echo "nvcc warning : Support for offline compilation for architectures prior to '<compute_$dep>' is deprecated and will be removed in a future release (Use -Wno-deprecated-gpu-targets to suppress warning)." >&2 ;;
+      esac
+    done
+    echo "#\$ cicc --c++17 -arch compute_$def -o x.ptx" >&2 ;;
   *) echo "fake-nvcc $release: cannot compile (test stand-in)" >&2; exit 1 ;;
 esac

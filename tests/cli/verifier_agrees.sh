@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# archguard-verify (the module's dependency-free verify tool) gives archguard verify's verdict:
+# the same exit code and the same findings on every nvcc-built fixture, under requirements that
+# pass and that fail, and on a static library of them (ar). Skips (77) without the fixtures.
+set -u
+archguard=${1:?archguard}; verifier=${2:?archguard-verify}; fixtures=${3:?fixture dir}
+[ -f "$fixtures/plain.o" ] || { echo "no fixtures in $fixtures"; exit 77; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+ar rcs "$tmp/libmixed.a" "$fixtures/plain.o" "$fixtures/ptxonly.o" "$fixtures/specific.o"
+files=()
+for f in "$fixtures"/*.o "$fixtures"/*.so "$fixtures"/*.exe "$tmp/libmixed.a"; do [ -f "$f" ] && files+=("$f"); done
+fail=0; checked=0; failing=0
+for f in "${files[@]}"; do
+  for req in "80-real" "80-real;90" "90-real" "75-virtual" "80-real;90-real;100-real" "90a-real"; do
+    for ptx in "" none highest; do
+      args=(verify "$f" --require "$req"); [ -n "$ptx" ] && args+=(--ptx "$ptx")
+      a=$("$archguard" "${args[@]}" -q 2>/dev/null); ra=$?
+      b=$("$verifier" "${args[@]}" -q 2>/dev/null); rb=$?
+      checked=$((checked + 1)); [ $ra -eq 1 ] && failing=$((failing + 1))
+      if [ $ra -ne $rb ] || [ "$a" != "$b" ]; then
+        echo "DISAGREE: ${args[*]}: archguard exit $ra, archguard-verify exit $rb"
+        diff <(echo "$a") <(echo "$b") | head -5
+        fail=1
+      fi
+    done
+  done
+done
+echo "$checked verdicts compared on ${#files[@]} files ($failing failing ones)"
+# A comparison that only ever passes proves nothing.
+[ $failing -gt 0 ] || { echo "no failing verdict among the cases"; exit 1; }
+exit $fail

@@ -1,0 +1,2 @@
+// SPDX-License-Identifier: Apache-2.0
+int deliverable_version() { return 1; }
