@@ -91,7 +91,9 @@ Step step_binaries(Session& s, Report& report) {
       dev.tegra = dev.tegra || d.tegra;
       // Per object its tier (docs/verdicts.md): the kernels are judged, not the fatbins.
       std::size_t native = 0, jit = 0, none_run = 0, some_missing = 0, other_gpus = 0, no_kernels = 0;
-      std::size_t jit_own = 0;  // JIT in objects the user builds (not shared libraries): worth a rebuild
+      // JIT in executables (what a user builds and ships) is worth a rebuild; in shared libraries,
+      // archive members of packages and standalone PTX/fatbin files it is their maker's choice.
+      std::size_t jit_own = 0;
       std::string failures, notes;
       std::vector<std::string> rebuild_units;
       int first_error = 0;
@@ -106,7 +108,7 @@ Step step_binaries(Session& s, Report& report) {
           case Tier::other_gpus: {
             const bool via_jit = j.kernels_listed ? j.jit > 0 : v.outcome == Outcome::jit;
             ++(via_jit ? jit : native);
-            if (via_jit && j.kind != ObjectKind::shared_library) ++jit_own;
+            if (via_jit && j.kind == ObjectKind::executable) ++jit_own;
             if (j.tier == Tier::other_gpus) {
               ++other_gpus;
               if (noted++ < 3)
