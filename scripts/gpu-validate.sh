@@ -160,6 +160,21 @@ for n, s, m in fails[:10]:
 PY
 grep -E "ok:|^exit" "$OUT/realsw.log" | sed 's/^/    /' | tee -a "$summary"
 
+# ---- binaries built elsewhere (e.g. by a newer nvcc than this machine has) -------------------
+# PTX_BINARIES: executables built here with another toolkit; each runs, and archguard check predicts
+# it for this GPU and driver. The CUDA 13.5 PTX-only build (tests/toolkits) must give 222 under a
+# 13.0 driver (580.x).
+if [ -n "${PTX_BINARIES:-}" ]; then
+  say ""
+  say "## binaries built by another toolkit ($(stamp))"
+  drv="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)"
+  for b in $PTX_BINARIES; do
+    "$b" > /tmp/ptxbin.out 2>&1; rc=$?
+    say "- \`$(basename "$b")\`: exit $rc: $(tail -n 1 /tmp/ptxbin.out)"
+    say "  - prediction (\`archguard check --driver $drv\`): $("$ag" check "$b" --driver "$drv" 2>&1 | head -n 1)"
+  done
+fi
+
 # ---- benchmark ----------------------------------------------------------------------------
 say ""
 say "## benchmark ($(stamp))"

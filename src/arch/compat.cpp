@@ -106,6 +106,14 @@ std::string fix_hint(std::span<const Image> images, const std::vector<std::size_
          " or lower";
 }
 
+// The major version (branch) of the newest minimum driver the table records (580 for CUDA 13.0).
+unsigned newest_recorded_driver_branch() {
+  unsigned best = 0;
+  for (const ReleaseRow& row : release_rows())
+    if (auto v = parse_driver_version(row.min_driver); v) best = std::max(best, v->major);
+  return best;
+}
+
 // Why the driver's acceptance of a PTX ISA cannot be judged: the ISA is newer than the table, or
 // its release's minimum driver is not recorded. Empty when the table knows the minimum.
 std::string unknown_isa_note(Version2 isa) {
@@ -234,9 +242,21 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
   std::vector<std::size_t> usable;
   Version2 max_isa{};
   if (settings.driver) max_isa = ptx_isa_for_driver(*settings.driver);
+  // A driver of a newer branch than any release whose minimum driver the table records may well
+  // accept PTX newer than what the table can vouch for: that cannot be judged, so it is not
+  // called a failure (a driver of a recorded branch, such as 580.x for CUDA 13.0, is judged).
+  const bool driver_beyond_table = settings.driver && settings.driver->major > newest_recorded_driver_branch();
+  std::string unjudged;
   for (std::size_t i : ptx_ok) {
     const Image& im = images[i];
-    if (!settings.driver || im.ptx_isa.empty() || im.ptx_isa <= max_isa) usable.push_back(i);
+    if (!settings.driver || im.ptx_isa.empty() || im.ptx_isa <= max_isa) {
+      usable.push_back(i);
+    } else if (driver_beyond_table) {
+      usable.push_back(i);
+      unjudged = "; driver " + format_driver_version(*settings.driver) + " is of a newer branch than any driver in the " +
+                 "architecture table, so whether it accepts ptx isa " + isa_text(im.ptx_isa) +
+                 " cannot be judged here (assumed it does)";
+    }
   }
   if (usable.empty()) {
     const std::size_t pick = best_of(ptx_ok);
@@ -252,7 +272,7 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
   if (settings.force_ptx_jit) why = "forced jit (CUDA_FORCE_PTX_JIT=1) ignores the sass";
   return Verdict{Outcome::jit, 0, pick,
                  why + "; the driver jit-compiles " + image_name(im) + " (ptx isa " + isa_text(im.ptx_isa) + ")" +
-                     (im.relocatable ? " from the relocatable fatbin" : "") + note};
+                     (im.relocatable ? " from the relocatable fatbin" : "") + note + unjudged};
 }
 
 std::vector<Version2> loads_on(Target target) {

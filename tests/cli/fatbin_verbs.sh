@@ -103,12 +103,12 @@ expect 2 'not an elf file, a fatbin or a supported archive' -- "$ag" inspect "$b
 # verify
 expect 0 'verify: ok' -- "$ag" verify plain.o --require 80,90
 expect 0 'verify: ok' -- "$ag" verify libplain.so --require '80-real;90'
-expect 1 'libplain\.so: fatbin 1 has no SASS for sm_75 and no PTX <= 75 \(found sm_80, sm_90\)' -- "$ag" verify libplain.so --require 75,80,90
+expect 1 'libplain\.so: translation unit fixture_kernels\.cu \(fatbin 1\) has no SASS for sm_75 and no PTX <= 75 \(found sm_80, sm_90\)' -- "$ag" verify libplain.so --require 75,80,90
 expect 1 'has no SASS for sm_90 \(found sm_80; only compute_80 PTX would be JIT-compiled' -- "$ag" verify rdc.exe --require 80,90
 expect 0 'uses compatible lower SASS: sm_80 for sm_86' -- "$ag" verify plain.o --require 86 --allow-compatible
 expect 1 'no SASS for sm_86' -- "$ag" verify plain.o --require 86
 expect 0 'holds only architecture-specific images' -- "$ag" verify specific.o --require 80
-expect 1 'specific\.o: fatbin 0 has no SASS for sm_80' -- "$ag" verify specific.o --require 80 --strict
+expect 1 'specific\.o: translation unit fixture_kernels\.cu \(fatbin 0\) has no SASS for sm_80' -- "$ag" verify specific.o --require 80 --strict
 expect 1 'has no PTX >= 90' -- "$ag" verify compress-default.o --require 80,90 --ptx highest --allow-compatible
 expect 1 'has no PTX for compute_90' -- "$ag" verify libfixture.a --require '80-real;90-virtual'
 expect 2 "no 'a' variant" -- "$ag" verify plain.o --require 86a

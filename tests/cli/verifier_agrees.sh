@@ -15,8 +15,12 @@ for f in "${files[@]}"; do
   for req in "80-real" "80-real;90" "90-real" "75-virtual" "80-real;90-real;100-real" "90a-real"; do
     for ptx in "" none highest; do
       args=(verify "$f" --require "$req"); [ -n "$ptx" ] && args+=(--ptx "$ptx")
-      a=$("$archguard" "${args[@]}" -q 2>/dev/null); ra=$?
-      b=$("$verifier" "${args[@]}" -q 2>/dev/null); rb=$?
+      # The verifier decodes no compressed payload, so it names no kernels of compressed images
+      # (docs/policy.md): the findings are compared without the kernel list archguard adds.
+      # A kernel-less fatbin is known as such only once decoded: its count is left out too.
+      norm() { sed -E -e 's/; kernels: .*; (add |enable )/; \1/' -e 's/, [0-9]+ without kernels$//'; }
+      a=$("$archguard" "${args[@]}" -q 2>/dev/null); ra=$?; a=$(norm <<<"$a")
+      b=$("$verifier" "${args[@]}" -q 2>/dev/null); rb=$?; b=$(norm <<<"$b")
       checked=$((checked + 1)); [ $ra -eq 1 ] && failing=$((failing + 1))
       if [ $ra -ne $rb ] || [ "$a" != "$b" ]; then
         echo "DISAGREE: ${args[*]}: archguard exit $ra, archguard-verify exit $rb"

@@ -399,7 +399,14 @@ TEST_CASE("a PTX ISA newer than the table needs a driver the table does not know
   const std::vector<Image> images{ptx(75, next)};
   DriverSettings s;
   s.driver = DriverVersion{999, 0, 0};
+  // A driver of a newer branch than any the table records: acceptance cannot be judged, and an
+  // unknown is not called a failure (it says so in the reason).
   Verdict v = select_image(images, device_for_cc({9, 0}), s);
+  CHECK(v.outcome == Outcome::jit);
+  CHECK(v.reason.find("cannot be judged here") != std::string::npos);
+  // A driver of a recorded branch (580.x is CUDA 13.0's) is judged: it rejects the newer ISA.
+  s.driver = DriverVersion{580, 200, 0};
+  v = select_image(images, device_for_cc({9, 0}), s);
   CHECK(v.outcome == Outcome::fail);
   CHECK(v.cuda_error == kErrUnsupportedPtx);
   CHECK(v.reason.find("newer than every cuda release in the architecture table") != std::string::npos);
