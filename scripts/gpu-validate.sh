@@ -171,7 +171,7 @@ if [ -n "${PTX_BINARIES:-}" ]; then
   for b in $PTX_BINARIES; do
     "$b" > /tmp/ptxbin.out 2>&1; rc=$?
     say "- \`$(basename "$b")\`: exit $rc: $(tail -n 1 /tmp/ptxbin.out)"
-    say "  - prediction (\`archguard check --driver $drv\`): $("$ag" check "$b" --driver "$drv" 2>&1 | head -n 1)"
+    say "  - prediction (\`archguard check --driver $drv\`): $("$ag" check "$b" --driver "$drv" 2>&1 | grep -v "^assuming" | head -n 1)"
   done
 fi
 
