@@ -138,13 +138,13 @@ Step step_binaries(Session& s, Report& report) {
           for (std::size_t i = 0; i < failing.size() && i < 4; ++i) failures += (i ? ", " : "") + failing[i]->kernel.demangled;
           if (failing.size() > 4) failures += " and " + std::to_string(failing.size() - 4) + " more";
           failures += ")";
-        } else {
-          for (const auto& u : v.units)
-            if (u.verdict.outcome == Outcome::fail) {
-              failures += " (" + u.verdict.reason + ")";
-              break;
-            }
         }
+        // Why, in the engine's words (e.g. the Tegra rule) and its fix: the first failing unit's.
+        for (const auto& u : v.units)
+          if (u.verdict.outcome == Outcome::fail) {
+            failures += " (" + u.verdict.reason + ")";
+            break;
+          }
       }
       const std::size_t failed = none_run + some_missing;
       const std::string& who = d.who;
