@@ -15,6 +15,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$here/scripts/lib/debs.sh"
 tools="$here/.tools"
 root="$tools/cuda-cross"
 cache="$tools/cache"
@@ -24,16 +25,7 @@ die() { echo "setup-cross: error: $*" >&2; exit 2; }
 
 # --- Debian packages ------------------------------------------------------------------------
 debs=(g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static)
-missing=()
-for p in "${debs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-  echo "setup-cross: installing Debian packages: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+ensure_debs setup-cross "${debs[@]}"
 
 # --- the system toolkit -----------------------------------------------------------------------
 if [ -z "${CUDA_HOME:-}" ]; then

@@ -8,6 +8,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$here/scripts/lib/debs.sh"
 venv="${ARCHGUARD_VENV:-$here/.venv}"
 tests=0
 case "${1:-}" in
@@ -21,16 +22,7 @@ debs=(build-essential cmake ninja-build pkg-config git
 if ((tests)); then
   debs+=(python3 python3-venv catch2 clang-14 libclang-rt-14-dev zstd time binutils-aarch64-linux-gnu)
 fi
-missing=()
-for p in "${debs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-  echo "setup: installing Debian packages: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+ensure_debs setup "${debs[@]}"
 
 # CUDA toolkit: nvcc on PATH or at the standard prefix.
 if ! command -v nvcc >/dev/null 2>&1; then
