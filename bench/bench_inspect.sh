@@ -7,6 +7,7 @@
 # Usage: bench/bench_inspect.sh [library] [repetitions]
 #   ARCHGUARD   the archguard binary (default: build/default/bin/archguard, then build/dev)
 #   CUOBJDUMP   cuobjdump (default: the one scripts/setup.sh installs into $ARCHGUARD_VENV/.venv)
+#   GNU_TIME    GNU time, for peak memory (default: /usr/bin/time)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 lib=${1:-/usr/local/cuda/lib64/libcublasLt.so.13}
@@ -21,7 +22,8 @@ cuobjdump=${CUOBJDUMP:-$(ls "$venv"/lib/python3*/site-packages/nvidia/cu13/bin/c
 [[ -x $ag ]] || { echo "bench_inspect: no archguard binary (set ARCHGUARD)" >&2; exit 2; }
 [[ -x $cuobjdump ]] || { echo "bench_inspect: no cuobjdump (set CUOBJDUMP or run scripts/setup.sh --tests)" >&2; exit 2; }
 [[ -f $lib ]] || { echo "bench_inspect: no $lib" >&2; exit 2; }
-[[ -x /usr/bin/time ]] || { echo "bench_inspect: needs GNU time (/usr/bin/time, Debian package 'time')" >&2; exit 2; }
+gnutime=${GNU_TIME:-/usr/bin/time}
+[[ -x $gnutime ]] || { echo "bench_inspect: needs GNU time ($gnutime; Debian package 'time', or set GNU_TIME)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -31,7 +33,7 @@ measure() {
   local name=$1 t0 t1
   shift
   t0=$EPOCHREALTIME
-  /usr/bin/time -f "%M" -o "$tmp/t" "$@" >/dev/null 2>&1 || true
+  "$gnutime" -f "%M" -o "$tmp/t" "$@" >/dev/null 2>&1 || true
   t1=$EPOCHREALTIME
   echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f", b - a}') $(cat "$tmp/t")" >> "$tmp/$name"
 }

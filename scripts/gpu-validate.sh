@@ -185,6 +185,16 @@ say "- exit $?"
 { echo; echo "--- bench_jit --gpu (warm cache to a loaded module)"
   timeout 120 "$build/bin/bench_jit" --gpu --json /tmp/archguard-bench-jit.json; echo "exit $?"
   cat /tmp/archguard-bench-jit.json 2>/dev/null; } >> "$OUT/bench.log" 2>&1
+# The reader against cuobjdump on the toolkit's largest library (a quiet 16-core host, unlike the
+# shared 2-core development machine): bench/bench_inspect.sh, method in docs/benchmarks-inspect.md.
+gnutime=/usr/bin/time
+if [ ! -x "$gnutime" ] && ls "$debs_dir"/time_*.deb >/dev/null 2>&1; then
+  rm -rf /tmp/archguard-time && dpkg -x "$(ls "$debs_dir"/time_*.deb | head -n 1)" /tmp/archguard-time
+  gnutime=/tmp/archguard-time/usr/bin/time
+fi
+{ echo; echo "--- bench_inspect.sh (archguard inspect vs cuobjdump)"
+  ARCHGUARD="$ag" CUOBJDUMP="$(command -v cuobjdump)" GNU_TIME="$gnutime" \
+    timeout 300 bash bench/bench_inspect.sh /usr/local/cuda/lib64/libcublasLt.so.13 5; echo "exit $?"; } >> "$OUT/bench.log" 2>&1
 sed 's/^/    /' "$OUT/bench.log" | tee -a "$summary"
 say ""
 say "done in $(stamp)"
