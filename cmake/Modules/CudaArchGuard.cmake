@@ -52,7 +52,10 @@ directory (``cmake_language(DEFER DIRECTORY)``, registered for each directory as
 reading it, seen through a watch on ``CMAKE_CURRENT_LIST_DIR``), so the check is a ``POST_BUILD``
 step of the target; targets of directories finished before the include, and every target on
 CMake 3.18 (no deferred calls: the watch sees ``CMAKE_CURRENT_LIST_DIR`` cleared once the whole
-project is read), get a ``<target>_archguard_verify`` stamp target instead. Set ``CudaArchGuard_VERIFY=OFF``
+project is read), get a ``<target>_archguard_verify`` stamp target instead, which a ``--target``
+build skips; one warning at the end of the configure step lists them, each with the line that
+makes its check a ``POST_BUILD`` step (``cuda_arch_guard_verify(<target>)`` in the target's own
+directory, where ``add_custom_command(TARGET)`` may attach it). Set ``CudaArchGuard_VERIFY=OFF``
 to skip it, or the target property ``CUDA_ARCH_GUARD_VERIFY`` to ``OFF`` for one target.
 #]=======================================================================]
 include_guard(GLOBAL)
@@ -484,6 +487,28 @@ function(_cag_finish)
       cuda_arch_guard_verify(${_t})
     endif()
   endforeach()
+  # Targets with a link of their own verified through a stamp target: `--target <t>` skips the
+  # check. add_custom_command(TARGET ... POST_BUILD) must be called from the target's directory,
+  # which this call is not; the user's one line in that directory fixes it.
+  get_property(_stamped GLOBAL PROPERTY _CAG_STAMPED)
+  if(_stamped)
+    if(CMAKE_VERSION VERSION_LESS 3.19)
+      set(_why "CMake ${CMAKE_VERSION} has no cmake_language(DEFER) to attach it at the end of each target's directory (CMake >= 3.19 does)")
+    else()
+      set(_why "their directories were finished before include(CudaArchGuard) or they were passed to cuda_arch_guard_verify() from another directory")
+    endif()
+    set(_lines "")
+    foreach(_t IN LISTS _stamped)
+      get_target_property(_sd ${_t} SOURCE_DIR)
+      file(RELATIVE_PATH _rel "${CMAKE_SOURCE_DIR}" "${_sd}/CMakeLists.txt")
+      string(APPEND _lines "\n  cuda_arch_guard_verify(${_t})   # in ${_rel}, after the target is created")
+    endforeach()
+    list(LENGTH _stamped _n)
+    message(WARNING "CudaArchGuard: ${_n} target(s) are verified by a stamp target <target>_archguard_verify in 'all', "
+                    "not by a POST_BUILD step of their own link, so `cmake --build <dir> --target <target>` builds them "
+                    "unverified: a POST_BUILD step can only be attached from the target's own directory, and ${_why}. "
+                    "To verify each on its own build, add this line to its directory:${_lines}")
+  endif()
   # nvcc >= 11.2 compiles one file's architectures in parallel (--threads). "auto" gives each file
   # its share of the CPUs (CPUs / CUDA files, at most one thread per image), so that a project
   # with fewer files than CPUs gains and one that already fills them with -j is not oversubscribed.
