@@ -20,6 +20,7 @@ cache=${ARCHGUARD_TOOLS:-$repo/.tools}/real-projects
 mkdir -p "$cache"
 arch=${REAL_ARCH:-80}
 say() { echo "real-projects: $*"; }
+flat() { tr '\n' ' ' | tr -s ' '; }  # CMake wraps long messages: compare them on one line
 
 fetch_sdist() {  # <name> <version> [<file stem>] -> path of the tarball (cached)
   local tgz stem=${3:-$1}
@@ -60,8 +61,8 @@ run_project() {
   local mark
   mark=$(wc -l < "$log")
   if "$cmake" -S "$src" -B "$b" -DARCH_POLICY="$arch" >>"$log" 2>&1 &&
-     tail -n +"$mark" "$log" | tr -d '\n' | grep -Eq "ARCH_POLICY=$arch is not applied: .*$where_re"; then
-    say "$name: explicit ARCH_POLICY=$arch with the project's own list: WARNING naming $(tail -n +"$mark" "$log" | tr -d '\n' | grep -Eo "$where_re" | head -1)"
+     tail -n +"$mark" "$log" | flat | grep -Eq "ARCH_POLICY=$arch is not applied: .*$where_re"; then
+    say "$name: explicit ARCH_POLICY=$arch with the project's own list: WARNING naming the places: $(tail -n +"$mark" "$log" | flat | grep -Eo "set at [^)]*")"
   else
     say "$name: FAILED: no warning naming $where_re for the ignored ARCH_POLICY (log: $log)"; return 1
   fi
@@ -80,6 +81,39 @@ run_project() {
     say "$name: --target $target built for $arch and verified on its file ($((t1 - t0)) s wall)"
   else
     say "$name: FAILED: --target $target did not build or was not verified (log: $log)"; return 1
+  fi
+}
+
+# <name> <build dir> <deliverable target> <object path> <expected message regex>
+# The failing case: one object of the deliverable compiled for 75 instead of $arch, as a source
+# file with its own -gencode options would be. Its FLAGS in the generated build.ninja are
+# edited, so ninja recompiles it (the command changed) and relinks the deliverable; the verify
+# step must stop the build naming that object's translation unit. A reconfigure then
+# regenerates build.ninja and the next build puts the object back.
+break_one() {
+  local name=$1 b=$2 target=$3 obj=$4 msg_re=$5 log=$cache/$1-break.log t0 t1
+  local from="compute_$arch,code=[compute_$arch,sm_$arch]" to="compute_75,code=[compute_75,sm_75]"
+  : > "$log"
+  awk -v obj="build $obj:" -v from="$from" -v to="$to" '
+    index($0, obj) == 1 { inside = 1 }
+    inside && /^$/ { inside = 0 }
+    inside && /^  FLAGS = / { n = index($0, from); if (n) { $0 = substr($0, 1, n - 1) to substr($0, n + length(from)); done = 1 } }
+    { print }
+    END { if (!done) exit 1 }' "$b/build.ninja" > "$b/build.ninja.broken" ||
+    { say "$name: FAILED: no FLAGS with $from for $obj in $b/build.ninja"; return 1; }
+  mv "$b/build.ninja.broken" "$b/build.ninja"
+  t0=$(date +%s)
+  if nice -n "${REAL_NICE:-19}" "$cmake" --build "$b" --target "$target" >>"$log" 2>&1; then
+    say "$name: FAILED: --target $target built with $obj compiled for 75 only (log: $log)"; return 1
+  fi
+  t1=$(date +%s)
+  if ! flat < "$log" | grep -Eq "$msg_re"; then
+    say "$name: FAILED: the build failed, but not naming $obj at the verify step (log: $log)"; return 1
+  fi
+  say "$name: $obj built for 75 only: the verify step of $target stops the build, naming it ($((t1 - t0)) s wall)"
+  # Regenerate build.ninja and rebuild: the object is compiled for $arch again and the build passes.
+  if ! { "$cmake" "$b" && nice -n "${REAL_NICE:-19}" "$cmake" --build "$b" --target "$target"; } >>"$log" 2>&1; then
+    say "$name: FAILED: rebuilding $target after the failing case (log: $log)"; return 1
   fi
 }
 
@@ -118,9 +152,15 @@ elif tgz=$(fetch_sdist llama-cpp-python "$llama_version" llama_cpp_python); then
   grep -q "include(CudaArchGuard)" "$cu" || { say "ggml: no enable_language(CUDA) found in $cu"; exit 1; }
   # The fewest CUDA options: no FlashAttention kernels, no NCCL, no CUDA graphs, no -march=native
   # (GGML_NATIVE would also ask for the build host's GPUs); the llava/mtmd library is not needed.
-  run_project ggml "$src" ggml-cuda "libggml-cuda\\.so" "ggml/src/ggml-cuda/CMakeLists\\.txt:[0-9]+" \
+  if ! run_project ggml "$src" ggml-cuda "libggml-cuda\\.so" "ggml/src/ggml-cuda/CMakeLists\\.txt:[0-9]+" \
     -DGGML_CUDA=ON -DGGML_NATIVE=OFF -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF -DGGML_CUDA_GRAPHS=OFF \
-    -DLLAVA_BUILD=OFF || status=1
+    -DLLAVA_BUILD=OFF; then
+    status=1
+  elif [ "${REAL_BREAK:-1}" = 1 ]; then
+    break_one ggml "$cache/build-ggml" ggml-cuda vendor/llama.cpp/ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/acc.cu.o \
+      "target 'ggml-cuda' does not hold the architectures it must.*libggml-cuda\\.so[^ ]*: translation unit [^ ]*acc\\.cu \\(fatbin [0-9]+\\) has no SASS for sm_$arch" ||
+      status=1
+  fi
 else
   status=1
 fi
