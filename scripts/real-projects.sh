@@ -19,6 +19,7 @@ cmake=${1:-cmake}
 cache=${ARCHGUARD_TOOLS:-$repo/.tools}/real-projects
 mkdir -p "$cache"
 arch=${REAL_ARCH:-80}
+jobs=${REAL_JOBS:-$(nproc)}  # ninja's default is CPUs + 2
 say() { echo "real-projects: $*"; }
 flat() { tr '\n' ' ' | tr -s ' '; }  # CMake wraps long messages: compare them on one line
 
@@ -75,7 +76,7 @@ run_project() {
     say "$name: FAILED: ARCH_POLICY_OVERRIDE=ON did not make the policy win (log: $log)"; return 1
   fi
   t0=$(date +%s)
-  if nice -n "${REAL_NICE:-19}" "$cmake" --build "$b" --target "$target" >>"$log" 2>&1 &&
+  if nice -n "${REAL_NICE:-19}" "$cmake" --build "$b" --parallel "$jobs" --target "$target" >>"$log" 2>&1 &&
      grep -Eq "target '$target' holds $arch \\(1 file" "$log" && grep -Eq "$file_re" "$log"; then
     t1=$(date +%s)
     say "$name: --target $target built for $arch and verified on its file ($((t1 - t0)) s wall)"
@@ -103,7 +104,7 @@ break_one() {
     { say "$name: FAILED: no FLAGS with $from for $obj in $b/build.ninja"; return 1; }
   mv "$b/build.ninja.broken" "$b/build.ninja"
   t0=$(date +%s)
-  if nice -n "${REAL_NICE:-19}" "$cmake" --build "$b" --target "$target" >>"$log" 2>&1; then
+  if nice -n "${REAL_NICE:-19}" "$cmake" --build "$b" --parallel "$jobs" --target "$target" >>"$log" 2>&1; then
     say "$name: FAILED: --target $target built with $obj compiled for 75 only (log: $log)"; return 1
   fi
   t1=$(date +%s)
@@ -112,7 +113,7 @@ break_one() {
   fi
   say "$name: $obj built for 75 only: the verify step of $target stops the build, naming it ($((t1 - t0)) s wall)"
   # Regenerate build.ninja and rebuild: the object is compiled for $arch again and the build passes.
-  if ! { "$cmake" "$b" && nice -n "${REAL_NICE:-19}" "$cmake" --build "$b" --target "$target"; } >>"$log" 2>&1; then
+  if ! { "$cmake" "$b" && nice -n "${REAL_NICE:-19}" "$cmake" --build "$b" --parallel "$jobs" --target "$target"; } >>"$log" 2>&1; then
     say "$name: FAILED: rebuilding $target after the failing case (log: $log)"; return 1
   fi
 }
