@@ -52,7 +52,10 @@ directory (``cmake_language(DEFER DIRECTORY)``, registered for each directory as
 reading it, seen through a watch on ``CMAKE_CURRENT_LIST_DIR``), so the check is a ``POST_BUILD``
 step of the target; targets of directories finished before the include, and every target on
 CMake 3.18 (no deferred calls: the watch sees ``CMAKE_CURRENT_LIST_DIR`` cleared once the whole
-project is read), get a ``<target>_archguard_verify`` stamp target instead. Set ``CudaArchGuard_VERIFY=OFF``
+project is read), get a ``<target>_archguard_verify`` stamp target instead, which a ``--target``
+build skips; one warning at the end of the configure step lists them, each with the line that
+makes its check a ``POST_BUILD`` step (``cuda_arch_guard_verify(<target>)`` in the target's own
+directory, where ``add_custom_command(TARGET)`` may attach it). Set ``CudaArchGuard_VERIFY=OFF``
 to skip it, or the target property ``CUDA_ARCH_GUARD_VERIFY`` to ``OFF`` for one target.
 #]=======================================================================]
 include_guard(GLOBAL)
@@ -114,33 +117,60 @@ _cag_nvcc_query("${CMAKE_CUDA_COMPILER}" "${_CAG_CACHE_DIR}")
 
 # Where the project set CMAKE_CUDA_ARCHITECTURES, as "; set at <file>:<line>[, ...]" from the
 # list files CMake has read so far in this directory chain and the project's cmake/ helpers, or ""
-# when no set() is found there (a -D or the environment need no place).
+# when no set() or list(<op>) of it is found there (a -D or the environment need no place). Each
+# file of the chain is read only up to where it goes on: the including directory's up to the
+# include (or find_package) of the module, a parent's up to its add_subdirectory() of the child
+# when that names the child literally (else the whole file).
 function(_cag_where_archs_set out_var)
   set(_files "")
+  set(_stops "")
   set(_d "${CMAKE_CURRENT_SOURCE_DIR}")
+  set(_stop "(include|find_package)[ \t]*\\([ \t]*CudaArchGuard[ \t)]")
   while(_d)
     list(APPEND _files "${_d}/CMakeLists.txt")
+    list(APPEND _stops "${_stop}")
+    set(_child "${_d}")
     get_property(_d DIRECTORY "${_d}" PROPERTY PARENT_DIRECTORY)
+    set(_stop "-")  # "-": read the whole file (no empty list elements)
+    if(_d)
+      file(RELATIVE_PATH _rel "${_d}" "${_child}")
+      string(REGEX REPLACE "([][+.*()^$?|\\])" "\\\\\\1" _rel "${_rel}")
+      set(_stop "add_subdirectory[ \t]*\\([ \t]*\"?(\\$\\{CMAKE_CURRENT_SOURCE_DIR\\}/)?${_rel}/?\"?[ \t)]")
+    endif()
   endwhile()
   file(GLOB_RECURSE _helpers "${CMAKE_SOURCE_DIR}/cmake/*.cmake" "${CMAKE_SOURCE_DIR}/cmake/*.txt")
-  list(APPEND _files ${_helpers})
+  foreach(_h IN LISTS _helpers)
+    list(APPEND _files "${_h}")
+    list(APPEND _stops "-")
+  endforeach()
   set(_hits "")
-  foreach(_f IN LISTS _files)
+  list(LENGTH _files _count)
+  set(_i 0)
+  while(_i LESS _count)
+    list(GET _files ${_i} _f)
+    list(GET _stops ${_i} _stop)
+    math(EXPR _i "${_i} + 1")
     if(NOT EXISTS "${_f}" OR _f MATCHES "/CudaArchGuard[^/]*$|/CudaArchGuard/")
       continue()
     endif()
-    file(STRINGS "${_f}" _lines)
+    # One list element per line: characters that would split or join list elements are replaced
+    # first, so that the line numbers stay right (none of them is in what is matched below).
+    file(READ "${_f}" _text)
+    string(REGEX REPLACE "[];[\\]" "_" _text "${_text}")
+    string(REPLACE "\n" ";" _lines "${_text}")
     set(_n 0)
     foreach(_l IN LISTS _lines)
       math(EXPR _n "${_n} + 1")
-      # (if() needs the parentheses: "a OR b AND c" is false when only a holds)
-      if(_l MATCHES "^[ \t]*set[ \t]*\\([ \t]*(CMAKE_CUDA_ARCHITECTURES|CUDA_ARCHITECTURES)[ \t)]"
-         OR (_l MATCHES "CUDA_ARCHITECTURES[ \t]+[^ \t)]" AND _l MATCHES "set_(target_)?properties|set_property"))
+      if(NOT _stop STREQUAL "-" AND _l MATCHES "^[ \t]*${_stop}")
+        break()
+      endif()
+      if(_l MATCHES "^[ \t]*set[ \t]*\\([ \t]*CMAKE_CUDA_ARCHITECTURES[ \t)]"
+         OR _l MATCHES "^[ \t]*list[ \t]*\\([ \t]*[A-Z_]+[ \t]+CMAKE_CUDA_ARCHITECTURES[ \t)]")
         file(RELATIVE_PATH _rel "${CMAKE_SOURCE_DIR}" "${_f}")
         list(APPEND _hits "${_rel}:${_n}")
       endif()
     endforeach()
-  endforeach()
+  endwhile()
   if(_hits)
     list(REMOVE_DUPLICATES _hits)
     string(REPLACE ";" ", " _hits "${_hits}")
@@ -461,6 +491,28 @@ function(_cag_finish)
       cuda_arch_guard_verify(${_t})
     endif()
   endforeach()
+  # Targets with a link of their own verified through a stamp target: `--target <t>` skips the
+  # check. add_custom_command(TARGET ... POST_BUILD) must be called from the target's directory,
+  # which this call is not; the user's one line in that directory fixes it.
+  get_property(_stamped GLOBAL PROPERTY _CAG_STAMPED)
+  if(_stamped)
+    if(CMAKE_VERSION VERSION_LESS 3.19)
+      set(_why "CMake ${CMAKE_VERSION} has no cmake_language(DEFER) to attach it at the end of each target's directory (CMake >= 3.19 does)")
+    else()
+      set(_why "their directories were finished before include(CudaArchGuard) or they were passed to cuda_arch_guard_verify() from another directory")
+    endif()
+    set(_lines "")
+    foreach(_t IN LISTS _stamped)
+      get_target_property(_sd ${_t} SOURCE_DIR)
+      file(RELATIVE_PATH _rel "${CMAKE_SOURCE_DIR}" "${_sd}/CMakeLists.txt")
+      string(APPEND _lines "\n  cuda_arch_guard_verify(${_t})   # in ${_rel}, after the target is created")
+    endforeach()
+    list(LENGTH _stamped _n)
+    message(WARNING "CudaArchGuard: ${_n} target(s) are verified by a stamp target <target>_archguard_verify in 'all', "
+                    "not by a POST_BUILD step of their own link, so `cmake --build <dir> --target <target>` builds them "
+                    "unverified: a POST_BUILD step can only be attached from the target's own directory, and ${_why}. "
+                    "To verify each on its own build, add this line to its directory:${_lines}")
+  endif()
   # nvcc >= 11.2 compiles one file's architectures in parallel (--threads). "auto" gives each file
   # its share of the CPUs (CPUs / CUDA files, at most one thread per image), so that a project
   # with fewer files than CPUs gains and one that already fills them with -j is not oversubscribed.

@@ -28,7 +28,11 @@ built first); otherwise ``cuobjdump --list-elf/--list-ptx`` (``CudaArchGuard_CUO
 on ``PATH`` and beside nvcc); with neither, ``cuda_arch_guard_verify`` says at configure time
 that verification is off. Where the target lives in the calling directory the check is a
 ``POST_BUILD`` step; otherwise (and for object libraries) it is a custom target
-``<target>_archguard_verify`` that is part of ``all``.
+``<target>_archguard_verify`` that is part of ``all``, which ``cmake --build --target <target>``
+does not build: CMake attaches a ``POST_BUILD`` step only from the target's own directory
+(``add_custom_command(TARGET)``). Call ``cuda_arch_guard_verify(<target>)`` there, after the
+target is created, to make it a ``POST_BUILD`` step; the automatic verification of
+``CudaArchGuard`` lists every target left with a stamp target, and that line, in a warning.
 
 Script mode (what the build runs):
 
@@ -468,5 +472,10 @@ function(cuda_arch_guard_verify target)
       COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
     add_custom_target(${target}_archguard_verify ALL DEPENDS "${_stamp}")
+    if(NOT _type STREQUAL "OBJECT_LIBRARY")
+      # A target with a link of its own that `--target` builds unverified: listed in one warning
+      # at the end of the configure step, with the line that fixes it (CudaArchGuard.cmake).
+      set_property(GLOBAL APPEND PROPERTY _CAG_STAMPED ${target})
+    endif()
   endif()
 endfunction()

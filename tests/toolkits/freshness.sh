@@ -40,7 +40,7 @@ supported() {  # supported <sm> <suffix> -> 0 when the table says this release t
 }
 for sm in $(echo "$codes $archs" | tr ' ' '\n' | sort -nu); do
   if ! grep -q "^arch|$sm|" "$table"; then
-    v=""; echo "$variants" | grep -qx "${sm}a" && v="$rel"
+    v=""; grep -qx "${sm}a" <<< "$variants" && v="$rel"
     problems+=("add 'arch|$sm|$((sm / 10)).$((sm % 10))|<codename>|<products>|<tegra 0/1>|${v:--}|${v:--}|$rel|-|<family>' (nvcc $rel lists sm_$sm)")
   elif ! supported "$sm" ""; then
     problems+=("fix '$(grep "^arch|$sm|" "$table")': nvcc $rel lists sm_$sm")
@@ -54,7 +54,7 @@ done
 while IFS='|' read -r kind sm _; do
   [ "$kind" = arch ] || continue
   supported "$sm" "" || continue
-  echo "$codes" | grep -qx "$sm" ||
+  grep -qx "$sm" <<< "$codes" ||
     problems+=("fix '$(grep "^arch|$sm|" "$table")': it says CUDA $rel targets sm_$sm, nvcc $rel does not list it (removed in?)")
 done < "$table"
 

@@ -65,7 +65,7 @@ if [ -n "$native" ]; then
   cc="$("$smi" --query-gpu=index,uuid,name,compute_cap --format=csv,noheader | awk -F', ' '{print $4}' | sort -V | tail -1)"
   out="$("$archguard" check "$work/native/app" --cc "$cc" 2>&1)" || true
   echo "$out" | sed 's/^/  /'
-  echo "$out" | grep -qi "jit" || fail "native: archguard check --cc $cc does not predict the JIT"
+  grep -qi "jit" <<< "$out" || fail "native: archguard check --cc $cc does not predict the JIT"
 fi
 if [ -n "$ptxdriver" ]; then
   driver="${ptxdriver#ptx-driver:}"
@@ -76,12 +76,12 @@ if [ -n "$ptxdriver" ]; then
   "$archguard" inspect "$work/ptx-only.app" | grep -q "compute_$lowest .*$isa" || fail "ptx-only: no compute_$lowest with PTX ISA $isa"
   out="$("$archguard" check "$work/ptx-only.app" --cc 9.0 --driver "$driver" 2>&1)" && fail "ptx-only: check passed with driver $driver"
   echo "$out" | sed 's/^/  /'
-  echo "$out" | grep -q "222" || fail "ptx-only: archguard check --driver $driver does not predict 222 for PTX ISA $isa"
+  grep -q "222" <<< "$out" || fail "ptx-only: archguard check --driver $driver does not predict 222 for PTX ISA $isa"
 fi
 if "$nvcc" --list-gpu-code | grep -qx "sm_35\|sm_50"; then
   build_one all-min75 all -DARCH_MIN=7.5
   sass="$(grep -m1 "SASS:" "$work/all-min75.configure.log")"
-  echo "$sass" | grep -qE " (3|5|6)[0-9] | 7[02] " && fail "all-min75: ARCH_MIN=7.5 kept an older architecture: $sass"
+  grep -qE " (3|5|6)[0-9] | 7[02] " <<< "$sass" && fail "all-min75: ARCH_MIN=7.5 kept an older architecture: $sass"
   grep -qE "sm_(3|5|6)[0-9]|sm_7[02]" "$work/all-min75.inspect.log" && fail "all-min75: the binary still holds SASS below 7.5"
 fi
 echo "matrix: nvcc $release passed"

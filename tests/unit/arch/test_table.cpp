@@ -102,7 +102,13 @@ TEST_CASE("driver versions parse, format and map to a PTX ISA", "[arch][table]")
   CHECK(ptx_isa_for_driver({440, 0, 0}).empty());
   CHECK(min_driver_for_ptx_isa({9, 0}) == "580.65.06");
   CHECK(min_driver_for_ptx_isa({8, 6}) == "570.26");  // no release has 8.6: the next one up
-  CHECK(min_driver_for_ptx_isa({9, 1}).empty());       // 13.1's driver is not recorded
+  // CUDA 13.1 and 13.2 (release notes, "CUDA Toolkit and Corresponding Driver Versions").
+  CHECK(min_driver_for_ptx_isa({9, 1}) == "590.44.01");
+  CHECK(min_driver_for_ptx_isa({9, 2}) == "595.45.04");
+  CHECK(ptx_isa_for_driver({590, 44, 1}) == Version2{9, 1});
+  CHECK(ptx_isa_for_driver({590, 44, 0}) == Version2{9, 0});
+  CHECK(ptx_isa_for_driver({595, 45, 4}) == Version2{9, 2});
+  CHECK(min_driver_for_ptx_isa({9, 3}).empty());       // 13.3's driver is not recorded
 }
 
 TEST_CASE("a driver version given with fewer numbers compares on those numbers", "[arch][table]") {
