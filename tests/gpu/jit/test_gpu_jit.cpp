@@ -297,5 +297,12 @@ int main(int argc, char** argv) {
   if (again) check(mix_matches_host(run_mix(*ctx, again->function, "cached mix")), "cached mix matches the host");
 
   std::printf("%s: %d failure(s)\n", g_failures == 0 ? "PASS" : "FAIL", g_failures);
-  return g_failures == 0 ? 0 : 1;
+  if (g_failures != 0) return 1;
+  // The prebuilt comparisons are part of this test's subject: without nvcc's fatbins the run is
+  // incomplete, and says so to CTest (skipped) rather than pass (docs/testing.md).
+  if (all.empty() || sm80.empty()) {
+    std::printf("SKIPPED: no nvcc-built fatbins: the prebuilt comparisons did not run (the rest passed)\n");
+    return kSkip;
+  }
+  return 0;
 }

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "skip.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -17,12 +19,10 @@ namespace {
 
 const std::string kDir = ARCHGUARD_FIXTURE_DIR;
 
-/// Exits 77 (CTest: skipped) when the fixtures could not be built (no nvcc).
+/// Skips the test case (exit 77) when the fixtures could not be built (no nvcc).
 ScanReport load(const std::string& name) {
-  if (!std::filesystem::exists(kDir + "/stamp")) {
-    std::cerr << "no nvcc fixtures in " << kDir << ": skipped\n";
-    std::exit(77);
-  }
+  if (!std::filesystem::exists(kDir + "/stamp"))
+    archguard::test::skip_now("no nvcc fixtures in " + kDir + " (make_fixtures.sh needs nvcc)");
   auto r = scan_path(kDir + "/" + name);
   if (!r) FAIL(r.message());
   if (!r->errors.empty()) FAIL(r->errors.front());

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "skip.hpp"
+
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -447,10 +449,7 @@ TEST_CASE("the per-process scan memo notices a same-size rewrite with the mtime 
 
 TEST_CASE("prebuilt images come from the fatbin reader", "[jit]") {
   const std::string dir = ARCHGUARD_BINARY_DIR "/tests/gpu/jit/";
-  if (!fs::exists(dir + "kernels_sm80.fatbin")) {
-    WARN("no nvcc-built fatbins in " << dir << ": skipped");
-    return;
-  }
+  if (!fs::exists(dir + "kernels_sm80.fatbin")) ARCHGUARD_SKIP("no nvcc-built fatbins in " << dir);
   auto sm80 = read_text_file(dir + "kernels_sm80.fatbin");
   REQUIRE(sm80.ok());
   auto pb = Prebuilt::from_fatbin(std::as_bytes(std::span(sm80->data(), sm80->size())), "kernels_sm80.fatbin");
