@@ -99,6 +99,7 @@ endfunction()
 
 # Whether this nvcc can build an item; otherwise <out_err> explains and suggests.
 function(_cag_policy_check_item item who out_err)
+  _cag_table_import()
   string(REGEX MATCH "^(sass|ptx):([0-9]+)([af]?)$" _m "${item}")
   set(_kind ${CMAKE_MATCH_1})
   set(_sm ${CMAKE_MATCH_2})
@@ -179,6 +180,7 @@ endfunction()
 
 # Maps one detected/fleet GPU to an item; appends warnings/notes to the caller's lists.
 function(_cag_policy_gpu_item sm name who out_item out_note)
+  _cag_table_import()
   set(${out_note} "" PARENT_SCOPE)
   list(GET _CAG_NVCC_SASS 0 _lowest)
   list(GET _CAG_NVCC_SASS -1 _highest)
@@ -259,6 +261,7 @@ endfunction()
 # Warns when an 'a' target leaves another device of its family without SASS (100a alone fails
 # on CC 10.3). Families come from the table.
 function(_cag_policy_check_a_only items who)
+  _cag_table_import()
   foreach(_it IN LISTS items)
     if(NOT _it MATCHES "^sass:([0-9]+)a$")
       continue()
@@ -312,6 +315,7 @@ endfunction()
 # a lower minor on a non-Tegra part), by JIT (PTX of a plain architecture at or below it), or not
 # at all. out_runs: "native:89;jit:75;none:50"; out_text: one line for the summary.
 function(_cag_policy_runs items out_runs out_text)
+  _cag_table_import()
   set(_native "")
   set(_jit "")
   set(_none "")

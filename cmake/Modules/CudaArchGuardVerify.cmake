@@ -43,9 +43,6 @@ endif()
 cmake_policy(VERSION 3.18...4.4)
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTokens.cmake")
 
-set(_CAG_VERIFY_SCRIPT "${CMAKE_CURRENT_LIST_FILE}")
-set(_CAG_VERIFY_DIR "${CMAKE_CURRENT_LIST_DIR}")
-
 # The files cuobjdump lists, as "sass:90a" / "ptx:100f" items (ELF names drop 'f').
 function(_cag_verify_list_images cuobjdump file out_items out_err)
   set(_items "")
@@ -220,11 +217,11 @@ function(_cag_verifier_build out_var out_why)
   endif()
   set(_exe "")
   set(_why "")
-  set(_list "${_CAG_VERIFY_DIR}/CudaArchGuard/verifier-sources.txt")
-  if(EXISTS "${_CAG_VERIFY_DIR}/CudaArchGuard/verifier/tools/archguard-verify/main.cpp")
-    set(_root "${_CAG_VERIFY_DIR}/CudaArchGuard/verifier")        # installed
+  set(_list "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verifier-sources.txt")
+  if(EXISTS "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verifier/tools/archguard-verify/main.cpp")
+    set(_root "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verifier")        # installed
   else()
-    get_filename_component(_root "${_CAG_VERIFY_DIR}/../.." ABSOLUTE)  # the source tree
+    get_filename_component(_root "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../.." ABSOLUTE)  # the source tree
   endif()
   get_property(_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
   if(NOT "CXX" IN_LIST _langs)
@@ -242,7 +239,7 @@ function(_cag_verifier_build out_var out_why)
         list(APPEND _srcs "${_root}/${_f}")
       endif()
     endforeach()
-    file(MD5 "${_CAG_VERIFY_DIR}/CudaArchGuard/architectures.txt" _h)
+    file(MD5 "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/architectures.txt" _h)
     string(MD5 _key "${_key};${_h}")
     # CudaArchGuard_VERIFIER_DIR: where to build and keep it (default: this build tree); several
     # build trees may share one, each build is keyed by its sources and compiler and locked.
@@ -262,7 +259,7 @@ function(_cag_verifier_build out_var out_why)
       message(CHECK_START "CudaArchGuard: building the verify tool archguard-verify")
       file(REMOVE_RECURSE "${_dir}/build" "${_dir}/gen")
       execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${_dir}/gen/archguard/generated/arch_table.hpp"
-                              -P "${_CAG_VERIFY_DIR}/CudaArchGuardTable.cmake"
+                              -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuardTable.cmake"
                       RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
       if(_rc EQUAL 0)
         try_compile(_ok "${_dir}/build" SOURCES ${_srcs}
@@ -449,7 +446,7 @@ function(cuda_arch_guard_verify target)
   get_target_property(_bindir ${target} BINARY_DIR)
   if(NOT _type STREQUAL "OBJECT_LIBRARY" AND _bindir STREQUAL CMAKE_CURRENT_BINARY_DIR)
     add_custom_command(TARGET ${target} POST_BUILD
-      COMMAND ${_cmd} -P "${_CAG_VERIFY_SCRIPT}"
+      COMMAND ${_cmd} -P "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
       COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
     if(_cag_tool_dep)
@@ -463,8 +460,8 @@ function(cuda_arch_guard_verify target)
       set(_dep_files "$<TARGET_OBJECTS:${target}>")
     endif()
     add_custom_command(OUTPUT "${_stamp}"
-      COMMAND ${_cmd} "-DSTAMP=${_stamp}" -P "${_CAG_VERIFY_SCRIPT}"
-      DEPENDS ${target} ${_cag_tool_dep} "${_dep_files}" "${_CAG_VERIFY_SCRIPT}"
+      COMMAND ${_cmd} "-DSTAMP=${_stamp}" -P "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
+      DEPENDS ${target} ${_cag_tool_dep} "${_dep_files}" "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
       COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
     add_custom_target(${target}_archguard_verify ALL DEPENDS "${_stamp}")
