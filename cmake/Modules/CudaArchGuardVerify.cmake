@@ -7,6 +7,9 @@ Checks, as part of the build, that a finished binary really holds the architectu
 meant to: a missing SASS or PTX image fails the build with a message naming the target, the
 file and what is missing, instead of a user's "no kernel image is available" months later.
 
+Usable alone (``include(CudaArchGuardVerify)``: it includes what it uses) or through
+``CudaArchGuard``, which calls it for every CUDA target.
+
 .. code-block:: cmake
 
   cuda_arch_guard_verify(<target> [ARCHITECTURES <arch>...] [PTX highest|none|<arch>])
@@ -17,7 +20,8 @@ file and what is missing, instead of a user's "no kernel image is available" mon
 ``ARCHITECTURES``
   What the target must hold, in any dialect (``90`` = SASS + PTX, ``90-real`` = SASS only,
   ``sm_90``, ``9.0+PTX``, ``all-major``). Default: the target's own resolved
-  ``CUDA_ARCHITECTURES`` (``ARCH_POLICY``'s list when the property is ``OFF``).
+  ``CUDA_ARCHITECTURES`` (``ARCH_POLICY``'s list when the property is ``OFF``; used alone, a
+  target whose property is ``OFF`` needs ``ARCHITECTURES``).
 ``PTX``
   Overrides the PTX requirement: ``none`` (SASS only), ``highest`` (PTX for the highest
   required architecture) or an architecture (``90``).
@@ -42,6 +46,7 @@ if(NOT CMAKE_SCRIPT_MODE_FILE OR NOT CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRE
 endif()
 cmake_policy(VERSION 3.18...4.4)
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTokens.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardPolicy.cmake")  # cuda_arch_guard_resolve_policy
 
 # The files cuobjdump lists, as "sass:90a" / "ptx:100f" items (ELF names drop 'f').
 function(_cag_verify_list_images cuobjdump file out_items out_err)
@@ -286,11 +291,11 @@ function(_cag_verifier_build out_var out_why)
   set(${out_why} "${_why}" PARENT_SCOPE)
 endfunction()
 
-# The tool the verify step runs: sets _cag_tool_cmd (command words), _cag_tool_dep (target to
-# build first or ""), _cag_tool_kind (archguard | builtin | cuobjdump | ""): the archguard tool
-# when named, else archguard-verify built here (unless CudaArchGuard_BUILTIN_VERIFIER is OFF),
-# else cuobjdump.
-function(_cag_verify_tool)
+# The tool the verify step runs: sets <out_prefix>_CMD (command words), <out_prefix>_DEP (target
+# to build first or ""), <out_prefix>_KIND (archguard | builtin | cuobjdump | ""): the archguard
+# tool when named, else archguard-verify built here (unless CudaArchGuard_BUILTIN_VERIFIER is
+# OFF), else cuobjdump.
+function(_cag_verify_tool out_prefix)
   set(_cmd "")
   set(_dep "")
   set(_kind "")
@@ -332,9 +337,9 @@ function(_cag_verify_tool)
     set(_cmd "-DCUOBJDUMP=${CudaArchGuard_CUOBJDUMP}")
     set(_kind cuobjdump)
   endif()
-  set(_cag_tool_cmd "${_cmd}" PARENT_SCOPE)
-  set(_cag_tool_dep "${_dep}" PARENT_SCOPE)
-  set(_cag_tool_kind "${_kind}" PARENT_SCOPE)
+  set(${out_prefix}_CMD "${_cmd}" PARENT_SCOPE)
+  set(${out_prefix}_DEP "${_dep}" PARENT_SCOPE)
+  set(${out_prefix}_KIND "${_kind}" PARENT_SCOPE)
 endfunction()
 
 # The items a target must hold, from an explicit list or its CUDA_ARCHITECTURES.
@@ -350,7 +355,10 @@ function(_cag_verify_requirement target archs ptx out_items out_reason)
     endif()
     get_target_property(_value ${_from} CUDA_ARCHITECTURES)
     set(_who "CudaArchGuard: target '${_from}': CUDA_ARCHITECTURES ${_value}")
-    if(NOT _value OR _value STREQUAL "OFF")
+    if((NOT _value OR _value STREQUAL "OFF") AND "${CudaArchGuard_ARCHITECTURES}" STREQUAL "")
+      message(FATAL_ERROR "cuda_arch_guard_verify: target '${target}': its CUDA_ARCHITECTURES is ${_value} and no "
+                          "ARCH_POLICY was resolved (include(CudaArchGuard) does that); give ARCHITECTURES <arch>...")
+    elseif(NOT _value OR _value STREQUAL "OFF")
       set(_reason "ARCH_POLICY; the target's CUDA_ARCHITECTURES is ${_value}")
       set(_value "${CudaArchGuard_ARCHITECTURES}")
     elseif(NOT _from STREQUAL target)
@@ -427,8 +435,8 @@ function(cuda_arch_guard_verify target)
   endif()
   # Resolve the requirement first, so that a bad ARCHITECTURES fails even without a tool.
   _cag_verify_requirement(${target} "${arg_ARCHITECTURES}" "${arg_PTX}" _items _reason)
-  _cag_verify_tool()
-  if(NOT _cag_tool_kind)
+  _cag_verify_tool(_tool)
+  if(NOT _tool_KIND)
     get_property(_said GLOBAL PROPERTY _CAG_VERIFY_OFF_SAID)
     if(NOT _said)
       message(WARNING "CudaArchGuard: verification is off: neither the archguard tool (CudaArchGuard_EXECUTABLE) "
@@ -442,15 +450,15 @@ function(cuda_arch_guard_verify target)
   _cag_tokens_format("${_items}" cmake _req_text)
   set_property(TARGET ${target} PROPERTY _CAG_VERIFY_ATTACHED ON)
   set(_cmd "${CMAKE_COMMAND}" "-DTARGET=${target}" "-DFILES=${_files}" "-DREQUIRE=${_req}"
-           "-DREASON=${_reason}" ${_cag_tool_cmd})
+           "-DREASON=${_reason}" ${_tool_CMD})
   get_target_property(_bindir ${target} BINARY_DIR)
   if(NOT _type STREQUAL "OBJECT_LIBRARY" AND _bindir STREQUAL CMAKE_CURRENT_BINARY_DIR)
     add_custom_command(TARGET ${target} POST_BUILD
       COMMAND ${_cmd} -P "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
       COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
-    if(_cag_tool_dep)
-      add_dependencies(${target} ${_cag_tool_dep})
+    if(_tool_DEP)
+      add_dependencies(${target} ${_tool_DEP})
     endif()
   else()
     # add_custom_command(TARGET) only works in the target's directory: use a stamp instead.
@@ -461,7 +469,7 @@ function(cuda_arch_guard_verify target)
     endif()
     add_custom_command(OUTPUT "${_stamp}"
       COMMAND ${_cmd} "-DSTAMP=${_stamp}" -P "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
-      DEPENDS ${target} ${_cag_tool_dep} "${_dep_files}" "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
+      DEPENDS ${target} ${_tool_DEP} "${_dep_files}" "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
       COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
     add_custom_target(${target}_archguard_verify ALL DEPENDS "${_stamp}")

@@ -16,8 +16,8 @@ corpus shared with the C++ reader (``tests/data/fleet/EXPECTED.txt``: ``<file>|<
 cmake_policy(VERSION 3.18)
 if(DEFINED ONE)  # child: read one file, print what it gave
   include("${MODULE_DIR}/CudaArchGuardDetect.cmake")
-  _cag_read_fleet("${ONE}")
-  string(REPLACE ";" "," _sms "${_CAG_GPU_SMS}")
+  _cag_read_fleet("${ONE}" _fleet)
+  string(REPLACE ";" "," _sms "${_fleet_SMS}")
   message("SMS=${_sms}")
   return()
 endif()
