@@ -64,7 +64,8 @@ Results (``<prefix>_<NAME>``, in the caller's scope):
 ``RUNS``                ``native:89;jit:75;...;none:50`` (internal form of the ``runs:`` line)
 ``SUMMARY``             the configure summary, one line per list item
 
-Script mode (no project, nothing compiled):
+Script mode (no project, nothing compiled), in ``CudaArchGuard/policy-script.cmake``; ``-P`` on
+this file runs the same:
 
 .. code-block:: console
 
@@ -77,9 +78,11 @@ Script mode (no project, nothing compiled):
 goes to stdout, the summary and warnings to stderr. ``NORMALIZE=<list>`` instead prints the
 canonical CMake form of a token list (or ``ERROR: <why>``) without asking nvcc.
 #]=======================================================================]
-if(NOT CMAKE_SCRIPT_MODE_FILE OR NOT CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  include_guard(GLOBAL)
+if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE AND NOT _CAG_SCRIPT)
+  include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuard/policy-script.cmake")  # the script mode lives there
+  return()
 endif()
+include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)  # this file's own policy scope (include() pushes one)
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTable.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTokens.cmake")
@@ -709,70 +712,3 @@ function(cuda_arch_guard_resolve_policy)
   set(${arg_PREFIX}_RUNS "${_runs}" PARENT_SCOPE)
   set(${arg_PREFIX}_SUMMARY "${_summary}" PARENT_SCOPE)
 endfunction()
-
-# Script mode -------------------------------------------------------------------------------
-if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  # cmake applies -D only before -P; accept "cmake -P CudaArchGuardPolicy.cmake -DARCH_POLICY=..." too.
-  set(_cag_after OFF)
-  math(EXPR _cag_last "${CMAKE_ARGC} - 1")
-  foreach(_cag_i RANGE 1 ${_cag_last})
-    set(_cag_a "${CMAKE_ARGV${_cag_i}}")
-    if(_cag_after)
-      if(_cag_a MATCHES "^-D([A-Za-z_][A-Za-z0-9_]*)(:[A-Z]+)?=(.*)$")
-        set(${CMAKE_MATCH_1} "${CMAKE_MATCH_3}")
-      elseif(NOT _cag_a STREQUAL "--")
-        message(FATAL_ERROR "CudaArchGuardPolicy: unknown argument '${_cag_a}'; give settings as -D<name>=<value> "
-                            "(ARCH_POLICY, ARCH_PTX, ARCH_MIN, EXACT, FORMAT, NVCC, NVIDIA_SMI, CACHE_DIR, QUIET, NORMALIZE)")
-      endif()
-    elseif(_cag_a STREQUAL "-P")
-      math(EXPR _cag_skip "${_cag_i} + 1")
-    elseif(DEFINED _cag_skip AND _cag_i EQUAL _cag_skip)
-      set(_cag_after ON)  # the script's own path; what follows is ours
-    endif()
-  endforeach()
-  if(DEFINED NORMALIZE)
-    _cag_tokens_parse("${NORMALIZE}" _items _err)
-    if(_err)
-      execute_process(COMMAND ${CMAKE_COMMAND} -E echo "ERROR: ${_err}")
-    else()
-      _cag_tokens_format("${_items}" cmake _out)
-      execute_process(COMMAND ${CMAKE_COMMAND} -E echo "${_out}")
-    endif()
-    return()
-  endif()
-  if(NOT NVCC)
-    find_program(NVCC nvcc PATHS "$ENV{CUDA_PATH}/bin" /usr/local/cuda/bin)
-    if(NOT NVCC)
-      message(FATAL_ERROR "CudaArchGuardPolicy: no nvcc on PATH, in $CUDA_PATH/bin or /usr/local/cuda/bin; pass -DNVCC=<path>")
-    endif()
-  endif()
-  if(NOT FORMAT)
-    set(FORMAT cmake)
-  endif()
-  if(EXACT)
-    set(_exact EXACT)
-  endif()
-  cuda_arch_guard_resolve_policy(POLICY "${ARCH_POLICY}" NVCC "${NVCC}" PTX "${ARCH_PTX}" MIN "${ARCH_MIN}"
-                                 NVIDIA_SMI "${NVIDIA_SMI}" CACHE_DIR "${CACHE_DIR}" ${_exact})
-  if(NOT QUIET)
-    string(REPLACE "\n" "\nCudaArchGuard: " _l "${CudaArchGuard_SUMMARY}")
-    message(NOTICE "CudaArchGuard: ${_l}")
-  endif()
-  if(FORMAT STREQUAL "cmake")
-    set(_out "${CudaArchGuard_ARCHITECTURES}")
-  elseif(FORMAT STREQUAL "gencode")
-    string(REPLACE ";" " " _out "${CudaArchGuard_GENCODE_FLAGS}")
-  elseif(FORMAT STREQUAL "torch")
-    set(_out "${CudaArchGuard_TORCH_ARCH_LIST}")
-    if(CudaArchGuard_TORCH_NOTE)
-      message(NOTICE "CudaArchGuard: TORCH_CUDA_ARCH_LIST cannot express: ${CudaArchGuard_TORCH_NOTE}")
-    endif()
-  elseif(FORMAT STREQUAL "tf")
-    set(_out "${CudaArchGuard_TF_COMPUTE_CAPABILITIES}")
-  elseif(FORMAT STREQUAL "summary")
-    set(_out "${CudaArchGuard_SUMMARY}")
-  else()
-    message(FATAL_ERROR "CudaArchGuardPolicy: FORMAT='${FORMAT}' is unknown; use cmake, gencode, torch, tf or summary")
-  endif()
-  execute_process(COMMAND ${CMAKE_COMMAND} -E echo "${_out}")
-endif()

@@ -26,21 +26,24 @@ every directory and every function sees the same table wherever the module was i
 ``CudaArchGuard_RELEASE_<major>_<minor>_{PTX_ISA,MIN_DRIVER}``
   PTX ISA version and minimum Linux driver of a release.
 
-Script mode (used by the build and the tests):
+Script mode (used by the build and the tests), in ``CudaArchGuard/table-script.cmake``; ``-P``
+on this file runs the same:
 
 .. code-block:: console
 
-  cmake -DEMIT=cxx -DOUTPUT=<header> -P CudaArchGuardTable.cmake
-  cmake -DEMIT=rows -P CudaArchGuardTable.cmake     # canonical rows on stdout
+  cmake -DEMIT=cxx -DOUTPUT=<header> -P CudaArchGuard/table-script.cmake
+  cmake -DEMIT=rows -P CudaArchGuard/table-script.cmake     # canonical rows on stdout
 
 ``rows`` prints one ``arch|...``, ``rename|...`` or ``release|...`` line per entry in a
 canonical form; ``archguard arch list --rows`` prints the same from the compiled-in table,
 and a test compares the two.
 #]=======================================================================]
 
-if(NOT CMAKE_SCRIPT_MODE_FILE OR NOT CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  include_guard(GLOBAL)
+if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE AND NOT _CAG_SCRIPT)
+  include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuard/table-script.cmake")  # the script mode lives there
+  return()
 endif()
+include_guard(GLOBAL)
 
 function(cuda_arch_guard_load_table)
   if(ARGN)
@@ -218,17 +221,3 @@ function(_cag_table_emit_cxx output)
   endif()
   file(WRITE "${output}" "${_h}")
 endfunction()
-
-if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  if(EMIT STREQUAL "cxx")
-    if(NOT OUTPUT)
-      message(FATAL_ERROR "CudaArchGuardTable: EMIT=cxx needs -DOUTPUT=<header path>")
-    endif()
-    _cag_table_emit_cxx("${OUTPUT}")
-  elseif(EMIT STREQUAL "rows")
-    _cag_table_emit_rows(_rows)
-    execute_process(COMMAND ${CMAKE_COMMAND} -E echo_append "${_rows}")
-  else()
-    message(FATAL_ERROR "CudaArchGuardTable: unknown EMIT='${EMIT}'; use -DEMIT=cxx -DOUTPUT=<file> or -DEMIT=rows")
-  endif()
-endif()

@@ -34,148 +34,22 @@ that verification is off. Where the target lives in the calling directory the ch
 ``POST_BUILD`` step; otherwise (and for object libraries) it is a custom target
 ``<target>_archguard_verify`` that is part of ``all``.
 
-Script mode (what the build runs):
+The verify step itself is the script ``CudaArchGuard/verify-step.cmake`` (``-P`` on this file
+runs the same):
 
 .. code-block:: console
 
   cmake -DTARGET=<name> -DFILES=<f1|f2> -DREQUIRE=<sass:80|ptx:90> [-DARCHGUARD=<exe>]
-        [-DCUOBJDUMP=<exe>] [-DREASON=<text>] [-DSTAMP=<file>] -P CudaArchGuardVerify.cmake
+        [-DCUOBJDUMP=<exe>] [-DREASON=<text>] [-DSTAMP=<file>] -P CudaArchGuard/verify-step.cmake
 #]=======================================================================]
-if(NOT CMAKE_SCRIPT_MODE_FILE OR NOT CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  include_guard(GLOBAL)
+if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE AND NOT _CAG_SCRIPT)
+  include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuard/verify-step.cmake")  # the script mode lives there
+  return()
 endif()
+include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTokens.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardPolicy.cmake")  # cuda_arch_guard_resolve_policy
-
-# The files cuobjdump lists, as "sass:90a" / "ptx:100f" items (ELF names drop 'f').
-function(_cag_verify_list_images cuobjdump file out_items out_err)
-  set(_items "")
-  set(${out_err} "" PARENT_SCOPE)
-  foreach(_what elf ptx)
-    execute_process(COMMAND "${cuobjdump}" --list-${_what} "${file}"
-                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
-    if(NOT _rc EQUAL 0 AND NOT _err MATCHES "No (PTX|ELF) file found")
-      string(STRIP "${_err}" _err)
-      set(${out_err} "cuobjdump --list-${_what} failed (exit ${_rc}): ${_err}" PARENT_SCOPE)
-      return()
-    endif()
-    string(REGEX MATCHALL "\\.sm_[0-9]+[af]?\\.(cubin|ptx)" _names "${_out}")
-    foreach(_n IN LISTS _names)
-      string(REGEX MATCH "sm_([0-9]+[af]?)\\." _m "${_n}")
-      if(_what STREQUAL "elf")
-        list(APPEND _items "sass:${CMAKE_MATCH_1}")
-      else()
-        list(APPEND _items "ptx:${CMAKE_MATCH_1}")
-      endif()
-    endforeach()
-  endforeach()
-  list(REMOVE_DUPLICATES _items)
-  set(${out_items} "${_items}" PARENT_SCOPE)
-endfunction()
-
-function(_cag_verify_run)
-  string(REPLACE "|" ";" _files "${FILES}")
-  string(REPLACE "|" ";" _require "${REQUIRE}")
-  if(NOT _files)
-    message(FATAL_ERROR "CudaArchGuard: target '${TARGET}': nothing to verify (no files)")
-  endif()
-  # archguard verify: --require takes the SASS as a CMake list (X-real), --ptx the PTX (X-virtual
-  # list, or none), so that neither reading of a bare number can blur the two.
-  set(_sass_req "")
-  set(_ptx_req "")
-  foreach(_it IN LISTS _require)
-    if(_it MATCHES "^sass:(.*)$")
-      list(APPEND _sass_req "${CMAKE_MATCH_1}-real")
-    elseif(_it MATCHES "^ptx:(.*)$")
-      list(APPEND _ptx_req "${CMAKE_MATCH_1}-virtual")
-    endif()
-  endforeach()
-  if(NOT _ptx_req)
-    set(_ptx_req none)
-  endif()
-  if(NOT _sass_req)
-    # A PTX-only policy (ARCH_POLICY=90-virtual): --require must name something, and the PTX
-    # list in CMake form ("90-virtual") requires exactly that PTX and no SASS.
-    set(_sass_req "${_ptx_req}")
-  endif()
-  _cag_tokens_format("${_require}" cmake _req_text)
-  set(_failures "")
-  foreach(_f IN LISTS _files)
-    if(ARCHGUARD)
-      execute_process(COMMAND "${ARCHGUARD}" verify "${_f}" --require "${_sass_req}" --ptx "${_ptx_req}" --quiet
-                      RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
-      if(_rc EQUAL 0)
-        continue()
-      endif()
-      string(STRIP "${_out}${_err}" _msg)
-      # Each line already names the file (and its translation unit and kernels). Kept as text:
-      # a ';' in it must not become a list separator, hence the placeholder until the end.
-      string(REPLACE ";" "<cag-semicolon>" _msg "${_msg}")
-      if(_rc EQUAL 1)
-        # Drop verify's own summary line and its generic "add N to ARCH_POLICY" advice: the
-        # architectures are in this target's requirement already (see the Fix line below).
-        string(REGEX REPLACE "\n?verify: FAILED: [^\n]*" "" _msg "${_msg}")
-        string(REGEX REPLACE "<cag-semicolon> (add [^\n]* to ARCH_POLICY( or enable PTX)?|enable PTX for [^\n]*)(\n|$)" "\\3" _msg "${_msg}")
-        string(REPLACE "\n" "\n  " _msg "${_msg}")
-        list(APPEND _failures "${_msg}")
-      else()
-        list(APPEND _failures "${_f}: archguard verify could not check it (exit ${_rc}): ${_msg}")
-      endif()
-    elseif(CUOBJDUMP)
-      _cag_verify_list_images("${CUOBJDUMP}" "${_f}" _have _err)
-      if(_err)
-        list(APPEND _failures "${_f}: ${_err}")
-        continue()
-      endif()
-      if(NOT _have)
-        # No kernel, no "no kernel image" error: say so and pass, as archguard verify does.
-        message(STATUS "CudaArchGuard: target '${TARGET}': ${_f} holds no device code; nothing to verify")
-        continue()
-      endif()
-      set(_missing "")
-      foreach(_it IN LISTS _require)
-        set(_alt "${_it}")
-        if(_it MATCHES "^sass:([0-9]+)f$")
-          set(_alt "sass:${CMAKE_MATCH_1}")  # cuobjdump drops 'f' from ELF names
-        endif()
-        if(NOT _it IN_LIST _have AND NOT _alt IN_LIST _have)
-          string(REGEX REPLACE "^sass:(.*)" "sm_\\1 SASS" _d "${_it}")
-          string(REGEX REPLACE "^ptx:(.*)" "compute_\\1 PTX" _d "${_d}")
-          list(APPEND _missing "${_d}")
-        endif()
-      endforeach()
-      if(_missing)
-        _cag_tokens_format("${_have}" cmake _found)
-        if(NOT _found)
-          set(_found "no CUDA image")
-        endif()
-        string(REPLACE ";" ", " _missing "${_missing}")
-        list(APPEND _failures "${_f}: missing ${_missing} (found ${_found})")
-      endif()
-    else()
-      message(FATAL_ERROR "CudaArchGuard: target '${TARGET}': neither ARCHGUARD nor CUOBJDUMP given to the verify step")
-    endif()
-  endforeach()
-  if(_failures)
-    string(REPLACE ";" "\n  " _failures "${_failures}")
-    string(REPLACE "<cag-semicolon>" ";" _failures "${_failures}")
-    message(FATAL_ERROR "CudaArchGuard: target '${TARGET}' does not hold the architectures it must (${_req_text}, from ${REASON}):\n  ${_failures}\n"
-                        "Fix: make the target build them (its CUDA_ARCHITECTURES, ARCH_POLICY or compile flags; a source file "
-                        "with its own -arch/-gencode options, or an object linked in from elsewhere, overrides them), "
-                        "or change what cuda_arch_guard_verify() requires.")
-  endif()
-  if(STAMP)
-    file(WRITE "${STAMP}" "${_req_text}\n")
-  endif()
-  list(LENGTH _files _nf)
-  message(STATUS "CudaArchGuard: target '${TARGET}' holds ${_req_text} (${_nf} file(s) checked)")
-endfunction()
-
-if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  _cag_verify_run()
-  return()
-endif()
 
 # ---- configure-time side ------------------------------------------------------------------
 
@@ -264,7 +138,7 @@ function(_cag_verifier_build out_var out_why)
       message(CHECK_START "CudaArchGuard: building the verify tool archguard-verify")
       file(REMOVE_RECURSE "${_dir}/build" "${_dir}/gen")
       execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${_dir}/gen/archguard/generated/arch_table.hpp"
-                              -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuardTable.cmake"
+                              -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/table-script.cmake"
                       RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
       if(_rc EQUAL 0)
         try_compile(_ok "${_dir}/build" SOURCES ${_srcs}
@@ -454,7 +328,7 @@ function(cuda_arch_guard_verify target)
   get_target_property(_bindir ${target} BINARY_DIR)
   if(NOT _type STREQUAL "OBJECT_LIBRARY" AND _bindir STREQUAL CMAKE_CURRENT_BINARY_DIR)
     add_custom_command(TARGET ${target} POST_BUILD
-      COMMAND ${_cmd} -P "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
+      COMMAND ${_cmd} -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verify-step.cmake"
       COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
     if(_tool_DEP)
@@ -468,8 +342,8 @@ function(cuda_arch_guard_verify target)
       set(_dep_files "$<TARGET_OBJECTS:${target}>")
     endif()
     add_custom_command(OUTPUT "${_stamp}"
-      COMMAND ${_cmd} "-DSTAMP=${_stamp}" -P "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
-      DEPENDS ${target} ${_tool_DEP} "${_dep_files}" "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
+      COMMAND ${_cmd} "-DSTAMP=${_stamp}" -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verify-step.cmake"
+      DEPENDS ${target} ${_tool_DEP} "${_dep_files}" "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verify-step.cmake"
       COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
     add_custom_target(${target}_archguard_verify ALL DEPENDS "${_stamp}")
