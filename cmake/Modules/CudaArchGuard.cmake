@@ -113,7 +113,7 @@ set(_CAG_CACHE_DIR "${CMAKE_BINARY_DIR}/CMakeFiles/CudaArchGuard" CACHE INTERNAL
 file(MAKE_DIRECTORY "${_CAG_CACHE_DIR}")
 # The tool as named where the module was included (a normal variable there, maybe a target).
 set_property(GLOBAL PROPERTY _CAG_EXECUTABLE "${CudaArchGuard_EXECUTABLE}")
-_cag_nvcc_query("${CMAKE_CUDA_COMPILER}" "${_CAG_CACHE_DIR}")
+_cag_nvcc_query("${CMAKE_CUDA_COMPILER}" "${_CAG_CACHE_DIR}" _cag_nvcc)
 
 # Where the project set CMAKE_CUDA_ARCHITECTURES, as "; set at <file>:<line>[, ...]" from the
 # list files CMake has read so far in this directory chain and the project's cmake/ helpers, or ""
@@ -192,7 +192,7 @@ elseif(NOT "${CMAKE_CUDA_ARCHITECTURES}" STREQUAL "${_cag_cached}")
   set(_cag_user "set() in the project")
   set(_cag_user_value "${CMAKE_CUDA_ARCHITECTURES}")
 elseif(NOT _cag_help STREQUAL "CUDA architectures" OR NOT _cag_type STREQUAL "STRING"
-       OR (NOT "${_CAG_NVCC_DEFAULT}" STREQUAL "" AND NOT "${_cag_cached}" STREQUAL "${_CAG_NVCC_DEFAULT}"))
+       OR (NOT "${_cag_nvcc_DEFAULT}" STREQUAL "" AND NOT "${_cag_cached}" STREQUAL "${_cag_nvcc_DEFAULT}"))
   set(_cag_user "the cache (-DCMAKE_CUDA_ARCHITECTURES)")
   set(_cag_user_value "${_cag_cached}")
 endif()
@@ -240,7 +240,7 @@ endif()
 set_property(GLOBAL PROPERTY _CAG_OVERRIDE ${_cag_override})
 # Targets created with CMake's default before (or outside) this scope are fixed at the end.
 set_property(GLOBAL PROPERTY _CAG_CMAKE_DEFAULT "${_cag_cached}")
-set(CudaArchGuard_NVCC_VERSION "${_CAG_NVCC_VERSION}" CACHE INTERNAL "CudaArchGuard: the nvcc release")
+set(CudaArchGuard_NVCC_VERSION "${_cag_nvcc_VERSION}" CACHE INTERNAL "CudaArchGuard: the nvcc release")
 if(_cag_user OR _cag_arch_off)
   set_property(GLOBAL PROPERTY _CAG_APPLY_POLICY OFF)
 else()
@@ -260,7 +260,7 @@ foreach(_cag_it IN LISTS CudaArchGuard_ITEMS)
 endforeach()
 set(_cag_deprecated "")
 if(_cag_low AND NOT "${CudaArchGuard_ARCHITECTURES}" STREQUAL "")
-  set(_cag_key "${CMAKE_CUDA_COMPILER};${_CAG_NVCC_VERSION};${_cag_low}")
+  set(_cag_key "${CMAKE_CUDA_COMPILER};${_cag_nvcc_VERSION};${_cag_low}")
   if(NOT "${_CAG_DEPRECATED_KEY}" STREQUAL "${_cag_key}")
     file(WRITE "${_CAG_CACHE_DIR}/cag_deprecated_probe.cu" "")
     execute_process(COMMAND "${CMAKE_CUDA_COMPILER}" --dryrun -c -arch=sm_${_cag_low} cag_deprecated_probe.cu -o cag_deprecated_probe.o
@@ -296,20 +296,20 @@ if(_cag_deprecated)
   else()
     message(FATAL_ERROR "CudaArchGuard: CudaArchGuard_DEPRECATED='${CudaArchGuard_DEPRECATED}' is not quiet or warn")
   endif()
-  message(STATUS "CudaArchGuard: nvcc ${_CAG_NVCC_VERSION} calls ${_cag_d} deprecated (below compute_${_CAG_DEPRECATED_BELOW}); "
+  message(STATUS "CudaArchGuard: nvcc ${_cag_nvcc_VERSION} calls ${_cag_d} deprecated (below compute_${_CAG_DEPRECATED_BELOW}); "
                  "${_cag_dep_how}; -DARCH_MIN=${_cag_min_major}.${_cag_min_minor} drops them")
 endif()
 
 # The verify tool, said once.
-_cag_verify_tool()
+_cag_verify_tool(_cag_tool)
 if(NOT CudaArchGuard_VERIFY)
   set(_cag_verify_line "off (CudaArchGuard_VERIFY=OFF)")
-elseif(_cag_tool_kind STREQUAL "archguard")
+elseif(_cag_tool_KIND STREQUAL "archguard")
   set(_cag_verify_line "archguard verify (${CudaArchGuard_EXECUTABLE})")
-elseif(_cag_tool_kind STREQUAL "builtin")
+elseif(_cag_tool_KIND STREQUAL "builtin")
   get_property(_cag_v GLOBAL PROPERTY _CAG_VERIFIER)
   set(_cag_verify_line "archguard-verify, built from the module's sources (${_cag_v})")
-elseif(_cag_tool_kind STREQUAL "cuobjdump")
+elseif(_cag_tool_KIND STREQUAL "cuobjdump")
   set(_cag_verify_line "cuobjdump (${CudaArchGuard_CUOBJDUMP}); the archguard tool is not available")
 else()
   set(_cag_verify_line "OFF: neither the archguard tool nor cuobjdump was found (set CudaArchGuard_EXECUTABLE or CudaArchGuard_CUOBJDUMP)")

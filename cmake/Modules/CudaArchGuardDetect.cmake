@@ -7,8 +7,8 @@ Finds the compute capabilities of the GPUs this host can see, and reads fleet in
 
 .. code-block:: cmake
 
-  _cag_detect_gpus(<nvidia-smi or ""> <nvcc> <cache dir or "">)
-  _cag_read_fleet(<csv file>)
+  _cag_detect_gpus(<nvidia-smi or ""> <nvcc> <cache dir or ""> <out_prefix>)
+  _cag_read_fleet(<csv file> <out_prefix>)
 
 ``_cag_detect_gpus`` tries, in order:
 
@@ -21,15 +21,14 @@ Finds the compute capabilities of the GPUs this host can see, and reads fleet in
 3. a probe compiled with nvcc and run.
 
 Every answer is validated against a strict pattern, so an error message printed by a tool can
-never become an architecture. Sets ``_CAG_GPU_SMS`` (distinct SM numbers, ascending),
-``_CAG_GPU_NAMES`` (``name (CC)`` per device), ``_CAG_GPU_SOURCE`` (which method answered) and
-``_CAG_GPU_WHY`` (why none was found). With a cache directory the answer is kept in
+never become an architecture. Sets ``<out_prefix>_SMS`` (distinct SM numbers, ascending),
+``<out_prefix>_NAMES`` (``name (CC)`` per device), ``<out_prefix>_SOURCE`` (which method
+answered) and ``<out_prefix>_WHY`` (why none was found). With a cache directory the answer is kept in
 ``<cache dir>/gpus.cmake`` keyed on the host, the tools and ``CUDA_VISIBLE_DEVICES``; delete
 that file to detect again.
 
 ``_cag_read_fleet`` reads what ``nvidia-smi --query-gpu=name,compute_cap --format=csv`` printed
-on many machines, concatenated (header lines may repeat), and sets ``_CAG_GPU_SMS`` and
-``_CAG_GPU_NAMES`` the same way.
+on many machines, concatenated (header lines may repeat), and sets the same four variables.
 #]=======================================================================]
 include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)  # this file's own policy scope (include() pushes one)
@@ -205,7 +204,7 @@ int main() {
   endif()
 endfunction()
 
-function(_cag_detect_gpus smi nvcc cache_dir)
+function(_cag_detect_gpus smi nvcc cache_dir out_prefix)
   list(APPEND CMAKE_MESSAGE_CONTEXT "detect")
   cmake_host_system_information(RESULT _host QUERY HOSTNAME)
   if(DEFINED ENV{CUDA_VISIBLE_DEVICES})
@@ -219,9 +218,7 @@ function(_cag_detect_gpus smi nvcc cache_dir)
     set(_cached_key "")
     include("${cache_dir}/gpus.cmake")
     if(_cached_key STREQUAL _key)
-      foreach(_v IN LISTS _vars)
-        set(${_v} "${${_v}}" PARENT_SCOPE)
-      endforeach()
+      _cag_gpu_results(${out_prefix})
       return()
     endif()
   endif()
@@ -302,10 +299,15 @@ function(_cag_detect_gpus smi nvcc cache_dir)
     endforeach()
     file(WRITE "${cache_dir}/gpus.cmake" "${_content}")
   endif()
-  foreach(_v IN LISTS _vars)
-    set(${_v} "${${_v}}" PARENT_SCOPE)
-  endforeach()
+  _cag_gpu_results(${out_prefix})
 endfunction()
+
+# Copies the _CAG_GPU_* of the calling function to <out_prefix>_* of its caller.
+macro(_cag_gpu_results out_prefix)
+  foreach(_v SMS NAMES SOURCE WHY)
+    set(${out_prefix}_${_v} "${_CAG_GPU_${_v}}" PARENT_SCOPE)
+  endforeach()
+endmacro()
 
 # The fleet-file grammar, shared with the C++ reader (parse_fleet_csv) and tested on one corpus
 # (tests/data/fleet): lines end at "\n" (a trailing "\r" is dropped); spaces and tabs around a
@@ -320,7 +322,7 @@ function(_cag_fleet_fail file lineno text why)
                       " (one line per GPU: name, X.Y)")
 endfunction()
 
-function(_cag_read_fleet file)
+function(_cag_read_fleet file out_prefix)
   if(NOT EXISTS "${file}" OR IS_DIRECTORY "${file}")
     message(FATAL_ERROR "CudaArchGuard: ARCH_POLICY=fleet:${file}: the file does not exist; "
                         "gather it with 'nvidia-smi --query-gpu=name,compute_cap --format=csv' on each machine")
@@ -414,8 +416,8 @@ function(_cag_read_fleet file)
                         "gather it with 'nvidia-smi --query-gpu=name,compute_cap --format=csv' on each machine")
   endif()
   list(REMOVE_DUPLICATES _names)
-  set(_CAG_GPU_SMS "${_sms}" PARENT_SCOPE)
-  set(_CAG_GPU_NAMES "${_names}" PARENT_SCOPE)
-  set(_CAG_GPU_SOURCE "fleet file ${file}" PARENT_SCOPE)
-  set(_CAG_GPU_WHY "" PARENT_SCOPE)
+  set(${out_prefix}_SMS "${_sms}" PARENT_SCOPE)
+  set(${out_prefix}_NAMES "${_names}" PARENT_SCOPE)
+  set(${out_prefix}_SOURCE "fleet file ${file}" PARENT_SCOPE)
+  set(${out_prefix}_WHY "" PARENT_SCOPE)
 endfunction()

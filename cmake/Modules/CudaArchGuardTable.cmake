@@ -11,7 +11,9 @@ generates the C++ header the ``archguard`` library compiles in.
 
   cuda_arch_guard_load_table()
 
-Result variables (set in the caller's scope):
+The table is read once per CMake run into GLOBAL properties (one per result variable below), so
+every directory and every function sees the same table wherever the module was included;
+``cuda_arch_guard_load_table()`` copies it into the caller's scope as these result variables:
 
 ``CudaArchGuard_TABLE_SMS``
   SM numbers in table order (``35;37;...;121``).
@@ -24,32 +26,55 @@ Result variables (set in the caller's scope):
 ``CudaArchGuard_RELEASE_<major>_<minor>_{PTX_ISA,MIN_DRIVER}``
   PTX ISA version and minimum Linux driver of a release.
 
-Script mode (used by the build and the tests):
+Script mode (used by the build and the tests), in ``CudaArchGuard/table-script.cmake``; ``-P``
+on this file runs the same:
 
 .. code-block:: console
 
-  cmake -DEMIT=cxx -DOUTPUT=<header> -P CudaArchGuardTable.cmake
-  cmake -DEMIT=rows -P CudaArchGuardTable.cmake     # canonical rows on stdout
+  cmake -DEMIT=cxx -DOUTPUT=<header> -P CudaArchGuard/table-script.cmake
+  cmake -DEMIT=rows -P CudaArchGuard/table-script.cmake     # canonical rows on stdout
 
 ``rows`` prints one ``arch|...``, ``rename|...`` or ``release|...`` line per entry in a
 canonical form; ``archguard arch list --rows`` prints the same from the compiled-in table,
 and a test compares the two.
 #]=======================================================================]
 
-if(NOT CMAKE_SCRIPT_MODE_FILE OR NOT CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  include_guard(GLOBAL)
+if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE AND NOT _CAG_SCRIPT)
+  include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuard/table-script.cmake")  # the script mode lives there
+  return()
 endif()
-
-set(_CAG_TABLE_FILE "${CMAKE_CURRENT_LIST_DIR}/CudaArchGuard/architectures.txt")
+include_guard(GLOBAL)
 
 function(cuda_arch_guard_load_table)
   if(ARGN)
     message(FATAL_ERROR "cuda_arch_guard_load_table: takes no arguments, got '${ARGN}'")
   endif()
-  if(NOT EXISTS "${_CAG_TABLE_FILE}")
-    message(FATAL_ERROR "cuda_arch_guard_load_table: the architecture table '${_CAG_TABLE_FILE}' is missing; reinstall CudaArchGuard")
+  get_property(_names GLOBAL PROPERTY _CAG_TABLE_VARIABLES)
+  if(NOT _names)
+    _cag_table_read("${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/architectures.txt")
+    get_property(_names GLOBAL PROPERTY _CAG_TABLE_VARIABLES)
   endif()
-  file(STRINGS "${_CAG_TABLE_FILE}" _lines REGEX "^(arch|rename|release)\\|")
+  foreach(_v IN LISTS _names)
+    get_property(_val GLOBAL PROPERTY ${_v})
+    set(${_v} "${_val}" PARENT_SCOPE)
+  endforeach()
+endfunction()
+
+# The table in the calling function's scope, unless an enclosing scope has it already: every
+# function that reads CudaArchGuard_TABLE_* / CudaArchGuard_ARCH_* starts with this line.
+macro(_cag_table_import)
+  if(NOT DEFINED CudaArchGuard_TABLE_SMS)
+    cuda_arch_guard_load_table()
+  endif()
+endmacro()
+
+# Parses <file> into GLOBAL properties named as the result variables, and lists their names in
+# the GLOBAL property _CAG_TABLE_VARIABLES.
+function(_cag_table_read file)
+  if(NOT EXISTS "${file}")
+    message(FATAL_ERROR "cuda_arch_guard_load_table: the architecture table '${file}' is missing; reinstall CudaArchGuard")
+  endif()
+  file(STRINGS "${file}" _lines REGEX "^(arch|rename|release)\\|")
   set(_sms "")
   set(_releases "")
   set(_renames "")
@@ -61,19 +86,19 @@ function(cuda_arch_guard_load_table)
     list(LENGTH _row _n)
     if(_kind STREQUAL "arch")
       if(NOT _n EQUAL 11)
-        message(FATAL_ERROR "cuda_arch_guard_load_table: ${_CAG_TABLE_FILE}: row '${_line}' has ${_n} fields, expected 11")
+        message(FATAL_ERROR "cuda_arch_guard_load_table: ${file}: row '${_line}' has ${_n} fields, expected 11")
       endif()
       list(GET _row 1 _sm)
       list(APPEND _sms ${_sm})
       set(_i 2)
       foreach(_f IN LISTS _fields_arch)
         list(GET _row ${_i} _v)
-        set(CudaArchGuard_ARCH_${_sm}_${_f} "${_v}" PARENT_SCOPE)
+        _cag_table_set(CudaArchGuard_ARCH_${_sm}_${_f} "${_v}")
         math(EXPR _i "${_i} + 1")
       endforeach()
     elseif(_kind STREQUAL "rename")
       if(NOT _n EQUAL 4)
-        message(FATAL_ERROR "cuda_arch_guard_load_table: ${_CAG_TABLE_FILE}: row '${_line}' has ${_n} fields, expected 4")
+        message(FATAL_ERROR "cuda_arch_guard_load_table: ${file}: row '${_line}' has ${_n} fields, expected 4")
       endif()
       list(GET _row 1 _old)
       list(GET _row 2 _new)
@@ -81,22 +106,27 @@ function(cuda_arch_guard_load_table)
       list(APPEND _renames "${_old}>${_new}@${_at}")
     elseif(_kind STREQUAL "release")
       if(NOT _n EQUAL 4)
-        message(FATAL_ERROR "cuda_arch_guard_load_table: ${_CAG_TABLE_FILE}: row '${_line}' has ${_n} fields, expected 4")
+        message(FATAL_ERROR "cuda_arch_guard_load_table: ${file}: row '${_line}' has ${_n} fields, expected 4")
       endif()
       list(GET _row 1 _rel)
       list(GET _row 2 _isa)
       list(GET _row 3 _drv)
       list(APPEND _releases ${_rel})
       string(REPLACE "." "_" _relid "${_rel}")
-      set(CudaArchGuard_RELEASE_${_relid}_PTX_ISA "${_isa}" PARENT_SCOPE)
-      set(CudaArchGuard_RELEASE_${_relid}_MIN_DRIVER "${_drv}" PARENT_SCOPE)
+      _cag_table_set(CudaArchGuard_RELEASE_${_relid}_PTX_ISA "${_isa}")
+      _cag_table_set(CudaArchGuard_RELEASE_${_relid}_MIN_DRIVER "${_drv}")
     else()
-      message(FATAL_ERROR "cuda_arch_guard_load_table: ${_CAG_TABLE_FILE}: unknown row kind '${_kind}'")
+      message(FATAL_ERROR "cuda_arch_guard_load_table: ${file}: unknown row kind '${_kind}'")
     endif()
   endforeach()
-  set(CudaArchGuard_TABLE_SMS "${_sms}" PARENT_SCOPE)
-  set(CudaArchGuard_TABLE_RELEASES "${_releases}" PARENT_SCOPE)
-  set(CudaArchGuard_TABLE_RENAMES "${_renames}" PARENT_SCOPE)
+  _cag_table_set(CudaArchGuard_TABLE_RELEASES "${_releases}")
+  _cag_table_set(CudaArchGuard_TABLE_RENAMES "${_renames}")
+  _cag_table_set(CudaArchGuard_TABLE_SMS "${_sms}")  # last: its presence marks a complete table
+endfunction()
+
+function(_cag_table_set name value)
+  set_property(GLOBAL PROPERTY ${name} "${value}")
+  set_property(GLOBAL APPEND PROPERTY _CAG_TABLE_VARIABLES ${name})
 endfunction()
 
 # Splits "12.9" into major and minor; "-" gives 0 0.
@@ -108,12 +138,12 @@ function(_cag_table_version_parts version out_major out_minor)
     set(${out_major} ${CMAKE_MATCH_1} PARENT_SCOPE)
     set(${out_minor} ${CMAKE_MATCH_2} PARENT_SCOPE)
   else()
-    message(FATAL_ERROR "cuda_arch_guard_load_table: ${_CAG_TABLE_FILE}: bad version '${version}', expected MAJOR.MINOR or '-'")
+    message(FATAL_ERROR "CudaArchGuard: architectures.txt: bad version '${version}', expected MAJOR.MINOR or '-'")
   endif()
 endfunction()
 
 function(_cag_table_emit_rows out_var)
-  cuda_arch_guard_load_table()
+  _cag_table_import()
   set(_out "")
   foreach(_sm IN LISTS CudaArchGuard_TABLE_SMS)
     set(_l "arch|${_sm}")
@@ -134,7 +164,7 @@ function(_cag_table_emit_rows out_var)
 endfunction()
 
 function(_cag_table_emit_cxx output)
-  cuda_arch_guard_load_table()
+  _cag_table_import()
   set(_h "// Generated by cmake/Modules/CudaArchGuardTable.cmake from CudaArchGuard/architectures.txt.\n")
   string(APPEND _h "// Do not edit: edit the table and rebuild.\n#pragma once\n\n#include <archguard/table_types.hpp>\n\n")
   string(APPEND _h "namespace archguard::generated {\n\n")
@@ -191,17 +221,3 @@ function(_cag_table_emit_cxx output)
   endif()
   file(WRITE "${output}" "${_h}")
 endfunction()
-
-if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  if(EMIT STREQUAL "cxx")
-    if(NOT OUTPUT)
-      message(FATAL_ERROR "CudaArchGuardTable: EMIT=cxx needs -DOUTPUT=<header path>")
-    endif()
-    _cag_table_emit_cxx("${OUTPUT}")
-  elseif(EMIT STREQUAL "rows")
-    _cag_table_emit_rows(_rows)
-    execute_process(COMMAND ${CMAKE_COMMAND} -E echo_append "${_rows}")
-  else()
-    message(FATAL_ERROR "CudaArchGuardTable: unknown EMIT='${EMIT}'; use -DEMIT=cxx -DOUTPUT=<file> or -DEMIT=rows")
-  endif()
-endif()

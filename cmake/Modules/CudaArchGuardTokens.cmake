@@ -47,15 +47,6 @@ include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)  # this file's own policy scope (include() pushes one)
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTable.cmake")
 
-# Loads the table once per process into global properties-backed variables of the caller.
-macro(_cag_tokens_table)
-  if(NOT DEFINED CudaArchGuard_TABLE_SMS)
-    cuda_arch_guard_load_table()
-  endif()
-endmacro()
-# Load at include time so that every function called from this scope sees the table.
-_cag_tokens_table()
-
 # How a token was spelled decides how neighbours are written in its error message.
 # style: cmake (90a), sass (sm_90a), ptx (compute_90a), lto (lto_90a), capability (9.0a).
 function(_cag_tok_styled sm sfx style out_var)
@@ -79,6 +70,7 @@ endfunction()
 
 # Checks an SM + suffix against the table; <out_err> says why and lists the valid neighbours.
 function(_cag_tok_validate who sm sfx style out_err)
+  _cag_table_import()
   set(${out_err} "" PARENT_SCOPE)
   # nvcc is the authority on what it builds: an architecture it lists (or an a/f variant its
   # --help names) is accepted although the table lacks it, with one warning per configure.
@@ -157,6 +149,14 @@ function(_cag_tok_not_a_token word out_err)
   set(${out_err} "${word}: not an architecture token; expected e.g. 90, 90-real, 100f-virtual, sm_90a, compute_80, 8.6, 12.0+PTX, -arch=sm_86, -gencode arch=compute_80,code=sm_80 or a family name such as Hopper" PARENT_SCOPE)
 endfunction()
 
+# Ends the calling function, setting <out_var> in its caller to "<value of word_var>: not an
+# architecture token". Takes the variable's name, so that the token is never re-read as code.
+macro(_cag_tok_reject word_var out_var)
+  _cag_tok_not_a_token("${${word_var}}" _cag_rejected)
+  set(${out_var} "${_cag_rejected}" PARENT_SCOPE)
+  return()
+endmacro()
+
 # nvcc names: sm_90a, compute_120f, lto_80 (prefix in any case). Sets <out>_KIND/_SM/_SFX, <out>_ERR.
 function(_cag_tok_nvcc_name word out)
   set(${out}_ERR "" PARENT_SCOPE)
@@ -168,14 +168,10 @@ function(_cag_tok_nvcc_name word out)
   elseif(_lc MATCHES "^lto_(.*)$")
     set(_kind lto)
   else()
-    _cag_tok_not_a_token("${word}" _e)
-    set(${out}_ERR "${_e}" PARENT_SCOPE)
-    return()
+    _cag_tok_reject(word ${out}_ERR)
   endif()
   if(NOT CMAKE_MATCH_1 MATCHES "^([1-9][0-9][0-9]?)([af]?)$")
-    _cag_tok_not_a_token("${word}" _e)
-    set(${out}_ERR "${_e}" PARENT_SCOPE)
-    return()
+    _cag_tok_reject(word ${out}_ERR)
   endif()
   set(_sm ${CMAKE_MATCH_1})
   set(_sfx "${CMAKE_MATCH_2}")
@@ -191,9 +187,7 @@ function(_cag_tok_capability word out_items out_err)
   set(${out_items} "" PARENT_SCOPE)
   string(TOLOWER "${word}" _lc)
   if(NOT _lc MATCHES "^([0-9][0-9]?)\\.([0-9])(.*)$")
-    _cag_tok_not_a_token("${word}" _e)
-    set(${out_err} "${_e}" PARENT_SCOPE)
-    return()
+    _cag_tok_reject(word ${out_err})
   endif()
   set(_maj ${CMAKE_MATCH_1})
   set(_min ${CMAKE_MATCH_2})
@@ -204,9 +198,7 @@ function(_cag_tok_capability word out_items out_err)
   endif()
   math(EXPR _maj "${_maj}")  # "08" -> 8
   if(_maj EQUAL 0)
-    _cag_tok_not_a_token("${word}" _e)
-    set(${out_err} "${_e}" PARENT_SCOPE)
-    return()
+    _cag_tok_reject(word ${out_err})
   endif()
   math(EXPR _sm "${_maj} * 10 + ${_min}")
   set(_sfx "")
@@ -215,9 +207,7 @@ function(_cag_tok_capability word out_items out_err)
     set(_rest "${CMAKE_MATCH_2}")
   endif()
   if(NOT _rest STREQUAL "" AND NOT _rest STREQUAL "+ptx")
-    _cag_tok_not_a_token("${word}" _e)
-    set(${out_err} "${_e}" PARENT_SCOPE)
-    return()
+    _cag_tok_reject(word ${out_err})
   endif()
   _cag_tok_validate("${word}" ${_sm} "${_sfx}" capability _e)
   set(${out_err} "${_e}" PARENT_SCOPE)
@@ -235,9 +225,7 @@ endfunction()
 function(_cag_tok_cmake word out_items out_err)
   set(${out_items} "" PARENT_SCOPE)
   if(NOT word MATCHES "^([1-9][0-9][0-9]?)([aAfF]?)(-real|-virtual)?$")
-    _cag_tok_not_a_token("${word}" _e)
-    set(${out_err} "${_e}" PARENT_SCOPE)
-    return()
+    _cag_tok_reject(word ${out_err})
   endif()
   set(_sm ${CMAKE_MATCH_1})
   string(TOLOWER "${CMAKE_MATCH_2}" _sfx)
@@ -261,6 +249,7 @@ endfunction()
 # the family has only Tegra rows, e.g. Thor), renamed rows under their new SM; SASS for each,
 # plus PTX of the highest for a non-Tegra expansion.
 function(_cag_tok_family word out_items out_err)
+  _cag_table_import()
   set(${out_items} "" PARENT_SCOPE)
   set(${out_err} "" PARENT_SCOPE)
   string(TOLOWER "${word}" _name)
@@ -357,8 +346,7 @@ function(_cag_tok_word word out_items out_err)
     set(${out_items} "${_i}" PARENT_SCOPE)
     set(${out_err} "${_e}" PARENT_SCOPE)
   else()
-    _cag_tok_not_a_token("${word}" _e)
-    set(${out_err} "${_e}" PARENT_SCOPE)
+    _cag_tok_reject(word ${out_err})
   endif()
 endfunction()
 
@@ -436,6 +424,7 @@ endfunction()
 # repeat the arch; from an 'a' arch only the same 'a'; from an 'f' arch the same family at or
 # above it; from a plain arch anything at or above it).
 function(_cag_tok_code_ok asm asfx ckind csm csfx out_var)
+  _cag_table_import()
   set(_ok OFF)
   if(ckind STREQUAL "ptx")
     if(csm EQUAL asm AND "${csfx}" STREQUAL "${asfx}")
@@ -727,7 +716,7 @@ endfunction()
 
 # "120" -> "12.0" (table CC when known, else SM / 10).
 function(_cag_sm_to_cc sm out_var)
-  _cag_tokens_table()
+  _cag_table_import()
   if(sm IN_LIST CudaArchGuard_TABLE_SMS)
     set(${out_var} "${CudaArchGuard_ARCH_${sm}_CC}" PARENT_SCOPE)
   else()
@@ -737,15 +726,14 @@ function(_cag_sm_to_cc sm out_var)
   endif()
 endfunction()
 
-# What torch.utils.cpp_extension._get_cuda_arch_flags accepts in TORCH_CUDA_ARCH_LIST (PyTorch
-# 2.8/2.9; each optionally with +PTX; every entry builds SASS): no 'f', no 10.3, 11.0 or 12.1.
-set(_CAG_TORCH_ACCEPTS 3.5 3.7 5.0 5.2 5.3 6.0 6.1 6.2 7.0 7.2 7.5 8.0 8.6 8.7 8.9 9.0 9.0a
-                       10.0 10.0a 10.1 10.1a 12.0 12.0a)
-
 # Formats items. <format>: cmake (80-real;90; LTO-IR as lto_80, which CMake cannot spell),
 # gencode (-gencode=arch=compute_80,code=sm_80;...), torch (8.0;9.0+PTX; a PTX-only arch
 # becomes X+PTX, PyTorch having no PTX-only spelling), tf (sm_80,sm_90,compute_90).
 function(_cag_tokens_format items format out_var)
+  # What torch.utils.cpp_extension._get_cuda_arch_flags accepts in TORCH_CUDA_ARCH_LIST (PyTorch
+  # 2.8/2.9; each optionally with +PTX; every entry builds SASS): no 'f', no 10.3, 11.0 or 12.1.
+  set(_CAG_TORCH_ACCEPTS 3.5 3.7 5.0 5.2 5.3 6.0 6.1 6.2 7.0 7.2 7.5 8.0 8.6 8.7 8.9 9.0 9.0a
+                         10.0 10.0a 10.1 10.1a 12.0 12.0a)
   _cag_items_sort("${items}" items)
   set(_torch_note "")
   set(_archs "")

@@ -15,15 +15,16 @@ Very old nvcc releases without ``--list-gpu-code`` fall back to the ``--help`` l
 
 .. code-block:: cmake
 
-  _cag_nvcc_query(<nvcc> <cache dir or "">)
+  _cag_nvcc_query(<nvcc> <cache dir or ""> <out_prefix>)
 
-Sets, in the caller's scope:
+Sets, in the caller's scope (the token parser and the policy engine read them as
+``_CAG_NVCC_*``, the prefix they pass):
 
-``_CAG_NVCC_VERSION``   ``13.0``
-``_CAG_NVCC_SASS``      plain SM numbers nvcc can build SASS for, ascending
-``_CAG_NVCC_PTX``       plain SM numbers nvcc can build PTX for, ascending
-``_CAG_NVCC_VARIANTS``  ``a``/``f`` variants nvcc accepts (``90a;100a;100f;...``)
-``_CAG_NVCC_DEFAULT``   the SM nvcc builds when given no architecture
+``<out_prefix>_VERSION``   ``13.0``
+``<out_prefix>_SASS``      plain SM numbers nvcc can build SASS for, ascending
+``<out_prefix>_PTX``       plain SM numbers nvcc can build PTX for, ascending
+``<out_prefix>_VARIANTS``  ``a``/``f`` variants nvcc accepts (``90a;100a;100f;...``)
+``<out_prefix>_DEFAULT``   the SM nvcc builds when given no architecture
 
 Results are cached in ``<cache dir>/nvcc-<hash>.cmake`` keyed on nvcc's real path, size and
 modification time, so a re-configure does not run nvcc again; a changed nvcc is re-queried.
@@ -137,7 +138,7 @@ function(_cag_nvcc_query_uncached nvcc)
   set(_CAG_NVCC_DEFAULT "${_default}" PARENT_SCOPE)
 endfunction()
 
-function(_cag_nvcc_query nvcc cache_dir)
+function(_cag_nvcc_query nvcc cache_dir out_prefix)
   if(NOT EXISTS "${nvcc}" OR IS_DIRECTORY "${nvcc}")
     message(FATAL_ERROR "CudaArchGuard: nvcc '${nvcc}' does not exist; set CMAKE_CUDA_COMPILER (or -DNVCC=<path> in script mode)")
   endif()
@@ -151,7 +152,8 @@ function(_cag_nvcc_query nvcc cache_dir)
   if(_memo)
     foreach(_v IN LISTS _vars)
       get_property(_val GLOBAL PROPERTY _CAG_NVCC_MEMO_${_key}_${_v})
-      set(${_v} "${_val}" PARENT_SCOPE)
+      string(REPLACE "_CAG_NVCC_" "${out_prefix}_" _out "${_v}")
+      set(${_out} "${_val}" PARENT_SCOPE)
     endforeach()
     return()
   endif()
@@ -180,6 +182,7 @@ function(_cag_nvcc_query nvcc cache_dir)
   set_property(GLOBAL PROPERTY _CAG_NVCC_MEMO_${_key} ON)
   foreach(_v IN LISTS _vars)
     set_property(GLOBAL PROPERTY _CAG_NVCC_MEMO_${_key}_${_v} "${${_v}}")
-    set(${_v} "${${_v}}" PARENT_SCOPE)
+    string(REPLACE "_CAG_NVCC_" "${out_prefix}_" _out "${_v}")
+    set(${_out} "${${_v}}" PARENT_SCOPE)
   endforeach()
 endfunction()

@@ -7,6 +7,9 @@ Checks, as part of the build, that a finished binary really holds the architectu
 meant to: a missing SASS or PTX image fails the build with a message naming the target, the
 file and what is missing, instead of a user's "no kernel image is available" months later.
 
+Usable alone (``include(CudaArchGuardVerify)``: it includes what it uses) or through
+``CudaArchGuard``, which calls it for every CUDA target.
+
 .. code-block:: cmake
 
   cuda_arch_guard_verify(<target> [ARCHITECTURES <arch>...] [PTX highest|none|<arch>])
@@ -17,7 +20,8 @@ file and what is missing, instead of a user's "no kernel image is available" mon
 ``ARCHITECTURES``
   What the target must hold, in any dialect (``90`` = SASS + PTX, ``90-real`` = SASS only,
   ``sm_90``, ``9.0+PTX``, ``all-major``). Default: the target's own resolved
-  ``CUDA_ARCHITECTURES`` (``ARCH_POLICY``'s list when the property is ``OFF``).
+  ``CUDA_ARCHITECTURES`` (``ARCH_POLICY``'s list when the property is ``OFF``; used alone, a
+  target whose property is ``OFF`` needs ``ARCHITECTURES``).
 ``PTX``
   Overrides the PTX requirement: ``none`` (SASS only), ``highest`` (PTX for the highest
   required architecture) or an architecture (``90``).
@@ -34,150 +38,22 @@ does not build: CMake attaches a ``POST_BUILD`` step only from the target's own 
 target is created, to make it a ``POST_BUILD`` step; the automatic verification of
 ``CudaArchGuard`` lists every target left with a stamp target, and that line, in a warning.
 
-Script mode (what the build runs):
+The verify step itself is the script ``CudaArchGuard/verify-step.cmake`` (``-P`` on this file
+runs the same):
 
 .. code-block:: console
 
   cmake -DTARGET=<name> -DFILES=<f1|f2> -DREQUIRE=<sass:80|ptx:90> [-DARCHGUARD=<exe>]
-        [-DCUOBJDUMP=<exe>] [-DREASON=<text>] [-DSTAMP=<file>] -P CudaArchGuardVerify.cmake
+        [-DCUOBJDUMP=<exe>] [-DREASON=<text>] [-DSTAMP=<file>] -P CudaArchGuard/verify-step.cmake
 #]=======================================================================]
-if(NOT CMAKE_SCRIPT_MODE_FILE OR NOT CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  include_guard(GLOBAL)
-endif()
-cmake_policy(VERSION 3.18...4.4)
-include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTokens.cmake")
-
-set(_CAG_VERIFY_SCRIPT "${CMAKE_CURRENT_LIST_FILE}")
-set(_CAG_VERIFY_DIR "${CMAKE_CURRENT_LIST_DIR}")
-
-# The files cuobjdump lists, as "sass:90a" / "ptx:100f" items (ELF names drop 'f').
-function(_cag_verify_list_images cuobjdump file out_items out_err)
-  set(_items "")
-  set(${out_err} "" PARENT_SCOPE)
-  foreach(_what elf ptx)
-    execute_process(COMMAND "${cuobjdump}" --list-${_what} "${file}"
-                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
-    if(NOT _rc EQUAL 0 AND NOT _err MATCHES "No (PTX|ELF) file found")
-      string(STRIP "${_err}" _err)
-      set(${out_err} "cuobjdump --list-${_what} failed (exit ${_rc}): ${_err}" PARENT_SCOPE)
-      return()
-    endif()
-    string(REGEX MATCHALL "\\.sm_[0-9]+[af]?\\.(cubin|ptx)" _names "${_out}")
-    foreach(_n IN LISTS _names)
-      string(REGEX MATCH "sm_([0-9]+[af]?)\\." _m "${_n}")
-      if(_what STREQUAL "elf")
-        list(APPEND _items "sass:${CMAKE_MATCH_1}")
-      else()
-        list(APPEND _items "ptx:${CMAKE_MATCH_1}")
-      endif()
-    endforeach()
-  endforeach()
-  list(REMOVE_DUPLICATES _items)
-  set(${out_items} "${_items}" PARENT_SCOPE)
-endfunction()
-
-function(_cag_verify_run)
-  string(REPLACE "|" ";" _files "${FILES}")
-  string(REPLACE "|" ";" _require "${REQUIRE}")
-  if(NOT _files)
-    message(FATAL_ERROR "CudaArchGuard: target '${TARGET}': nothing to verify (no files)")
-  endif()
-  # archguard verify: --require takes the SASS as a CMake list (X-real), --ptx the PTX (X-virtual
-  # list, or none), so that neither reading of a bare number can blur the two.
-  set(_sass_req "")
-  set(_ptx_req "")
-  foreach(_it IN LISTS _require)
-    if(_it MATCHES "^sass:(.*)$")
-      list(APPEND _sass_req "${CMAKE_MATCH_1}-real")
-    elseif(_it MATCHES "^ptx:(.*)$")
-      list(APPEND _ptx_req "${CMAKE_MATCH_1}-virtual")
-    endif()
-  endforeach()
-  if(NOT _ptx_req)
-    set(_ptx_req none)
-  endif()
-  if(NOT _sass_req)
-    # A PTX-only policy (ARCH_POLICY=90-virtual): --require must name something, and the PTX
-    # list in CMake form ("90-virtual") requires exactly that PTX and no SASS.
-    set(_sass_req "${_ptx_req}")
-  endif()
-  _cag_tokens_format("${_require}" cmake _req_text)
-  set(_failures "")
-  foreach(_f IN LISTS _files)
-    if(ARCHGUARD)
-      execute_process(COMMAND "${ARCHGUARD}" verify "${_f}" --require "${_sass_req}" --ptx "${_ptx_req}" --quiet
-                      RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
-      if(_rc EQUAL 0)
-        continue()
-      endif()
-      string(STRIP "${_out}${_err}" _msg)
-      # Each line already names the file (and its translation unit and kernels). Kept as text:
-      # a ';' in it must not become a list separator, hence the placeholder until the end.
-      string(REPLACE ";" "<cag-semicolon>" _msg "${_msg}")
-      if(_rc EQUAL 1)
-        # Drop verify's own summary line and its generic "add N to ARCH_POLICY" advice: the
-        # architectures are in this target's requirement already (see the Fix line below).
-        string(REGEX REPLACE "\n?verify: FAILED: [^\n]*" "" _msg "${_msg}")
-        string(REGEX REPLACE "<cag-semicolon> (add [^\n]* to ARCH_POLICY( or enable PTX)?|enable PTX for [^\n]*)(\n|$)" "\\3" _msg "${_msg}")
-        string(REPLACE "\n" "\n  " _msg "${_msg}")
-        list(APPEND _failures "${_msg}")
-      else()
-        list(APPEND _failures "${_f}: archguard verify could not check it (exit ${_rc}): ${_msg}")
-      endif()
-    elseif(CUOBJDUMP)
-      _cag_verify_list_images("${CUOBJDUMP}" "${_f}" _have _err)
-      if(_err)
-        list(APPEND _failures "${_f}: ${_err}")
-        continue()
-      endif()
-      if(NOT _have)
-        # No kernel, no "no kernel image" error: say so and pass, as archguard verify does.
-        message(STATUS "CudaArchGuard: target '${TARGET}': ${_f} holds no device code; nothing to verify")
-        continue()
-      endif()
-      set(_missing "")
-      foreach(_it IN LISTS _require)
-        set(_alt "${_it}")
-        if(_it MATCHES "^sass:([0-9]+)f$")
-          set(_alt "sass:${CMAKE_MATCH_1}")  # cuobjdump drops 'f' from ELF names
-        endif()
-        if(NOT _it IN_LIST _have AND NOT _alt IN_LIST _have)
-          string(REGEX REPLACE "^sass:(.*)" "sm_\\1 SASS" _d "${_it}")
-          string(REGEX REPLACE "^ptx:(.*)" "compute_\\1 PTX" _d "${_d}")
-          list(APPEND _missing "${_d}")
-        endif()
-      endforeach()
-      if(_missing)
-        _cag_tokens_format("${_have}" cmake _found)
-        if(NOT _found)
-          set(_found "no CUDA image")
-        endif()
-        string(REPLACE ";" ", " _missing "${_missing}")
-        list(APPEND _failures "${_f}: missing ${_missing} (found ${_found})")
-      endif()
-    else()
-      message(FATAL_ERROR "CudaArchGuard: target '${TARGET}': neither ARCHGUARD nor CUOBJDUMP given to the verify step")
-    endif()
-  endforeach()
-  if(_failures)
-    string(REPLACE ";" "\n  " _failures "${_failures}")
-    string(REPLACE "<cag-semicolon>" ";" _failures "${_failures}")
-    message(FATAL_ERROR "CudaArchGuard: target '${TARGET}' does not hold the architectures it must (${_req_text}, from ${REASON}):\n  ${_failures}\n"
-                        "Fix: make the target build them (its CUDA_ARCHITECTURES, ARCH_POLICY or compile flags; a source file "
-                        "with its own -arch/-gencode options, or an object linked in from elsewhere, overrides them), "
-                        "or change what cuda_arch_guard_verify() requires.")
-  endif()
-  if(STAMP)
-    file(WRITE "${STAMP}" "${_req_text}\n")
-  endif()
-  list(LENGTH _files _nf)
-  message(STATUS "CudaArchGuard: target '${TARGET}' holds ${_req_text} (${_nf} file(s) checked)")
-endfunction()
-
-if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
-  _cag_verify_run()
+if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE AND NOT _CAG_SCRIPT)
+  include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuard/verify-step.cmake")  # the script mode lives there
   return()
 endif()
+include_guard(GLOBAL)
+cmake_policy(VERSION 3.18...4.4)
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTokens.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardPolicy.cmake")  # cuda_arch_guard_resolve_policy
 
 # ---- configure-time side ------------------------------------------------------------------
 
@@ -224,11 +100,11 @@ function(_cag_verifier_build out_var out_why)
   endif()
   set(_exe "")
   set(_why "")
-  set(_list "${_CAG_VERIFY_DIR}/CudaArchGuard/verifier-sources.txt")
-  if(EXISTS "${_CAG_VERIFY_DIR}/CudaArchGuard/verifier/tools/archguard-verify/main.cpp")
-    set(_root "${_CAG_VERIFY_DIR}/CudaArchGuard/verifier")        # installed
+  set(_list "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verifier-sources.txt")
+  if(EXISTS "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verifier/tools/archguard-verify/main.cpp")
+    set(_root "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verifier")        # installed
   else()
-    get_filename_component(_root "${_CAG_VERIFY_DIR}/../.." ABSOLUTE)  # the source tree
+    get_filename_component(_root "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../.." ABSOLUTE)  # the source tree
   endif()
   get_property(_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
   if(NOT "CXX" IN_LIST _langs)
@@ -246,7 +122,7 @@ function(_cag_verifier_build out_var out_why)
         list(APPEND _srcs "${_root}/${_f}")
       endif()
     endforeach()
-    file(MD5 "${_CAG_VERIFY_DIR}/CudaArchGuard/architectures.txt" _h)
+    file(MD5 "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/architectures.txt" _h)
     string(MD5 _key "${_key};${_h}")
     # CudaArchGuard_VERIFIER_DIR: where to build and keep it (default: this build tree); several
     # build trees may share one, each build is keyed by its sources and compiler and locked.
@@ -266,7 +142,7 @@ function(_cag_verifier_build out_var out_why)
       message(CHECK_START "CudaArchGuard: building the verify tool archguard-verify")
       file(REMOVE_RECURSE "${_dir}/build" "${_dir}/gen")
       execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${_dir}/gen/archguard/generated/arch_table.hpp"
-                              -P "${_CAG_VERIFY_DIR}/CudaArchGuardTable.cmake"
+                              -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/table-script.cmake"
                       RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
       if(_rc EQUAL 0)
         try_compile(_ok "${_dir}/build" SOURCES ${_srcs}
@@ -293,11 +169,11 @@ function(_cag_verifier_build out_var out_why)
   set(${out_why} "${_why}" PARENT_SCOPE)
 endfunction()
 
-# The tool the verify step runs: sets _cag_tool_cmd (command words), _cag_tool_dep (target to
-# build first or ""), _cag_tool_kind (archguard | builtin | cuobjdump | ""): the archguard tool
-# when named, else archguard-verify built here (unless CudaArchGuard_BUILTIN_VERIFIER is OFF),
-# else cuobjdump.
-function(_cag_verify_tool)
+# The tool the verify step runs: sets <out_prefix>_CMD (command words), <out_prefix>_DEP (target
+# to build first or ""), <out_prefix>_KIND (archguard | builtin | cuobjdump | ""): the archguard
+# tool when named, else archguard-verify built here (unless CudaArchGuard_BUILTIN_VERIFIER is
+# OFF), else cuobjdump.
+function(_cag_verify_tool out_prefix)
   set(_cmd "")
   set(_dep "")
   set(_kind "")
@@ -339,9 +215,9 @@ function(_cag_verify_tool)
     set(_cmd "-DCUOBJDUMP=${CudaArchGuard_CUOBJDUMP}")
     set(_kind cuobjdump)
   endif()
-  set(_cag_tool_cmd "${_cmd}" PARENT_SCOPE)
-  set(_cag_tool_dep "${_dep}" PARENT_SCOPE)
-  set(_cag_tool_kind "${_kind}" PARENT_SCOPE)
+  set(${out_prefix}_CMD "${_cmd}" PARENT_SCOPE)
+  set(${out_prefix}_DEP "${_dep}" PARENT_SCOPE)
+  set(${out_prefix}_KIND "${_kind}" PARENT_SCOPE)
 endfunction()
 
 # The items a target must hold, from an explicit list or its CUDA_ARCHITECTURES.
@@ -357,7 +233,10 @@ function(_cag_verify_requirement target archs ptx out_items out_reason)
     endif()
     get_target_property(_value ${_from} CUDA_ARCHITECTURES)
     set(_who "CudaArchGuard: target '${_from}': CUDA_ARCHITECTURES ${_value}")
-    if(NOT _value OR _value STREQUAL "OFF")
+    if((NOT _value OR _value STREQUAL "OFF") AND "${CudaArchGuard_ARCHITECTURES}" STREQUAL "")
+      message(FATAL_ERROR "cuda_arch_guard_verify: target '${target}': its CUDA_ARCHITECTURES is ${_value} and no "
+                          "ARCH_POLICY was resolved (include(CudaArchGuard) does that); give ARCHITECTURES <arch>...")
+    elseif(NOT _value OR _value STREQUAL "OFF")
       set(_reason "ARCH_POLICY; the target's CUDA_ARCHITECTURES is ${_value}")
       set(_value "${CudaArchGuard_ARCHITECTURES}")
     elseif(NOT _from STREQUAL target)
@@ -434,8 +313,8 @@ function(cuda_arch_guard_verify target)
   endif()
   # Resolve the requirement first, so that a bad ARCHITECTURES fails even without a tool.
   _cag_verify_requirement(${target} "${arg_ARCHITECTURES}" "${arg_PTX}" _items _reason)
-  _cag_verify_tool()
-  if(NOT _cag_tool_kind)
+  _cag_verify_tool(_tool)
+  if(NOT _tool_KIND)
     get_property(_said GLOBAL PROPERTY _CAG_VERIFY_OFF_SAID)
     if(NOT _said)
       message(WARNING "CudaArchGuard: verification is off: neither the archguard tool (CudaArchGuard_EXECUTABLE) "
@@ -449,15 +328,15 @@ function(cuda_arch_guard_verify target)
   _cag_tokens_format("${_items}" cmake _req_text)
   set_property(TARGET ${target} PROPERTY _CAG_VERIFY_ATTACHED ON)
   set(_cmd "${CMAKE_COMMAND}" "-DTARGET=${target}" "-DFILES=${_files}" "-DREQUIRE=${_req}"
-           "-DREASON=${_reason}" ${_cag_tool_cmd})
+           "-DREASON=${_reason}" ${_tool_CMD})
   get_target_property(_bindir ${target} BINARY_DIR)
   if(NOT _type STREQUAL "OBJECT_LIBRARY" AND _bindir STREQUAL CMAKE_CURRENT_BINARY_DIR)
     add_custom_command(TARGET ${target} POST_BUILD
-      COMMAND ${_cmd} -P "${_CAG_VERIFY_SCRIPT}"
+      COMMAND ${_cmd} -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verify-step.cmake"
       COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
-    if(_cag_tool_dep)
-      add_dependencies(${target} ${_cag_tool_dep})
+    if(_tool_DEP)
+      add_dependencies(${target} ${_tool_DEP})
     endif()
   else()
     # add_custom_command(TARGET) only works in the target's directory: use a stamp instead.
@@ -467,8 +346,8 @@ function(cuda_arch_guard_verify target)
       set(_dep_files "$<TARGET_OBJECTS:${target}>")
     endif()
     add_custom_command(OUTPUT "${_stamp}"
-      COMMAND ${_cmd} "-DSTAMP=${_stamp}" -P "${_CAG_VERIFY_SCRIPT}"
-      DEPENDS ${target} ${_cag_tool_dep} "${_dep_files}" "${_CAG_VERIFY_SCRIPT}"
+      COMMAND ${_cmd} "-DSTAMP=${_stamp}" -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verify-step.cmake"
+      DEPENDS ${target} ${_tool_DEP} "${_dep_files}" "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verify-step.cmake"
       COMMENT "CudaArchGuard: verifying ${target} holds ${_req_text}"
       VERBATIM)
     add_custom_target(${target}_archguard_verify ALL DEPENDS "${_stamp}")
