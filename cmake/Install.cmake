@@ -33,7 +33,9 @@ endif()
 
 # The libraries: static, one per layer, plus the INTERFACE targets that name the API groups.
 set(_cag_export_targets)
-foreach(_cag_layer IN ITEMS arch toolkit fatbin coverage device jit doctor)
+# archguard_common, the internal base layer, is installed as an archive only (its headers stay in
+# src/common): every layer links it, so the export set must hold it.
+foreach(_cag_layer IN ITEMS common arch toolkit fatbin coverage device jit doctor)
   if(TARGET archguard_${_cag_layer})
     list(APPEND _cag_export_targets archguard_${_cag_layer})
   endif()

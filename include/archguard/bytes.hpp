@@ -38,6 +38,12 @@ constexpr std::optional<std::uint64_t> checked_add(std::uint64_t a, std::uint64_
   return a + b;
 }
 
+/// a * b, or nothing when the product overflows 64 bits (a count of records times their size).
+constexpr std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b) {
+  if (a != 0 && b > UINT64_MAX / a) return std::nullopt;
+  return a * b;
+}
+
 /// A size as users write it in flags and the environment: decimal digits, optionally followed
 /// by K, M, G or T (or KiB, MiB, GiB, TiB; powers of 1024). Nothing when the text is not such a
 /// size or the value does not fit in 64 bits (17179869184G is refused, not wrapped to 0).

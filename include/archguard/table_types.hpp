@@ -5,6 +5,8 @@
 /// cmake/Modules/CudaArchGuard/architectures.txt (see CudaArchGuardTable.cmake); use the
 /// queries in <archguard/arch.hpp> rather than the raw rows.
 
+#include <compare>
+
 namespace archguard {
 
 /// A MAJOR.MINOR pair: a CUDA release, a compute capability or a PTX ISA version.

@@ -2,7 +2,8 @@
 #pragma once
 /// \file
 /// The installed CUDA toolkit, as its nvcc describes itself: the release and the targets it
-/// accepts. The only part of the library that runs nvcc (posix_spawn, no shell).
+/// accepts. nvcc runs through the library's one process runner (posix_spawn, no shell, killed
+/// after a timeout), as does doctor's `nvcc --version`.
 
 #include <archguard/arch.hpp>
 #include <archguard/result.hpp>

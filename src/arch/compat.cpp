@@ -3,15 +3,15 @@
 // Rule numbers refer to docs/architectures.md (sources in docs/compatibility.md).
 #include <archguard/compat.hpp>
 
+#include "common/version.hpp"
+
 #include <algorithm>
 
 namespace archguard {
 
 namespace {
 
-std::string cc_text(Version2 cc) { return std::to_string(cc.major) + "." + std::to_string(cc.minor); }
-
-std::string isa_text(Version2 isa) { return isa.empty() ? "unknown" : cc_text(isa); }
+std::string isa_text(Version2 isa) { return isa.empty() ? "unknown" : common::version_text(isa); }
 
 bool is_tegra(const Device& device) {
   if (device.tegra) return true;
@@ -65,9 +65,9 @@ Device effective_device(const Device& device, const DriverSettings& settings, st
   if (!min || !driver_at_least(*settings.driver, *min)) return d;
   d.cc = cc_of_sm(rn->new_sm);
   d.tegra = is_tegra(Device{d.cc, d.tegra});
-  note = "; driver " + format_driver_version(*settings.driver) + " reports this cc " + cc_text(device.cc) +
-         " part as cc " + cc_text(d.cc) + " (sm_" + std::to_string(rn->old_sm) + " was renamed sm_" +
-         std::to_string(rn->new_sm) + " in cuda " + cc_text(rn->cuda) + ")";
+  note = "; driver " + format_driver_version(*settings.driver) + " reports this cc " + common::version_text(device.cc) +
+         " part as cc " + common::version_text(d.cc) + " (sm_" + std::to_string(rn->old_sm) + " was renamed sm_" +
+         std::to_string(rn->new_sm) + " in cuda " + common::version_text(rn->cuda) + ")";
   return d;
 }
 
@@ -77,7 +77,7 @@ std::string rename_hint(std::span<const Image> images, const std::vector<std::si
     const RenameRow* rn = find_rename(images[i].arch.sm);
     if (rn != nullptr && d.cc == cc_of_sm(rn->new_sm)) {
       return "; sm_" + std::to_string(rn->old_sm) + " was renamed sm_" + std::to_string(rn->new_sm) + " in cuda " +
-             cc_text(rn->cuda) + ": rebuild with " + std::to_string(rn->new_sm);
+             common::version_text(rn->cuda) + ": rebuild with " + std::to_string(rn->new_sm);
     }
   }
   return "";
@@ -95,8 +95,8 @@ std::string fix_hint(std::span<const Image> images, const std::vector<std::size_
     const ArchRow* row = find_arch(a.sm);
     if (a.suffix == Suffix::none && acc.major == d.cc.major && acc != d.cc && row != nullptr &&
         (is_tegra(d) || row->tegra)) {
-      tegra = "; sass of cc " + cc_text(acc) + " does not run on cc " + cc_text(d.cc) +
-              " because " + (is_tegra(d) ? "cc " + cc_text(d.cc) : "cc " + cc_text(acc)) +
+      tegra = "; sass of cc " + common::version_text(acc) + " does not run on cc " + common::version_text(d.cc) +
+              " because " + (is_tegra(d) ? "cc " + common::version_text(d.cc) : "cc " + common::version_text(acc)) +
               " is a tegra part (no minor-version compatibility)";
       break;
     }
@@ -164,7 +164,7 @@ Device device_for_cc(Version2 cc) {
 Verdict select_image(std::span<const Image> images, const Device& device, const DriverSettings& settings) {
   std::string note;
   const Device d = effective_device(device, settings, note);
-  const std::string on = "cc " + cc_text(d.cc);
+  const std::string on = "cc " + common::version_text(d.cc);
 
   std::vector<std::size_t> sass_all, sass_ok, ptx_all, ptx_ok;
   bool relocatable = false;
@@ -228,7 +228,7 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
       why += "sass " + names(images, sass_all) + " does not run there";
     }
     why += ptx_all.empty() ? " and there is no ptx"
-                           : " and ptx " + names(images, ptx_all) + " targets no cc at or below " + cc_text(d.cc);
+                           : " and ptx " + names(images, ptx_all) + " targets no cc at or below " + common::version_text(d.cc);
     const std::string rename = rename_hint(images, sass_all, d);
     return fail(kErrNoKernelImage, why + rename + fix_hint(images, sass_all, d, rename));
   }
@@ -294,7 +294,7 @@ std::vector<Version2> loads_on(Target target) {
 namespace {
 
 std::string cc_with_products(Version2 cc) {
-  std::string out = "CC " + cc_text(cc);
+  std::string out = "CC " + common::version_text(cc);
   const ArchRow* row = find_arch(cc.packed());
   if (row != nullptr && *row->products != '\0') out += std::string(" (") + row->products + ")";
   return out;
@@ -304,7 +304,7 @@ std::string cc_list(const std::vector<Version2>& ccs, bool products) {
   std::string out;
   for (std::size_t i = 0; i < ccs.size(); ++i) {
     if (i != 0) out += i + 1 == ccs.size() ? " and " : ", ";
-    out += products ? cc_with_products(ccs[i]) : cc_text(ccs[i]);
+    out += products ? cc_with_products(ccs[i]) : common::version_text(ccs[i]);
   }
   return out;
 }
@@ -314,13 +314,13 @@ std::string release_facts(Arch arch, const ArchRow& row) {
   Version2 since = row.first_cuda;
   if (arch.suffix == Suffix::a) since = row.a_since;
   if (arch.suffix == Suffix::f) since = row.f_since;
-  out += "; nvcc accepts it since CUDA " + cc_text(since);
+  out += "; nvcc accepts it since CUDA " + common::version_text(since);
   if (const RenameRow* rn = find_rename(row.sm)) {
-    out += "; renamed sm_" + std::to_string(rn->new_sm) + " in CUDA " + cc_text(rn->cuda) + ", so CUDA " +
-           cc_text(rn->cuda) + " and later reject it: use " + std::to_string(rn->new_sm) +
+    out += "; renamed sm_" + std::to_string(rn->new_sm) + " in CUDA " + common::version_text(rn->cuda) + ", so CUDA " +
+           common::version_text(rn->cuda) + " and later reject it: use " + std::to_string(rn->new_sm) +
            (arch.suffix == Suffix::none ? "" : std::string(1, arch.suffix == Suffix::a ? 'a' : 'f'));
   } else if (!row.removed_in.empty()) {
-    out += " until CUDA " + cc_text(row.removed_in) + ", which removed it";
+    out += " until CUDA " + common::version_text(row.removed_in) + ", which removed it";
   }
   return out;
 }
@@ -331,17 +331,17 @@ std::string explain_inferred(Target target) {
   const std::string inferred = " (inferred: not in the architecture table)";
   switch (target.kind) {
     case CodeKind::ltoir:
-      return "LTO-IR for CC " + cc_text(cc) + ": input to link-time optimization (nvlink -dlto); the driver never loads it" +
+      return "LTO-IR for CC " + common::version_text(cc) + ": input to link-time optimization (nvlink -dlto); the driver never loads it" +
              inferred;
     case CodeKind::sass:
-      return "SASS for CC " + cc_text(cc) + " only" +
+      return "SASS for CC " + common::version_text(cc) + " only" +
              (target.arch.suffix == Suffix::none ? std::string("; whether other CCs run it (minor-version compatibility, ") +
                                                        "Tegra) is unknown"
                                                  : std::string("; its family is unknown")) +
              "; never on another major" + inferred;
     case CodeKind::ptx:
-      if (target.arch.suffix != Suffix::none) return "PTX that compiles only to CC " + cc_text(cc) + inferred;
-      return "PTX for CC " + cc_text(cc) + " and later: the driver JIT-compiles it on any GPU of CC >= " + cc_text(cc) +
+      if (target.arch.suffix != Suffix::none) return "PTX that compiles only to CC " + common::version_text(cc) + inferred;
+      return "PTX for CC " + common::version_text(cc) + " and later: the driver JIT-compiles it on any GPU of CC >= " + common::version_text(cc) +
              " (first-launch delay) when it accepts the PTX ISA" + inferred;
   }
   return inferred;
@@ -373,11 +373,11 @@ std::string explain_target(Target target) {
   }
   switch (target.kind) {
     case CodeKind::ltoir:
-      return "LTO-IR for CC " + cc_text(row->cc) +
+      return "LTO-IR for CC " + common::version_text(row->cc) +
              ": input to link-time optimization (nvlink -dlto); the driver never loads it" + release_facts(arch, *row);
     case CodeKind::sass:
       if (arch.suffix == Suffix::a) {
-        out = "SASS for CC " + cc_text(row->cc) + " only";
+        out = "SASS for CC " + common::version_text(row->cc) + " only";
         if (*row->products != '\0') out += std::string(" (") + row->products + ")";
         if (!missed.empty()) {
           out += "; does not run on " + cc_list(missed, true) + family_hint;
@@ -385,7 +385,7 @@ std::string explain_target(Target target) {
           out += "; arch-specific: no other GPU runs it, not even a later one";
         }
       } else if (arch.suffix == Suffix::f) {
-        out = "SASS for the family of CC " + cc_text(row->cc) + ": runs on " + cc_list(ccs, true);
+        out = "SASS for the family of CC " + common::version_text(row->cc) + ": runs on " + cc_list(ccs, true);
       } else {
         out = "SASS for " + cc_with_products(row->cc) + tegra;
         std::vector<Version2> others;
@@ -404,10 +404,10 @@ std::string explain_target(Target target) {
       if (arch.suffix == Suffix::a) {
         out = "PTX that compiles only to sm_" + arch_number(arch) + ": JIT on " + cc_with_products(row->cc) + " only";
       } else if (arch.suffix == Suffix::f) {
-        out = "PTX for the family of CC " + cc_text(row->cc) + ": JIT on " + cc_list(ccs, false);
+        out = "PTX for the family of CC " + common::version_text(row->cc) + ": JIT on " + cc_list(ccs, false);
       } else {
-        out = "PTX for CC " + cc_text(row->cc) + " and later: the driver JIT-compiles it on any GPU of CC >= " +
-              cc_text(row->cc) + " (first-launch delay) when it accepts the PTX ISA";
+        out = "PTX for CC " + common::version_text(row->cc) + " and later: the driver JIT-compiles it on any GPU of CC >= " +
+              common::version_text(row->cc) + " (first-launch delay) when it accepts the PTX ISA";
       }
       break;
   }

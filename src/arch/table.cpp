@@ -3,6 +3,8 @@
 #include <archguard/arch.hpp>
 #include <archguard/generated/arch_table.hpp>
 
+#include "common/version.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <optional>
@@ -111,27 +113,26 @@ bool supported_by_release(Arch arch, Version2 cuda) {
 Status check_release_support(Target target, Version2 cuda) {
   const Arch arch = target.arch;
   const std::string name = nvcc_name(arch, target.kind);
-  const std::string rel = std::to_string(cuda.major) + "." + std::to_string(cuda.minor);
-  auto v = [](Version2 x) { return std::to_string(x.major) + "." + std::to_string(x.minor); };
+  const std::string rel = common::version_text(cuda);
   const ArchRow* row = find_arch(arch.sm);
   if (row == nullptr) return make_error(name + ": unknown architecture");
   if (!arch_exists(arch)) return make_error(name + ": no such variant in any CUDA release");
   if (const RenameRow* rn = find_rename(arch.sm); rn != nullptr && cuda >= rn->cuda) {
     const Arch now{rn->new_sm, arch.suffix};
-    return make_error(name + ": renamed " + nvcc_name(now, target.kind) + " in CUDA " + v(rn->cuda) + "; CUDA " + rel +
+    return make_error(name + ": renamed " + nvcc_name(now, target.kind) + " in CUDA " + common::version_text(rn->cuda) + "; CUDA " + rel +
                       " accepts only the new name: use " + arch_number(now));
   }
   if (!row->removed_in.empty() && cuda >= row->removed_in) {
-    return make_error(name + ": removed in CUDA " + v(row->removed_in) + "; the last CUDA that targets it is older than " +
-                      v(row->removed_in));
+    return make_error(name + ": removed in CUDA " + common::version_text(row->removed_in) + "; the last CUDA that targets it is older than " +
+                      common::version_text(row->removed_in));
   }
   if (cuda < row->first_cuda) {
-    return make_error(name + ": CUDA " + rel + " predates it; its first CUDA is " + v(row->first_cuda));
+    return make_error(name + ": CUDA " + rel + " predates it; its first CUDA is " + common::version_text(row->first_cuda));
   }
   const Version2 since = arch.suffix == Suffix::a ? row->a_since : arch.suffix == Suffix::f ? row->f_since : Version2{};
   if (!since.empty() && cuda < since) {
     return make_error(name + ": the '" + std::string(1, arch.suffix == Suffix::a ? 'a' : 'f') +
-                      "' variant needs CUDA " + v(since) + " or later, this is CUDA " + rel);
+                      "' variant needs CUDA " + common::version_text(since) + " or later, this is CUDA " + rel);
   }
   return Ok{};
 }

@@ -3,6 +3,9 @@
 // verdict on every visible device, naming the fatbins and kernels with no usable image.
 #include "doctor/steps.hpp"
 
+#include "common/driver_env.hpp"
+#include "common/version.hpp"
+
 #include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
 #include <archguard/deps.hpp>
@@ -14,8 +17,6 @@
 namespace archguard::doctor::detail {
 namespace {
 
-std::string v2(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
-bool truthy(const std::optional<std::string>& v) { return v && !v->empty() && *v != "0"; }
 
 
 }  // namespace
@@ -31,8 +32,9 @@ Step step_binaries(Session& s, Report& report) {
   }
   DriverSettings settings;
   settings.driver = report.driver_version;
-  settings.force_ptx_jit = truthy(s.env("CUDA_FORCE_PTX_JIT"));
-  settings.disable_ptx_jit = truthy(s.env("CUDA_DISABLE_PTX_JIT"));
+  const common::DriverEnv driver_env = common::read_driver_env(s.env);
+  settings.force_ptx_jit = driver_env.force_ptx_jit_on();
+  settings.disable_ptx_jit = driver_env.disable_ptx_jit_on();
 
   std::set<std::string> seen;  // each loaded library judged once over all FILEs
   for (const auto& file : s.options->files) seen.insert(real_path_or_self(file));
@@ -78,7 +80,7 @@ Step step_binaries(Session& s, Report& report) {
     std::vector<Judged> targets;
     for (const auto& d : report.devices)
       targets.push_back({file + " on device " + std::to_string(d.ordinal), d.cc, d.tegra});
-    for (const auto& cc : report.assumed_cc) targets.push_back({file + " for cc " + v2(cc) + " (--cc)", cc, false});
+    for (const auto& cc : report.assumed_cc) targets.push_back({file + " for cc " + common::version_text(cc) + " (--cc)", cc, false});
     if (targets.empty()) {
       step.findings.push_back({Level::skip, file,
                                std::to_string(with_code.size()) +
@@ -162,22 +164,22 @@ Step step_binaries(Session& s, Report& report) {
           std::string units;
           for (std::size_t i = 0; i < rebuild_units.size() && i < 3; ++i) units += (i ? ", " : "") + rebuild_units[i];
           if (rebuild_units.size() > 3) units += " and " + std::to_string(rebuild_units.size() - 3) + " more";
-          fix = "rebuild for cc " + v2(d.cc) + (units.empty() ? "" : " (" + units + ")");
+          fix = "rebuild for cc " + common::version_text(d.cc) + (units.empty() ? "" : " (" + units + ")");
         }
         step.findings.push_back({Level::fail, who,
-                                 "cc " + v2(d.cc) + ": " + counts + " (error " + std::to_string(first_error) +
+                                 "cc " + common::version_text(d.cc) + ": " + counts + " (error " + std::to_string(first_error) +
                                      " at first launch): " + failures + (failed > shown ? "; ..." : ""),
                                  fix});
       } else {
         step.findings.push_back({jit > 0 ? Level::warn : Level::pass, who,
-                                 "cc " + v2(d.cc) + ": " + counts +
+                                 "cc " + common::version_text(d.cc) + ": " + counts +
                                      (jit > 0 ? " (each jit costs start-up time at first launch)" : "") +
                                      (notes.empty() ? "" : "; " + notes + (other_gpus > noted ? "; ..." : "")),
                                  // A library's own PTX-only kernels are its maker's choice: no rebuild advice.
                                  jit == 0                 ? ""
                                  : settings.force_ptx_jit ? "unset CUDA_FORCE_PTX_JIT to use the sass"
                                  : jit_own == 0           ? ""
-                                                          : "rebuild for cc " + v2(d.cc) + " to skip the jit"});
+                                                          : "rebuild for cc " + common::version_text(d.cc) + " to skip the jit"});
       }
     }
   }

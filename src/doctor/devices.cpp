@@ -2,12 +2,14 @@
 // Step 1: which GPUs the CUDA driver shows this process, cross-checked with nvidia-smi and NVML.
 #include "doctor/steps.hpp"
 
+#include "common/driver_env.hpp"
+#include "common/version.hpp"
+
 #include <string>
 
 namespace archguard::doctor::detail {
 namespace {
 
-std::string cc_text(Version2 cc) { return std::to_string(cc.major) + "." + std::to_string(cc.minor); }
 
 const ProbedGpu* match(const ProbeResult& probe, const device::DeviceInfo& d) {
   const std::string bus = normalise_bus_id(d.pci_bus_id);
@@ -26,7 +28,7 @@ Step step_devices(Session& s, Report& report) {
   Step step;
   step.number = 1;
   step.name = "devices";
-  const auto visible = s.env("CUDA_VISIBLE_DEVICES");
+  const auto visible = common::read_driver_env(s.env).visible_devices;
 
   device::OpenOptions open;
   open.library = s.options->libcuda;
@@ -38,7 +40,7 @@ Step step_devices(Session& s, Report& report) {
     // The newest release the table knows a minimum driver for.
     for (auto it = release_rows().rbegin(); it != release_rows().rend(); ++it)
       if (*it->min_driver != '\0') {
-        fix += " (CUDA " + cc_text(it->cuda) + " binaries need >= " + it->min_driver + ")";
+        fix += " (CUDA " + common::version_text(it->cuda) + " binaries need >= " + it->min_driver + ")";
         break;
       }
     fix += "; in a container, run it with the GPU exposed (docker --gpus all)";
@@ -57,7 +59,7 @@ Step step_devices(Session& s, Report& report) {
   if (auto v = s.driver->cuda_version()) report.driver_cuda = *v;
   step.findings.push_back({Level::pass, "driver",
                            "loaded " + s.driver->library_path() +
-                               (report.driver_cuda ? ", supports cuda " + cc_text(*report.driver_cuda) : ""),
+                               (report.driver_cuda ? ", supports cuda " + common::version_text(*report.driver_cuda) : ""),
                            ""});
 
   // The same text as step 4's, so that the verdict lists it once.
@@ -107,7 +109,7 @@ Step step_devices(Session& s, Report& report) {
     if (const auto* g = match(s.smi, d)) f.smi_cc = g->cc;
     if (const auto* g = match(s.nvml, d)) f.nvml_cc = g->cc;
 
-    std::string msg = d.name + ", compute capability " + cc_text(d.cc);
+    std::string msg = d.name + ", compute capability " + common::version_text(d.cc);
     if (row != nullptr) msg += std::string(" (") + row->codename + ")";
     msg += f.tegra ? ", integrated (tegra: no sass minor-version compatibility)" : "";
     msg += ", " + std::to_string(d.multiprocessors) + " sms, " +
@@ -126,7 +128,7 @@ Step step_devices(Session& s, Report& report) {
         agree.push_back(who);
       } else {
         status = worst(status, Level::warn);
-        msg += std::string("; ") + who + " says " + cc_text(*cc) + ", the driver says " + cc_text(d.cc);
+        msg += std::string("; ") + who + " says " + common::version_text(*cc) + ", the driver says " + common::version_text(d.cc);
         fix = "trust the driver's value (it decides which image loads); a mismatch points at a mixed driver "
               "installation: reinstall the driver";
       }

@@ -2,6 +2,8 @@
 // run(): the steps in order, then the final verdict.
 #include "doctor/steps.hpp"
 
+#include "common/version.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -20,7 +22,6 @@ std::string_view smoke_fatbin_targets() { return kSmokeFatbin_note; }
 
 namespace {
 
-std::string v2(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
 
 /// Files to look at for step 2: the file itself, or the ELF files under a directory (bounded).
 std::vector<std::string> elf_candidates(const std::string& path, std::string& note) {
@@ -59,12 +60,12 @@ Step step_versions(Session& s, Report& report) {
   if (report.driver_version) {
     max_isa = ptx_isa_for_driver(*report.driver_version);
     std::string msg = "driver " + format_driver_version(*report.driver_version);
-    if (report.driver_cuda) msg += ", supports cuda " + v2(*report.driver_cuda);
-    msg += max_isa.empty() ? ", older than every release in the table" : ", accepts ptx isa up to " + v2(max_isa);
+    if (report.driver_cuda) msg += ", supports cuda " + common::version_text(*report.driver_cuda);
+    msg += max_isa.empty() ? ", older than every release in the table" : ", accepts ptx isa up to " + common::version_text(max_isa);
     step.findings.push_back({Level::pass, "driver", msg, ""});
   } else if (report.driver_cuda) {
     step.findings.push_back({Level::pass, "driver",
-                             "supports cuda " + v2(*report.driver_cuda) +
+                             "supports cuda " + common::version_text(*report.driver_cuda) +
                                  " (its version number is unknown: no NVML, nvidia-smi or /proc/driver/nvidia/version)",
                              ""});
   } else {
@@ -77,21 +78,21 @@ Step step_versions(Session& s, Report& report) {
       return;
     }
     const ReleaseRow* rel = find_release(*t.version);
-    std::string msg = std::string(name) + " " + v2(*t.version) + " (" + t.where + ")";
+    std::string msg = std::string(name) + " " + common::version_text(*t.version) + " (" + t.where + ")";
     if (rel == nullptr) {
       step.findings.push_back({Level::warn, name, msg + ": a release archguard's table does not know",
                                "update archguard"});
       return;
     }
-    msg += ", emits ptx isa " + v2(rel->ptx_isa);
+    msg += ", emits ptx isa " + common::version_text(rel->ptx_isa);
     if (!max_isa.empty() && rel->ptx_isa > max_isa) {
       const std::string need = min_driver_for_ptx_isa(rel->ptx_isa);
       step.findings.push_back(
           {Level::warn, name,
-           msg + ": this driver accepts up to " + v2(max_isa) +
+           msg + ": this driver accepts up to " + common::version_text(max_isa) +
                ", so ptx it builds fails to load (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222) unless sass for the gpu is "
                "built too",
-           "install driver >= " + (need.empty() ? std::string("the one of cuda ") + v2(*t.version) : need) +
+           "install driver >= " + (need.empty() ? std::string("the one of cuda ") + common::version_text(*t.version) : need) +
                ", or build sass for this gpu (see the rebuild fix)"});
     } else {
       step.findings.push_back({Level::pass, name, msg, ""});
@@ -144,13 +145,13 @@ Step step_versions(Session& s, Report& report) {
       if (report.driver_cuda && newest > report.driver_cuda->major) {
         status = Level::fail;
         const ReleaseRow* rel = find_release(Version2{newest, 0});
-        msg += ": the cuda " + std::to_string(newest) + " runtime refuses a driver for cuda " + v2(*report.driver_cuda) +
+        msg += ": the cuda " + std::to_string(newest) + " runtime refuses a driver for cuda " + common::version_text(*report.driver_cuda) +
                " (cudaErrorInsufficientDriver, 35)";
         fix = "install driver >= " +
               (rel != nullptr && *rel->min_driver != '\0' ? std::string(rel->min_driver)
                                                           : "the one of cuda " + std::to_string(newest) + ".0");
       } else if (report.driver_cuda) {
-        msg += ": covered by the driver (cuda " + v2(*report.driver_cuda) + ")";
+        msg += ": covered by the driver (cuda " + common::version_text(*report.driver_cuda) + ")";
       }
     }
     step.findings.push_back({status, file, msg + note, fix});
@@ -179,7 +180,7 @@ std::vector<Fix> collect_fixes(const Report& report) {
           std::vector<Version2> ccs = report.assumed_cc;
           for (const auto& d : report.devices) ccs.push_back(d.cc);
           for (const auto& cc : ccs) {
-            if (f.message.rfind("cc " + v2(cc) + ":", 0) != 0) continue;
+            if (f.message.rfind("cc " + common::version_text(cc) + ":", 0) != 0) continue;
             Fix rf = rebuild_fix(cc, f.subject);
             add(FixKind::rebuild, rf.text, rf.details);
           }

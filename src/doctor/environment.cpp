@@ -2,6 +2,8 @@
 // Step 4: environment variables that change which image the driver loads, or how it fails.
 #include <archguard/doctor.hpp>
 
+#include "common/driver_env.hpp"
+
 #include <algorithm>
 
 #include <sys/statvfs.h>
@@ -18,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool truthy(const std::optional<std::string>& v) { return v && !v->empty() && *v != "0"; }
+using common::driver_switch_on;
 
 std::string mib(std::uint64_t bytes) {
   return std::to_string((bytes + (1u << 19)) >> 20) + " MiB";
@@ -50,9 +52,9 @@ DirUsage dir_usage(const fs::path& dir, std::uint64_t limit_files = 200000) {
 }
 
 /// The JIT cache: where it is, whether the driver can write it, how full it is.
-void check_cache(const EnvLookup& env, Step& step) {
-  const auto disable = env("CUDA_CACHE_DISABLE");
-  if (truthy(disable)) {
+void check_cache(const EnvLookup& env, const common::DriverEnv& driver, Step& step) {
+  const auto& disable = driver.cache_disable;
+  if (driver_switch_on(disable)) {
     step.findings.push_back({Level::warn, "CUDA_CACHE_DISABLE",
                              "set to '" + *disable + "': every PTX JIT compile is repeated in each new process",
                              "unset CUDA_CACHE_DISABLE unless you are testing CUDA_DISABLE_PTX_JIT"});
@@ -63,7 +65,7 @@ void check_cache(const EnvLookup& env, Step& step) {
   // CUDA_CACHE_MAXSIZE: the CUDA programming guide gives 1 GiB as the default on desktop and
   // server platforms (256 MiB on embedded ones) and 4 GiB as the maximum.
   std::uint64_t max_size = std::uint64_t{1} << 30;
-  if (auto v = env("CUDA_CACHE_MAXSIZE")) {
+  if (const auto& v = driver.cache_maxsize) {
     std::uint64_t parsed = 0;
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), parsed);
     if (ec != std::errc() || p != v->data() + v->size()) {
@@ -80,7 +82,7 @@ void check_cache(const EnvLookup& env, Step& step) {
 
   fs::path path;
   std::string origin;
-  if (auto v = env("CUDA_CACHE_PATH"); v && !v->empty()) {
+  if (const auto& v = driver.cache_path; v && !v->empty()) {
     path = *v;
     origin = "CUDA_CACHE_PATH";
   } else if (auto home = env("HOME"); home && !home->empty()) {
@@ -92,7 +94,7 @@ void check_cache(const EnvLookup& env, Step& step) {
                              "set CUDA_CACHE_PATH to a writable directory"});
     return;
   }
-  if (truthy(disable)) return;
+  if (driver_switch_on(disable)) return;
 
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
@@ -148,9 +150,10 @@ Step check_environment(const EnvLookup& env) {
   step.number = 4;
   step.name = "environment";
 
-  const auto disable = env("CUDA_DISABLE_PTX_JIT");
-  const auto force = env("CUDA_FORCE_PTX_JIT");
-  if (truthy(disable)) {
+  const common::DriverEnv driver = common::read_driver_env(env);
+  const auto& disable = driver.disable_ptx_jit;
+  const auto& force = driver.force_ptx_jit;
+  if (driver_switch_on(disable)) {
     step.findings.push_back(
         {Level::warn, "CUDA_DISABLE_PTX_JIT",
          "set to '" + *disable + "': binaries without sass for this gpu fail instead of jit-compiling their ptx "
@@ -159,7 +162,7 @@ Step check_environment(const EnvLookup& env) {
   } else {
     step.findings.push_back({Level::pass, "CUDA_DISABLE_PTX_JIT", "not set: ptx can be jit-compiled", ""});
   }
-  if (truthy(force)) {
+  if (driver_switch_on(force)) {
     step.findings.push_back(
         {Level::warn, "CUDA_FORCE_PTX_JIT",
          "set to '" + *force + "': embedded sass is ignored, every kernel is jit-compiled from ptx, and binaries "
@@ -168,15 +171,15 @@ Step check_environment(const EnvLookup& env) {
   } else {
     step.findings.push_back({Level::pass, "CUDA_FORCE_PTX_JIT", "not set: sass is used when it matches", ""});
   }
-  if (truthy(disable) && truthy(force)) {
+  if (driver_switch_on(disable) && driver_switch_on(force)) {
     step.findings.push_back({Level::fail, "CUDA_FORCE_PTX_JIT + CUDA_DISABLE_PTX_JIT",
                              "both set: nothing can load (sass ignored, jit disabled)",
                              "unset both CUDA_FORCE_PTX_JIT and CUDA_DISABLE_PTX_JIT"});
   }
 
-  check_cache(env, step);
+  check_cache(env, driver, step);
 
-  if (auto v = env("CUDA_MODULE_LOADING")) {
+  if (const auto& v = driver.module_loading) {
     if (*v == "LAZY") {
       step.findings.push_back({Level::pass, "CUDA_MODULE_LOADING",
                                "LAZY (the default since CUDA 12.2): modules load, and a missing image shows, at "
@@ -196,7 +199,7 @@ Step check_environment(const EnvLookup& env) {
     step.findings.push_back({Level::pass, "CUDA_MODULE_LOADING", "not set: LAZY on Linux since CUDA 12.2", ""});
   }
 
-  if (auto v = env("CUDA_LAUNCH_BLOCKING"); truthy(v)) {
+  if (const auto& v = driver.launch_blocking; driver_switch_on(v)) {
     step.findings.push_back({Level::warn, "CUDA_LAUNCH_BLOCKING",
                              "set to '" + *v + "': every launch is synchronous (fine for finding the failing "
                              "call, slow for real work)",
@@ -208,7 +211,7 @@ Step check_environment(const EnvLookup& env) {
                              ""});
   }
 
-  if (auto v = env("CUDA_VISIBLE_DEVICES")) {
+  if (const auto& v = driver.visible_devices) {
     if (v->empty()) {
       step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES", "set but empty: the process sees no gpu",
                                "unset CUDA_VISIBLE_DEVICES or list the gpus to use (e.g. 0)"});

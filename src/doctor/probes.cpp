@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "doctor/probes.hpp"
 
+#include "common/process.hpp"
+
 #include <archguard/doctor.hpp>
 #include <archguard/jit.hpp>
 #include <archguard/toolkit.hpp>
 
 #include <dlfcn.h>
-#include <sys/wait.h>
 
 #include <array>
 #include <cctype>
@@ -17,15 +18,6 @@
 
 namespace archguard::doctor::detail {
 namespace {
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -49,6 +41,27 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// Runs a probe's tool (no shell, killed after kProbeTimeoutSeconds) and returns its standard
+// output (stderr discarded); `problem` says why not when it could not run, hung or exited
+// non-zero.
+std::optional<std::string> run_tool(const std::string& program, const std::vector<std::string>& args,
+                                    std::string& problem) {
+  common::RunOptions o;
+  o.timeout = std::chrono::seconds(kProbeTimeoutSeconds);
+  o.stderr_to = common::StderrTo::null;
+  auto r = common::run_capture(program, args, o);
+  if (!r) {
+    problem = r.message();
+    return std::nullopt;
+  }
+  if (r->exit_code != 0) {
+    problem = r->signal != 0 ? "killed by signal " + std::to_string(r->signal)
+                             : "exit status " + std::to_string(r->exit_code);
+    return std::nullopt;
+  }
+  return std::move(r->output);
+}
+
 template <class F>
 F sym(void* lib, const char* name) {
   // dlsym returns an object pointer; POSIX guarantees the conversion to a function pointer.
@@ -56,18 +69,6 @@ F sym(void* lib, const char* name) {
 }
 
 }  // namespace
-
-std::optional<std::string> run_capture(const std::string& command) {
-  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) return std::nullopt;
-  std::string out;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  return out;
-}
 
 std::string normalise_bus_id(const std::string& id) {
   // Keep the last "bus:device.function" part, upper case.
@@ -84,10 +85,11 @@ ProbeResult probe_nvidia_smi(const std::string& program) {
     r.problem = "not asked";
     return r;
   }
-  auto out = run_capture(shell_quote(program) +
-                         " --query-gpu=index,name,pci.bus_id,compute_cap,driver_version --format=csv,noheader");
+  std::string why;
+  auto out = run_tool(program, {"--query-gpu=index,name,pci.bus_id,compute_cap,driver_version", "--format=csv,noheader"},
+                      why);
   if (!out) {
-    r.problem = program + " did not run or failed";
+    r.problem = program + " did not run or failed (" + why + ")";
     return r;
   }
   r.available = true;
@@ -208,9 +210,10 @@ ToolVersion probe_nvcc(const std::string& program) {
     t.problem = path.message();
     return t;
   }
-  auto out = run_capture(shell_quote(*path) + " --version");
+  std::string why;
+  auto out = run_tool(*path, {"--version"}, why);
   if (!out) {
-    t.problem = *path + " --version failed";
+    t.problem = *path + " --version failed (" + why + ")";
     return t;
   }
   auto v = parse_nvcc_version(*out);

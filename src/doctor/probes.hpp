@@ -47,8 +47,8 @@ ToolVersion probe_nvcc(const std::string& program);
 /// nvrtcVersion() of the NVRTC the jit layer loads (ARCHGUARD_NVRTC, libnvrtc.so.13, ...).
 ToolVersion probe_nvrtc();
 
-/// Runs a command through /bin/sh and returns its standard output (stderr discarded), or
-/// nothing when it could not run or exited non-zero.
-std::optional<std::string> run_capture(const std::string& command);
+/// How long doctor waits for nvidia-smi or `nvcc --version` before it kills the tool and reports
+/// it as hung (a wedged driver can make nvidia-smi hang for minutes).
+inline constexpr int kProbeTimeoutSeconds = 30;
 
 }  // namespace archguard::doctor::detail

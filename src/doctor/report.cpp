@@ -2,7 +2,9 @@
 // The report vocabulary of the doctor: statuses, fixes, and the small parsers the steps share.
 #include <archguard/doctor.hpp>
 
-#include <charconv>
+#include "common/driver_env.hpp"
+#include "common/version.hpp"
+
 #include <cstdlib>
 #include <string>
 
@@ -54,42 +56,9 @@ Level Report::overall() const {
   return s;
 }
 
-EnvLookup process_environment() {
-  return [](std::string_view name) -> std::optional<std::string> {
-    const std::string key(name);
-    const char* v = std::getenv(key.c_str());  // NOLINT(concurrency-mt-unsafe): read only
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
-}
+EnvLookup process_environment() { return common::process_env; }
 
-namespace {
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-std::optional<unsigned> parse_unsigned(std::string_view s) {
-  unsigned v = 0;
-  if (s.empty()) return std::nullopt;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-}  // namespace
-
-std::optional<Version2> parse_cc(std::string_view text) {
-  text = trim(text);
-  const auto dot = text.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  auto major = parse_unsigned(text.substr(0, dot));
-  auto minor = parse_unsigned(text.substr(dot + 1));
-  if (!major || !minor || *major == 0 || *major > 99 || *minor > 9) return std::nullopt;
-  return Version2{*major, *minor};
-}
+std::optional<Version2> parse_cc(std::string_view text) { return common::parse_cc(text); }
 
 std::optional<DriverVersion> parse_proc_driver_version(std::string_view text) {
   // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..." (open and
@@ -123,7 +92,7 @@ Fix rebuild_fix(Version2 cc, std::string_view why) {
   const auto targets = targets_for(cc);
   Fix fix;
   fix.kind = FixKind::rebuild;
-  fix.text = "add sass and ptx for compute capability " + std::to_string(cc.major) + "." + std::to_string(cc.minor) +
+  fix.text = "add sass and ptx for compute capability " + common::version_text(cc) +
              " to the build's targets";
   if (!why.empty()) fix.text += " (" + std::string(why) + ")";
   fix.details.push_back("CMake: add \"" + format_targets(targets, Dialect::cmake) +

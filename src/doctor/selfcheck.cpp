@@ -5,6 +5,7 @@
 #include <archguard/coverage.hpp>
 #include <archguard/device.hpp>
 
+#include "common/driver_env.hpp"
 #include "doctor/probes.hpp"
 
 #include <link.h>
@@ -34,8 +35,6 @@ int collect(dl_phdr_info* info, std::size_t /*size*/, void* data) {
   out->push_back({name});
   return 0;
 }
-
-bool truthy(const char* v) { return v != nullptr && *v != '\0' && std::string(v) != "0"; }
 
 }  // namespace
 
@@ -109,8 +108,9 @@ Result<Report> check_current_process(int ordinal) {
   Device dev = device_for_cc(info->cc);
   dev.tegra = dev.tegra || info->integrated;
   DriverSettings settings;
-  settings.force_ptx_jit = truthy(std::getenv("CUDA_FORCE_PTX_JIT"));     // NOLINT(concurrency-mt-unsafe)
-  settings.disable_ptx_jit = truthy(std::getenv("CUDA_DISABLE_PTX_JIT"));  // NOLINT(concurrency-mt-unsafe)
+  const common::DriverEnv driver_env = common::read_driver_env();
+  settings.force_ptx_jit = driver_env.force_ptx_jit_on();
+  settings.disable_ptx_jit = driver_env.disable_ptx_jit_on();
   settings.driver = doctor::detail::probe_proc_driver_version();
   if (!settings.driver) settings.driver = doctor::detail::probe_nvml("libnvidia-ml.so.1").driver;
   auto r = check_current_process(dev, settings);

@@ -4,6 +4,8 @@
 // results are compared with a CPU reference. Errors keep the driver's exact name and number.
 #include "doctor/steps.hpp"
 
+#include "common/driver_env.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -114,11 +116,8 @@ void run_device(Session& s, int ordinal, Step& step, Report& report) {
                              "check nvidia-smi for the gpu's state (compute mode, xid errors)"});
     return;
   }
-  auto set = [&](std::string_view name) {
-    const auto v = s.env(name);
-    return v && !v->empty() && *v != "0";
-  };
-  DeviceRun run{step, who, JitEnv{set("CUDA_FORCE_PTX_JIT"), set("CUDA_DISABLE_PTX_JIT")}};
+  const common::DriverEnv driver_env = common::read_driver_env(s.env);
+  DeviceRun run{step, who, JitEnv{driver_env.force_ptx_jit_on(), driver_env.disable_ptx_jit_on()}};
   SmokeTiming timing;
   timing.ordinal = ordinal;
 

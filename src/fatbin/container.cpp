@@ -2,6 +2,9 @@
 // Inputs: ELF through mmap, archives through libarchive, directories walked in parallel.
 #include <archguard/container.hpp>
 
+#include "common/fd.hpp"
+#include "common/fs.hpp"
+
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
@@ -64,7 +67,7 @@ class BufferStorage final : public Storage {
   std::vector<std::byte> data_;
 };
 
-std::string errno_text(int err) { return std::strerror(err); }
+using common::errno_text;
 
 /// libarchive's message, which may be absent (a null pointer).
 std::string archive_text(archive* a) {
@@ -380,25 +383,19 @@ struct Scanner {
 };
 
 void scan_file_quietly(const std::string& path, const ScanOptions& options, ScanReport& report) {
-  const int fd = open_nonblocking(path);
-  if (fd < 0) {
+  const common::UniqueFd fd(open_nonblocking(path));
+  if (!fd.valid()) {
     report.errors.push_back(path + ": cannot open: " + errno_text(errno));
     return;
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced by a FIFO since the walk saw it
-    ::close(fd);
-    return;
-  }
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // replaced by a FIFO since the walk saw it
   // Peek first: most files in a tree are neither ELF nor archives.
   unsigned char head[4096] = {};  // a PTX file's .target follows a few lines of comments
-  const ssize_t got = ::pread(fd, head, sizeof head, 0);
-  if (got <= 0 || classify(Bytes(reinterpret_cast<const std::byte*>(head), static_cast<std::size_t>(got))) == Kind::other) {
-    ::close(fd);
+  const ssize_t got = ::pread(fd.get(), head, sizeof head, 0);
+  if (got <= 0 || classify(Bytes(reinterpret_cast<const std::byte*>(head), static_cast<std::size_t>(got))) == Kind::other)
     return;
-  }
-  auto storage = map_fd(fd, path);
-  ::close(fd);
+  auto storage = map_fd(fd.get(), path);
   if (!storage) {
     report.errors.push_back(storage.message());
     return;
@@ -417,14 +414,14 @@ void walk_directory(const std::string& root, std::vector<std::string>& files, st
   while (!pending.empty()) {
     const std::string dir = std::move(pending.back());
     pending.pop_back();
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK);
-    DIR* d = fd < 0 ? nullptr : ::fdopendir(fd);
+    common::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK));
+    DIR* d = fd.valid() ? ::fdopendir(fd.get()) : nullptr;
     if (d == nullptr) {
       const int err = errno;
-      if (fd >= 0) ::close(fd);
       errors.push_back(dir + ": cannot read the directory: " + errno_text(err) + "; its files were not checked");
       continue;
     }
+    fd.release();  // closedir() closes it
     for (;;) {
       errno = 0;
       const dirent* ent = ::readdir(d);
@@ -454,11 +451,9 @@ void walk_directory(const std::string& root, std::vector<std::string>& files, st
 }  // namespace
 
 Result<std::shared_ptr<const Storage>> map_file(const std::string& path) {
-  const int fd = open_nonblocking(path);
-  if (fd < 0) return Error{path + ": cannot open: " + errno_text(errno)};
-  auto r = map_fd(fd, path);
-  ::close(fd);
-  return r;
+  const common::UniqueFd fd(open_nonblocking(path));
+  if (!fd.valid()) return Error{path + ": cannot open: " + errno_text(errno)};
+  return map_fd(fd.get(), path);
 }
 
 Result<ScanReport> scan_bytes(Bytes bytes, const std::string& name, const ScanOptions& options) {

@@ -3,6 +3,11 @@
 #include <archguard/cache.hpp>
 #include <archguard/bytes.hpp>
 
+#include "common/driver_env.hpp"
+#include "common/endian.hpp"
+#include "common/fd.hpp"
+#include "common/fs.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -26,45 +31,12 @@ constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 31;
 constexpr int kCorrupt = 1;  // Error::code of read_entry when the entry is damaged
 constexpr std::int64_t kAbandonedTempSeconds = 3600;
 
-std::string errno_text(int e) { return std::strerror(e); }
-
-std::string octal_mode(mode_t m) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(m & 07777));
-  return buf;
-}
-
-// An owned file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.release();
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
+using common::errno_text;
+using common::list_dir;
+using common::octal_mode;
+using common::read_all;
+using common::write_all;
+using Fd = common::UniqueFd;
 
 // Ownership and mode rules for a directory we trust. Read-only layers may also belong to root.
 Status check_dir(int fd, const std::string& path, bool readonly_layer) {
@@ -87,17 +59,7 @@ Status check_dir(int fd, const std::string& path, bool readonly_layer) {
 // mkdir -p with mode 0700 for the components it creates.
 Status make_dirs(const std::string& path) {
   if (path.empty()) return make_error("cache dir: empty path");
-  std::string cur;
-  std::size_t pos = 0;
-  while (pos <= path.size()) {
-    const std::size_t next = path.find('/', pos);
-    cur = path.substr(0, next == std::string::npos ? path.size() : next);
-    if (!cur.empty() && ::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) {
-      return make_error("cache dir " + path + ": mkdir " + cur + " failed: " + errno_text(errno), errno);
-    }
-    if (next == std::string::npos) break;
-    pos = next + 1;
-  }
+  if (auto s = common::make_dirs(path, 0700); !s) return make_error("cache dir " + path + ": " + s.message(), s.code());
   return Ok{};
 }
 
@@ -118,44 +80,6 @@ Result<Fd> open_subdir(int parent, const char* name, const std::string& path, bo
   return fd;
 }
 
-Status write_all(int fd, std::span<const std::byte> bytes, const std::string& what) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return make_error(what + ": write failed: " + errno_text(errno), errno);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return Ok{};
-}
-
-Result<std::vector<std::byte>> read_all(int fd, std::size_t size, const std::string& what) {
-  std::vector<std::byte> buf(size);
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, buf.data() + done, size - done, static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return make_error(what + ": read failed: " + errno_text(errno), errno);
-    }
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  buf.resize(done);
-  return buf;
-}
-
-void put_u64(std::byte* p, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xffu);
-}
-std::uint64_t get_u64(const std::byte* p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= std::to_integer<std::uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-
 std::string shard_of(const std::string& hex) { return hex.substr(0, 2); }
 
 std::string unique_suffix() {
@@ -169,25 +93,6 @@ std::string unique_suffix() {
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-// Names in a directory (no "." / "..").
-std::vector<std::string> list_dir(int dirfd) {
-  std::vector<std::string> names;
-  const int dup = ::dup(dirfd);
-  if (dup < 0) return names;
-  DIR* d = ::fdopendir(dup);
-  if (d == nullptr) {
-    ::close(dup);
-    return names;
-  }
-  ::rewinddir(d);
-  while (const dirent* e = ::readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  ::closedir(d);
-  return names;
 }
 
 }  // namespace
@@ -247,10 +152,7 @@ class EntryLock {
 
 Result<CacheOptions> CacheOptions::from_environment() {
   CacheOptions o;
-  auto env = [](const char* n) -> std::string {
-    const char* v = std::getenv(n);
-    return v != nullptr ? std::string(v) : std::string();
-  };
+  auto env = [](const char* n) { return common::process_env(n).value_or(std::string()); };
   const std::string disable = env("ARCHGUARD_CACHE_DISABLE");
   o.disabled = !disable.empty() && disable != "0" && disable != "false" && disable != "no";
   const std::string sync = env("ARCHGUARD_CACHE_FSYNC");
@@ -408,7 +310,8 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
   if (bytes->size() != size || std::memcmp(p, kMagic, sizeof kMagic) != 0) {
     return make_error(path + ": bad magic at 0x0 (not an archguard cache entry)", kCorrupt);
   }
-  const std::uint64_t record_size = get_u64(p + 8);
+  // Read through the checked reader: the size was checked above, so this read cannot fail.
+  const std::uint64_t record_size = ByteReader(*bytes, path).u64(8, "record size").value();
   if (record_size != size - kHeaderSize) {
     char buf[128];
     std::snprintf(buf, sizeof buf, ": record size 0x%llx at 0x8 does not match the file (0x%llx bytes after the header)",
@@ -487,7 +390,7 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
   const std::vector<std::byte> body = encode_record(record);
   std::vector<std::byte> file(kHeaderSize);
   std::memcpy(file.data(), kMagic, sizeof kMagic);
-  put_u64(file.data() + 8, body.size());
+  common::store_le(file.data() + 8, body.size(), 8);
   std::memcpy(file.data() + 16, key.data(), key.size());
   const Digest sum = sha256(body);
   std::memcpy(file.data() + 48, sum.data(), sum.size());

@@ -4,6 +4,10 @@
 #include "jit/includes.hpp"
 #include "jit/nvrtc.hpp"
 
+#include "common/driver_env.hpp"
+#include "common/fs.hpp"
+#include "common/version.hpp"
+
 #include <archguard/fatbin.hpp>
 
 #include <nlohmann/json.hpp>
@@ -21,8 +25,6 @@
 
 namespace archguard::jit {
 namespace {
-
-std::string cc_text(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
 
 std::string arch_list(std::span<const unsigned> archs) {
   std::string s;
@@ -85,40 +87,22 @@ Result<Target> choose_target(const Device& device, std::span<const unsigned> sup
     if (a <= dev_sm) best = std::max(best, a);
   }
   if (best == 0) {
-    return make_error("no target for a device of compute capability " + cc_text(device.cc) +
+    return make_error("no target for a device of compute capability " + common::version_text(device.cc) +
                       ": this nvrtc supports " + arch_list(supported) + ", none of which is <= sm_" +
                       std::to_string(dev_sm) + "; use an nvrtc from an older CUDA release");
   }
   const Arch arch{best, Suffix::none};
   if (best / 10 == device.cc.major && sass_runs_on(arch, device)) return Target{arch, CodeKind::sass};
   if (!driver_ptx_isa.empty() && !nvrtc_ptx_isa.empty() && nvrtc_ptx_isa > driver_ptx_isa) {
-    return make_error("no target for a device of compute capability " + cc_text(device.cc) + ": sass from this nvrtc (" +
-                      arch_list(supported) + ") cannot run on it, and its ptx (isa " + cc_text(nvrtc_ptx_isa) +
-                      ") is newer than the driver accepts (isa " + cc_text(driver_ptx_isa) +
-                      "); update the driver or use an nvrtc whose ptx isa is <= " + cc_text(driver_ptx_isa));
+    return make_error("no target for a device of compute capability " + common::version_text(device.cc) + ": sass from this nvrtc (" +
+                      arch_list(supported) + ") cannot run on it, and its ptx (isa " + common::version_text(nvrtc_ptx_isa) +
+                      ") is newer than the driver accepts (isa " + common::version_text(driver_ptx_isa) +
+                      "); update the driver or use an nvrtc whose ptx isa is <= " + common::version_text(driver_ptx_isa));
   }
   return Target{arch, CodeKind::ptx};
 }
 
-Result<std::string> read_text_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error(path + ": cannot open: " + std::strerror(errno), errno);
-  std::string data;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      return make_error(path + ": read failed: " + std::strerror(e), e);
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return data;
-}
+Result<std::string> read_text_file(const std::string& path) { return common::read_file(path); }
 
 struct Compiler::Impl {
   NvrtcPtr nvrtc;
@@ -192,12 +176,12 @@ Result<KeyInfo> Compiler::key(const CompileRequest& request) const {
                                                                                                   : CodeKind::ptx) +
                              (request.target.kind == CodeKind::ltoir ? "+lto" : "");
   h.add_field("target", target);
-  h.add_field("nvrtc-version", cc_text(nv.version));
+  h.add_field("nvrtc-version", common::version_text(nv.version));
   h.add_field("nvrtc-build", nv.build_id);
   nlohmann::json fields;
   if (request.target.kind != CodeKind::sass && request.driver_cuda) {
-    h.add_field("driver", cc_text(*request.driver_cuda));
-    fields["driver_cuda"] = cc_text(*request.driver_cuda);
+    h.add_field("driver", common::version_text(*request.driver_cuda));
+    fields["driver_cuda"] = common::version_text(*request.driver_cuda);
   }
   for (const detail::IncludeDep& d : scan.deps) {
     h.add_field("include", d.spelling);
@@ -216,7 +200,7 @@ Result<KeyInfo> Compiler::key(const CompileRequest& request) const {
   fields["target"] = target;
   fields["options"] = opts;
   fields["name_expressions"] = request.name_expressions;
-  fields["nvrtc_version"] = cc_text(nv.version);
+  fields["nvrtc_version"] = common::version_text(nv.version);
   fields["nvrtc_build_id"] = nv.build_id;
   fields["nvrtc_library"] = nv.library;
   fields["headers"] = headers;
@@ -352,7 +336,7 @@ Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest r
   auto fn = mod->function(lowered != nullptr ? *lowered : kernel);
   if (!fn) return make_error(request.name + ": " + fn.message(), fn.code());
   LoadedKernel lk{std::move(*mod), std::move(*fn), std::move(*compiled), LaunchPath::jit, {}, reloads};
-  lk.reason = "jit-compiled " + tname + " for " + ctx.device().name + " (cc " + cc_text(ctx.device().cc) + ")" +
+  lk.reason = "jit-compiled " + tname + " for " + ctx.device().name + " (cc " + common::version_text(ctx.device().cc) + ")" +
               (lk.compiled.from_cache ? " from the cache" : "") + (reloads ? " after evicting a refused cached image" : "");
   return lk;
 }
@@ -380,12 +364,9 @@ Result<LoadedKernel> Compiler::load_with_fallback(const device::Context& ctx, co
       if (auto d = parse_driver_version(rel->min_driver); d) settings.driver = *d;
     }
   }
-  auto flag = [](const char* n) {
-    const char* v = std::getenv(n);
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  };
-  settings.force_ptx_jit = flag("CUDA_FORCE_PTX_JIT");
-  settings.disable_ptx_jit = flag("CUDA_DISABLE_PTX_JIT");
+  const common::DriverEnv driver_env = common::read_driver_env();
+  settings.force_ptx_jit = driver_env.force_ptx_jit_on();
+  settings.disable_ptx_jit = driver_env.disable_ptx_jit_on();
   const Verdict verdict = select_image(prebuilt.images, dev, settings);
   std::string why;
   if (verdict.outcome != Outcome::fail && !prebuilt.image.empty()) {
@@ -402,7 +383,7 @@ Result<LoadedKernel> Compiler::load_with_fallback(const device::Context& ctx, co
       why = "the driver refused the prebuilt image (" + mod.message() + ")";
     }
   } else {
-    why = "no prebuilt image runs on " + ctx.device().name + " (cc " + cc_text(ctx.device().cc) + "): " +
+    why = "no prebuilt image runs on " + ctx.device().name + " (cc " + common::version_text(ctx.device().cc) + "): " +
           (verdict.reason.empty() ? "no images" : verdict.reason);
   }
   auto lk = load(ctx, std::move(source), kernel);

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // SHA-256 through OpenSSL EVP, and the cache record's byte format.
+#include <archguard/bytes.hpp>
 #include <archguard/cache.hpp>
+
+#include "common/endian.hpp"
 
 #include <openssl/evp.h>
 
@@ -82,48 +85,44 @@ Digest sha256(std::string_view text) {
 
 namespace {
 
-void put_u32(std::vector<std::byte>& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xffu));
-}
-void put_u64(std::vector<std::byte>& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xffu));
-}
 void put_str(std::vector<std::byte>& out, const std::string& s) {
-  put_u32(out, static_cast<std::uint32_t>(s.size()));
+  common::append_le(out, s.size(), 4);
   const auto* p = reinterpret_cast<const std::byte*>(s.data());
   out.insert(out.end(), p, p + s.size());
 }
 
+// Reads the record front to back through the checked reader; a short record is reported with
+// the field, its offset, what it needs and what is left.
 class Cursor {
  public:
-  Cursor(std::span<const std::byte> b, std::string_view what) : b_(b), what_(what) {}
-  std::size_t offset() const { return off_; }
-  std::size_t left() const { return b_.size() - off_; }
+  Cursor(std::span<const std::byte> b, std::string_view what) : r_(b, std::string(what)), what_(what) {}
+  std::uint64_t offset() const { return off_; }
+  std::uint64_t left() const { return r_.size() - off_; }
   Result<std::uint64_t> uint(unsigned bytes, std::string_view field) {
-    if (left() < bytes) return short_read(field, bytes);
-    std::uint64_t v = 0;
-    for (unsigned i = 0; i < bytes; ++i) v |= std::to_integer<std::uint64_t>(b_[off_ + i]) << (8 * i);
+    if (!r_.contains(off_, bytes)) return short_read(field, bytes);
+    const std::uint64_t at = off_;
     off_ += bytes;
-    return v;
+    if (bytes == 4) return std::uint64_t{r_.u32(at, field).value()};
+    return r_.u64(at, field).value();
   }
   Result<std::span<const std::byte>> take(std::uint64_t n, std::string_view field) {
-    if (n > left()) return short_read(field, n);
-    auto s = b_.subspan(off_, static_cast<std::size_t>(n));
-    off_ += static_cast<std::size_t>(n);
-    return s;
+    auto s = r_.span(off_, n, field);
+    if (!s) return short_read(field, n);
+    off_ += n;
+    return *s;
   }
 
  private:
   Error short_read(std::string_view field, std::uint64_t need) const {
     char buf[160];
-    std::snprintf(buf, sizeof buf, ": %.*s at 0x%zx needs 0x%llx bytes but only 0x%zx remain",
-                  static_cast<int>(field.size()), field.data(), off_,
-                  static_cast<unsigned long long>(need), left());  // NOLINT(runtime/int)
+    std::snprintf(buf, sizeof buf, ": %.*s at 0x%llx needs 0x%llx bytes but only 0x%llx remain",
+                  static_cast<int>(field.size()), field.data(), static_cast<unsigned long long>(off_),  // NOLINT(runtime/int)
+                  static_cast<unsigned long long>(need), static_cast<unsigned long long>(left()));  // NOLINT(runtime/int)
     return make_error(std::string(what_) + buf);
   }
-  std::span<const std::byte> b_;
+  ByteReader r_;
   std::string_view what_;
-  std::size_t off_ = 0;
+  std::uint64_t off_ = 0;
 };
 
 }  // namespace
@@ -131,13 +130,13 @@ class Cursor {
 std::vector<std::byte> encode_record(const CacheRecord& r) {
   std::vector<std::byte> out;
   out.reserve(16 + r.image.size());
-  put_u32(out, r.kind);
-  put_u32(out, static_cast<std::uint32_t>(r.names.size()));
+  common::append_le(out, r.kind, 4);
+  common::append_le(out, r.names.size(), 4);
   for (const auto& [expr, lowered] : r.names) {
     put_str(out, expr);
     put_str(out, lowered);
   }
-  put_u64(out, r.image.size());
+  common::append_le(out, r.image.size(), 8);
   out.insert(out.end(), r.image.begin(), r.image.end());
   return out;
 }
@@ -150,7 +149,8 @@ Result<CacheRecord> decode_record(std::span<const std::byte> bytes, std::string_
   r.kind = static_cast<std::uint32_t>(*kind);
   auto n = c.uint(4, "name count");
   if (!n) return n.error();
-  if (*n > c.left() / 8) {
+  // Each name pair takes at least its two 4-byte lengths.
+  if (auto need = checked_mul(*n, 8); !need || *need > c.left()) {
     char buf[96];
     std::snprintf(buf, sizeof buf, ": name count 0x%llx exceeds what the record can hold",
                   static_cast<unsigned long long>(*n));  // NOLINT(runtime/int)
@@ -174,7 +174,8 @@ Result<CacheRecord> decode_record(std::span<const std::byte> bytes, std::string_
   r.image.assign(img->begin(), img->end());
   if (c.left() != 0) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, ": 0x%zx unexpected bytes after the image at 0x%zx", c.left(), c.offset());
+    std::snprintf(buf, sizeof buf, ": 0x%llx unexpected bytes after the image at 0x%llx",
+                  static_cast<unsigned long long>(c.left()), static_cast<unsigned long long>(c.offset()));  // NOLINT(runtime/int)
     return make_error(std::string(what) + buf);
   }
   return r;

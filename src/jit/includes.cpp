@@ -2,6 +2,8 @@
 // The include scan behind the cache key (see includes.hpp for what it promises).
 #include "jit/includes.hpp"
 
+#include "common/fs.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -172,23 +174,9 @@ void scan_text(std::string_view text, std::vector<Directive>& out, std::vector<D
 }
 
 std::optional<std::string> read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return std::nullopt;
-  }
-  std::string data(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  data.resize(done);
-  return data;
+  auto text = common::read_file(path, /*regular_only=*/true);
+  if (!text) return std::nullopt;
+  return std::move(*text);
 }
 
 // What a scan of one text yields; shared by the memo below.

@@ -3,7 +3,7 @@
 // checked against the table: a newer nvcc may know architectures the table does not.
 #include <archguard/toolkit.hpp>
 
-#include "toolkit/process.hpp"
+#include "common/process.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -191,7 +191,7 @@ Result<NvccInfo> query_nvcc(std::string_view nvcc_path, std::chrono::millisecond
   Result<std::string> path = find_nvcc(nvcc_path);
   if (!path) return path.error();
   auto run = [&](const char* flag) -> Result<std::string> {
-    Result<toolkit_detail::ProcessOutput> r = toolkit_detail::run_capture(*path, {flag}, timeout);
+    Result<common::ProcessOutput> r = common::run_capture(*path, {flag}, timeout);
     if (!r) return r.error();
     if (r->exit_code != 0) {
       return make_error("'" + *path + " " + flag + "' failed (" +

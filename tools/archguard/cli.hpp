@@ -11,6 +11,8 @@
 
 #include <archguard/arch.hpp>
 
+#include "common/version.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -23,6 +25,11 @@
 #include <vector>
 
 namespace archguard::cli {
+
+/// "9.0": the library's one text form of a two-number version (compute capability, CUDA, PTX ISA).
+using common::version_text;
+/// version_text, or "-" for an empty (unknown) version, as tables show it.
+inline std::string version_or_dash(Version2 v) { return v.empty() ? "-" : version_text(v); }
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitProblem = 1;

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli.hpp"
+
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -21,10 +23,6 @@ namespace archguard::cli::jit_common {
 inline int fail(int code, const std::string& message) {
   std::cerr << "archguard: " << message << "\n";
   return code;
-}
-
-inline std::string ver(Version2 v) {
-  return v.empty() ? "-" : std::to_string(v.major) + "." + std::to_string(v.minor);
 }
 
 inline std::string target_name(const Target& t) { return nvcc_name(t.arch, t.kind); }
@@ -68,7 +66,7 @@ inline Result<std::vector<TargetChoice>> parse_targets(const std::vector<std::st
       auto t = compiler.target_for(device_for_cc(info->cc), cuda);
       if (!t) return make_error("--arch auto: " + t.message());
       out.push_back({*t, cuda,
-                     "auto: " + info->name + " (cc " + ver(info->cc) + ", driver cuda " + (cuda ? ver(*cuda) : "?") +
+                     "auto: " + info->name + " (cc " + version_or_dash(info->cc) + ", driver cuda " + (cuda ? version_or_dash(*cuda) : "?") +
                          ") -> " + target_name(*t)});
       continue;
     }
@@ -78,7 +76,7 @@ inline Result<std::vector<TargetChoice>> parse_targets(const std::vector<std::st
       if (std::find(supported.begin(), supported.end(), t.arch.sm) == supported.end()) {
         std::string list;
         for (unsigned s : supported) list += (list.empty() ? "" : " ") + std::to_string(s);
-        return make_error("--arch " + a + ": nvrtc " + ver(compiler.nvrtc().version) + " does not support " +
+        return make_error("--arch " + a + ": nvrtc " + version_or_dash(compiler.nvrtc().version) + " does not support " +
                           target_name(t) + " (it supports " + list + ")");
       }
       out.push_back({t, std::nullopt, ""});

@@ -28,7 +28,6 @@ using archguard::Version2;
 using nlohmann::json;
 namespace cli = archguard::cli;
 
-std::string ver(Version2 v) { return v.empty() ? "-" : std::to_string(v.major) + "." + std::to_string(v.minor); }
 
 std::string kind_name(CodeKind k) {
   switch (k) {
@@ -53,15 +52,15 @@ struct ListOptions {
 int print_rows() {
   auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   for (const ArchRow& r : archguard::arch_rows()) {
-    std::cout << "arch|" << r.sm << "|" << ver(r.cc) << "|" << r.codename << "|" << dash(r.products) << "|"
-              << (r.tegra ? 1 : 0) << "|" << ver(r.a_since) << "|" << ver(r.f_since) << "|" << ver(r.first_cuda)
-              << "|" << ver(r.removed_in) << "|" << (r.family == 0 ? "-" : std::to_string(r.family)) << "\n";
+    std::cout << "arch|" << r.sm << "|" << cli::version_or_dash(r.cc) << "|" << r.codename << "|" << dash(r.products) << "|"
+              << (r.tegra ? 1 : 0) << "|" << cli::version_or_dash(r.a_since) << "|" << cli::version_or_dash(r.f_since) << "|" << cli::version_or_dash(r.first_cuda)
+              << "|" << cli::version_or_dash(r.removed_in) << "|" << (r.family == 0 ? "-" : std::to_string(r.family)) << "\n";
   }
   for (const archguard::RenameRow& r : archguard::rename_rows()) {
-    std::cout << "rename|" << r.old_sm << "|" << r.new_sm << "|" << ver(r.cuda) << "\n";
+    std::cout << "rename|" << r.old_sm << "|" << r.new_sm << "|" << cli::version_or_dash(r.cuda) << "\n";
   }
   for (const archguard::ReleaseRow& r : archguard::release_rows()) {
-    std::cout << "release|" << ver(r.cuda) << "|" << ver(r.ptx_isa) << "|" << dash(r.min_driver) << "\n";
+    std::cout << "release|" << cli::version_or_dash(r.cuda) << "|" << cli::version_or_dash(r.ptx_isa) << "|" << dash(r.min_driver) << "\n";
   }
   return cli::kExitOk;
 }
@@ -78,7 +77,7 @@ std::string nvcc_marks(const archguard::NvccInfo& info, const ArchRow& r) {
 
 std::string note_of(const ArchRow& r) {
   if (const archguard::RenameRow* rn = archguard::find_rename(r.sm)) {
-    return "renamed sm_" + std::to_string(rn->new_sm) + " in " + ver(rn->cuda);
+    return "renamed sm_" + std::to_string(rn->new_sm) + " in " + cli::version_or_dash(rn->cuda);
   }
   if (r.tegra) return "Tegra";
   return "";
@@ -131,7 +130,7 @@ int run_list(const ListOptions& opt) {
         return a;
       };
       j["nvcc"] = {{"path", nvcc->path},
-                   {"release", ver(nvcc->release)},
+                   {"release", cli::version_or_dash(nvcc->release)},
                    {"build", nvcc->build},
                    {"sass", list(nvcc->sass, CodeKind::sass)},
                    {"ptx", list(nvcc->ptx, CodeKind::ptx)},
@@ -150,17 +149,17 @@ int run_list(const ListOptions& opt) {
         if (!p.empty()) products.push_back(p);
       }
       json a = {{"sm", r.sm},
-                {"cc", ver(r.cc)},
+                {"cc", cli::version_or_dash(r.cc)},
                 {"codename", std::string(archguard::codename_of(r))},
                 {"products", products},
                 {"tegra", r.tegra},
-                {"a_since", r.a_since.empty() ? json(nullptr) : json(ver(r.a_since))},
-                {"f_since", r.f_since.empty() ? json(nullptr) : json(ver(r.f_since))},
-                {"first_cuda", ver(r.first_cuda)},
-                {"removed_in", r.removed_in.empty() ? json(nullptr) : json(ver(r.removed_in))},
+                {"a_since", r.a_since.empty() ? json(nullptr) : json(cli::version_or_dash(r.a_since))},
+                {"f_since", r.f_since.empty() ? json(nullptr) : json(cli::version_or_dash(r.f_since))},
+                {"first_cuda", cli::version_or_dash(r.first_cuda)},
+                {"removed_in", r.removed_in.empty() ? json(nullptr) : json(cli::version_or_dash(r.removed_in))},
                 {"family", r.family == 0 ? json(nullptr) : json(r.family)}};
       if (const archguard::RenameRow* rn = archguard::find_rename(r.sm)) {
-        a["renamed"] = {{"to", rn->new_sm}, {"in", ver(rn->cuda)}};
+        a["renamed"] = {{"to", rn->new_sm}, {"in", cli::version_or_dash(rn->cuda)}};
       }
       if (nvcc) {
         a["nvcc"] = {{"sm", nvcc->supports({{r.sm}, CodeKind::sass})},
@@ -172,33 +171,33 @@ int run_list(const ListOptions& opt) {
     }
     j["releases"] = json::array();
     for (const archguard::ReleaseRow& r : archguard::release_rows()) {
-      j["releases"].push_back({{"cuda", ver(r.cuda)},
-                               {"ptx_isa", ver(r.ptx_isa)},
+      j["releases"].push_back({{"cuda", cli::version_or_dash(r.cuda)},
+                               {"ptx_isa", cli::version_or_dash(r.ptx_isa)},
                                {"min_driver", *r.min_driver == '\0' ? json(nullptr) : json(r.min_driver)}});
     }
     std::cout << j.dump(2) << "\n";
     return cli::kExitOk;
   }
   if (nvcc) {
-    std::cout << "nvcc: " << nvcc->path << " (release " << ver(nvcc->release)
+    std::cout << "nvcc: " << nvcc->path << " (release " << cli::version_or_dash(nvcc->release)
               << (nvcc->build.empty() ? "" : ", V" + nvcc->build) << ")\n\n";
   } else {
     std::cerr << "archguard: " << nvcc.message() << "; the nvcc column is left out\n";
   }
-  const std::string nvcc_head = nvcc ? "nvcc " + ver(nvcc->release) : "";
+  const std::string nvcc_head = nvcc ? "nvcc " + cli::version_or_dash(nvcc->release) : "";
   std::vector<std::vector<std::string>> rows{
       {"SM", "CC", "CODENAME", "a", "f", "FAMILY", "FIRST", "REMOVED", "NOTE", "EXAMPLES"}};
   if (nvcc) rows[0].insert(rows[0].begin() + 2, nvcc_head);
   for (const ArchRow& r : archguard::arch_rows()) {
     std::string family = r.family == 0 ? "-" : std::to_string(r.family) + "f";
     std::vector<std::string> row{std::to_string(r.sm),
-                                 ver(r.cc),
+                                 cli::version_or_dash(r.cc),
                                  archguard::codename_of(r).empty() ? "-" : std::string(archguard::codename_of(r)),
-                                 ver(r.a_since),
-                                 ver(r.f_since),
+                                 cli::version_or_dash(r.a_since),
+                                 cli::version_or_dash(r.f_since),
                                  family,
-                                 ver(r.first_cuda),
-                                 ver(r.removed_in),
+                                 cli::version_or_dash(r.first_cuda),
+                                 cli::version_or_dash(r.removed_in),
                                  note_of(r).empty() ? "-" : note_of(r),
                                  *r.products == '\0' ? "-" : r.products};
     if (nvcc) row.insert(row.begin() + 2, nvcc_marks(*nvcc, r));
@@ -216,7 +215,7 @@ int run_list(const ListOptions& opt) {
   std::cout << "\n";
   std::vector<std::vector<std::string>> rel{{"CUDA", "PTX ISA", "MIN DRIVER (Linux)"}};
   for (const archguard::ReleaseRow& r : archguard::release_rows()) {
-    rel.push_back({ver(r.cuda), ver(r.ptx_isa), *r.min_driver == '\0' ? "-" : r.min_driver});
+    rel.push_back({cli::version_or_dash(r.cuda), cli::version_or_dash(r.ptx_isa), *r.min_driver == '\0' ? "-" : r.min_driver});
   }
   print_table(rel);
   return cli::kExitOk;
@@ -272,14 +271,14 @@ int run_explain(const ExplainOptions& opt) {
     for (std::size_t i = 0; i < targets->size(); ++i) {
       const Target& t = (*targets)[i];
       json loads = json::array();
-      for (Version2 cc : archguard::loads_on(t)) loads.push_back(ver(cc));
+      for (Version2 cc : archguard::loads_on(t)) loads.push_back(cli::version_or_dash(cc));
       json item{{"name", archguard::nvcc_name(t.arch, t.kind)},
                 {"kind", kind_name(t.kind)},
                 {"arch", archguard::arch_number(t.arch)},
                 {"loads_on", loads},
                 {"explanation", archguard::explain_target(t)}};
       if (cuda) {
-        item["cuda"] = ver(*cuda);
+        item["cuda"] = cli::version_or_dash(*cuda);
         item["accepted"] = support[i].empty();
         if (!support[i].empty()) item["not_accepted_because"] = support[i];
       }
@@ -292,7 +291,7 @@ int run_explain(const ExplainOptions& opt) {
     const Target& t = (*targets)[i];
     std::cout << archguard::nvcc_name(t.arch, t.kind) << ": " << archguard::explain_target(t) << "\n";
     if (cuda) {
-      std::cout << "  CUDA " << ver(*cuda) << ": "
+      std::cout << "  CUDA " << cli::version_or_dash(*cuda) << ": "
                 << (support[i].empty() ? "nvcc accepts it" : "not accepted: " + support[i]) << "\n";
     }
   }

@@ -4,6 +4,9 @@
 #include "cli.hpp"
 #include "verb_inputs.hpp"
 
+#include "common/driver_env.hpp"
+#include "common/version.hpp"
+
 #include <archguard/device.hpp>
 #include <archguard/doctor.hpp>
 
@@ -39,15 +42,7 @@ struct Gpu {
 };
 
 Result<Version2> parse_cc(std::string_view text) {
-  const std::size_t dot = text.find('.');
-  if (dot != std::string_view::npos && dot > 0 && dot + 1 < text.size() && text.size() <= 7) {
-    bool digits = true;
-    for (std::size_t i = 0; i < text.size(); ++i)
-      if (i != dot && std::isdigit(static_cast<unsigned char>(text[i])) == 0) digits = false;
-    if (digits)
-      return Version2{static_cast<unsigned>(std::stoul(std::string(text.substr(0, dot)))),
-                      static_cast<unsigned>(std::stoul(std::string(text.substr(dot + 1))))};
-  }
+  if (auto cc = common::parse_cc(text)) return *cc;  // "9.0"
   auto targets = parse_token(text);  // "90", "sm_90": the capability of that architecture
   if (targets && !targets->empty()) {
     warn_inferred(*targets);
@@ -221,12 +216,9 @@ int run_check(const CheckOptions& opt) {
   settings.force_ptx_jit = opt.force_ptx_jit;
   settings.disable_ptx_jit = opt.disable_ptx_jit;
   if (opt.from_env) {
-    auto on = [](const char* n) {
-      const char* v = std::getenv(n);
-      return v != nullptr && std::string_view(v) != "" && std::string_view(v) != "0";
-    };
-    settings.force_ptx_jit = settings.force_ptx_jit || on("CUDA_FORCE_PTX_JIT");
-    settings.disable_ptx_jit = settings.disable_ptx_jit || on("CUDA_DISABLE_PTX_JIT");
+    const common::DriverEnv env = common::read_driver_env();
+    settings.force_ptx_jit = settings.force_ptx_jit || env.force_ptx_jit_on();
+    settings.disable_ptx_jit = settings.disable_ptx_jit || env.disable_ptx_jit_on();
   }
 
   if (this_machine) {

@@ -18,7 +18,6 @@ namespace {
 using namespace archguard;
 using namespace archguard::doctor;
 
-std::string v2(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
 
 std::string badge(Level s, bool colour) {
   const char* text = "";
@@ -37,13 +36,13 @@ nlohmann::json to_json(const Report& r, int exit_code) {
   j["driver_found"] = r.driver_found;
   if (!r.driver_found) j["driver_problem"] = r.driver_problem;
   j["driver_version"] = r.driver_version ? nlohmann::json(format_driver_version(*r.driver_version)) : nlohmann::json();
-  j["driver_cuda"] = r.driver_cuda ? nlohmann::json(v2(*r.driver_cuda)) : nlohmann::json();
+  j["driver_cuda"] = r.driver_cuda ? nlohmann::json(cli::version_text(*r.driver_cuda)) : nlohmann::json();
   j["devices"] = nlohmann::json::array();
   for (const auto& d : r.devices) {
-    nlohmann::json dj{{"ordinal", d.ordinal}, {"name", d.name}, {"cc", v2(d.cc)}, {"tegra", d.tegra},
+    nlohmann::json dj{{"ordinal", d.ordinal}, {"name", d.name}, {"cc", cli::version_text(d.cc)}, {"tegra", d.tegra},
                       {"pci_bus_id", d.pci_bus_id}};
-    dj["nvidia_smi_cc"] = d.smi_cc ? nlohmann::json(v2(*d.smi_cc)) : nlohmann::json();
-    dj["nvml_cc"] = d.nvml_cc ? nlohmann::json(v2(*d.nvml_cc)) : nlohmann::json();
+    dj["nvidia_smi_cc"] = d.smi_cc ? nlohmann::json(cli::version_text(*d.smi_cc)) : nlohmann::json();
+    dj["nvml_cc"] = d.nvml_cc ? nlohmann::json(cli::version_text(*d.nvml_cc)) : nlohmann::json();
     j["devices"].push_back(dj);
   }
   j["steps"] = nlohmann::json::array();

@@ -236,7 +236,6 @@ inline void print_errors(const std::vector<std::string>& errors) {
   for (const auto& e : errors) std::cerr << "archguard: error: " << shown(e) << '\n';
 }
 
-inline std::string version_text(Version2 v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
 
 inline std::string_view kind_text(CodeKind k) {
   switch (k) {

@@ -4,6 +4,9 @@
 #include "cli.hpp"
 #include "jit_common.hpp"
 
+#include "common/fd.hpp"
+#include "common/fs.hpp"
+
 #include <archguard/device.hpp>
 #include <archguard/jit.hpp>
 
@@ -37,20 +40,10 @@ struct CompileOptions {
 
 // Writes a file the user named with -o (never one of the cache's files).
 archguard::Status write_output(const std::string& path, const std::vector<std::byte>& bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return archguard::make_error(path + ": cannot create: " + std::strerror(errno), errno);
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      return archguard::make_error(path + ": write failed: " + std::strerror(e), e);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::close(fd) != 0) return archguard::make_error(path + ": close failed: " + std::strerror(errno), errno);
+  archguard::common::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return archguard::make_error(path + ": cannot create: " + archguard::common::errno_text(errno), errno);
+  if (auto s = archguard::common::write_all(fd.get(), bytes, path); !s) return s.error();
+  if (const int e = fd.close(); e != 0) return archguard::make_error(path + ": close failed: " + archguard::common::errno_text(e), e);
   return archguard::Ok{};
 }
 
@@ -117,8 +110,8 @@ int run_info(bool as_json) {
   } else {
     const auto& i = archguard::jit::nvrtc_info(**nv);
     std::vector<unsigned> s = i.supported;
-    j["nvrtc"] = {{"library", i.library}, {"version", jc::ver(i.version)}, {"build_id", i.build_id},
-                  {"supported", s}, {"ptx_isa", jc::ver(i.ptx_isa)}};
+    j["nvrtc"] = {{"library", i.library}, {"version", cli::version_or_dash(i.version)}, {"build_id", i.build_id},
+                  {"supported", s}, {"ptx_isa", cli::version_or_dash(i.ptx_isa)}};
   }
   auto cache = archguard::jit::CacheOptions::from_environment();
   if (cache) {
@@ -136,10 +129,10 @@ int run_info(bool as_json) {
       const auto& i = archguard::jit::nvrtc_info(**nv);
       std::string archs;
       for (unsigned a : i.supported) archs += (archs.empty() ? "" : " ") + std::to_string(a);
-      std::cout << "nvrtc:     " << jc::ver(i.version) << " (" << i.library << ")\n"
+      std::cout << "nvrtc:     " << cli::version_or_dash(i.version) << " (" << i.library << ")\n"
                 << "build id:  " << (i.build_id.empty() ? "-" : i.build_id) << "\n"
                 << "archs:     " << archs << "\n"
-                << "ptx isa:   " << jc::ver(i.ptx_isa) << "\n";
+                << "ptx isa:   " << cli::version_or_dash(i.ptx_isa) << "\n";
     }
     if (cache) {
       std::cout << "cache:     " << (cache->disabled ? "disabled" : cache->dir) << "\n";

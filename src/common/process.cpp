@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "toolkit/process.hpp"
+#include "common/process.hpp"
+
+#include "common/fd.hpp"
+#include "common/fs.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,28 +16,10 @@
 
 extern char** environ;
 
-namespace archguard::toolkit_detail {
+namespace archguard::common {
 
 namespace {
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-std::string errno_text(int err) { return std::strerror(err); }
 
 // Waits for the child, retrying on EINTR.
 void reap(pid_t pid, int& status) {
@@ -45,17 +30,20 @@ void reap(pid_t pid, int& status) {
 }  // namespace
 
 Result<ProcessOutput> run_capture(const std::string& program, const std::vector<std::string>& args,
-                                  std::chrono::milliseconds timeout, std::size_t max_output) {
+                                  const RunOptions& options) {
+  const std::chrono::milliseconds timeout = options.timeout;
+  const std::size_t max_output = options.max_output;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return make_error("cannot create a pipe: " + errno_text(errno));
-  Fd read_end(fds[0]);
-  Fd write_end(fds[1]);
+  UniqueFd read_end(fds[0]);
+  UniqueFd write_end(fds[1]);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
+  if (options.stderr_to == StderrTo::output) posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
+  else posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
 
   std::vector<std::string> storage;
   storage.reserve(args.size() + 1);
@@ -66,7 +54,10 @@ Result<ProcessOutput> run_capture(const std::string& program, const std::vector<
   argv.push_back(nullptr);
 
   pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  // posix_spawnp searches PATH only for a name without '/', as execvp does.
+  const int rc = program.find('/') == std::string::npos
+                     ? ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ)
+                     : ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return make_error("cannot run '" + program + "': " + errno_text(rc));
   write_end.reset();
@@ -114,4 +105,4 @@ Result<ProcessOutput> run_capture(const std::string& program, const std::vector<
   return out;
 }
 
-}  // namespace archguard::toolkit_detail
+}  // namespace archguard::common
