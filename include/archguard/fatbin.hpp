@@ -151,6 +151,11 @@ struct ObjectFatbins {
   /// The object whose DT_NEEDED loads this one (a shared library found by the dependency walk,
   /// see deps.hpp); empty for an input named by the user.
   std::string loaded_by;
+
+  /// The object of a parsed ELF file (type and machine from its header) that holds `fatbins`;
+  /// `archive` and `member` name the enclosing archive, empty when there is none.
+  static ObjectFatbins of_elf(const ElfFile& elf, std::string path, std::string archive, std::string member,
+                              std::vector<Fatbin> fatbins);
 };
 
 /// Reads the fatbins of a validated ELF file; an object without device code gives an empty

@@ -51,7 +51,7 @@ Result<std::shared_ptr<const Driver>> Driver::open(const OpenOptions& options) {
   ::dlerror();
   void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
-    return make_error("no cuda driver: dlopen " + lib + " failed: " + dl_error_text(), kNoDriverCode);
+    return make_error(ErrorKind::driver, "no cuda driver: dlopen " + lib + " failed: " + dl_error_text(), kNoDriverCode);
   }
   std::shared_ptr<Driver> d(new Driver());
   d->handle_ = h;
@@ -95,12 +95,12 @@ Result<std::shared_ptr<const Driver>> Driver::open(const OpenOptions& options) {
   need(a.cuEventSynchronize, {"cuEventSynchronize"});
   need(a.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
   if (!missing.empty()) {
-    return make_error("no usable cuda driver: " + lib + " lacks " + missing, kNoDriverCode);
+    return make_error(ErrorKind::driver, "no usable cuda driver: " + lib + " lacks " + missing, kNoDriverCode);
   }
   if (options.init) {
     d->init_status_ = d->check("cuInit", a.cuInit(0));
   } else {
-    d->init_status_ = make_error("cuInit: not called (OpenOptions::init is false)", kCuErrorNotInitialized);
+    d->init_status_ = make_error(ErrorKind::driver, "cuInit: not called (OpenOptions::init is false)", kCuErrorNotInitialized);
   }
   return std::shared_ptr<const Driver>(std::move(d));
 }
@@ -139,7 +139,7 @@ std::string Driver::describe(int cu_result) const {
 }
 
 Error Driver::error(std::string_view what, int cu_result) const {
-  return make_error(std::string(what) + ": " + describe(cu_result), cu_result);
+  return make_error(ErrorKind::driver, std::string(what) + ": " + describe(cu_result), cu_result);
 }
 
 Status Driver::check(std::string_view what, int cu_result) const {

@@ -6,7 +6,6 @@
 #include <archguard/container.hpp>
 #include <archguard/fatbin.hpp>
 
-#include "try.hpp"
 
 #include <cctype>
 #include <cstdlib>

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <archguard/elf.hpp>
 
-#include "try.hpp"
 
 #include <algorithm>
 #include <cstring>

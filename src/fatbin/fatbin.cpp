@@ -2,7 +2,6 @@
 // Fatbin and entry-header parsing. Field offsets: docs/fatbin-format.md.
 #include <archguard/fatbin.hpp>
 
-#include "try.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -339,6 +338,18 @@ std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, 
     if (release) release(base + window, std::min(pos, window_end) - window);
   }
   return out;
+}
+
+ObjectFatbins ObjectFatbins::of_elf(const ElfFile& elf, std::string path, std::string archive, std::string member,
+                                    std::vector<Fatbin> fatbins) {
+  ObjectFatbins obj;
+  obj.path = std::move(path);
+  obj.archive = std::move(archive);
+  obj.member = std::move(member);
+  obj.elf_type = elf.type();
+  obj.machine = elf.machine();
+  obj.fatbins = std::move(fatbins);
+  return obj;
 }
 
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch) {

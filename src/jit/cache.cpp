@@ -23,7 +23,6 @@ namespace {
 constexpr char kMagic[8] = {'A', 'G', 'J', 'I', 'T', 'v', '1', '\0'};
 constexpr std::size_t kHeaderSize = 8 + 8 + 32 + 32;  // magic, record size, key, sha256(record)
 constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 31;
-constexpr int kCorrupt = 1;  // Error::code of read_entry when the entry is damaged
 constexpr std::int64_t kAbandonedTempSeconds = 3600;
 
 std::string errno_text(int e) { return std::strerror(e); }
@@ -69,16 +68,16 @@ class Fd {
 // Ownership and mode rules for a directory we trust. Read-only layers may also belong to root.
 Status check_dir(int fd, const std::string& path, bool readonly_layer) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return make_error("cache dir " + path + ": fstat failed: " + errno_text(errno), errno);
-  if (!S_ISDIR(st.st_mode)) return make_error("cache dir " + path + " is not a directory");
+  if (::fstat(fd, &st) != 0) return errno_error("cache dir " + path + ": fstat failed: " + errno_text(errno), errno);
+  if (!S_ISDIR(st.st_mode)) return make_error(ErrorKind::usage, "cache dir " + path + " is not a directory");
   const uid_t me = ::geteuid();
   if (st.st_uid != me && !(readonly_layer && st.st_uid == 0)) {
-    return make_error("cache dir " + path + " is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
+    return make_error(ErrorKind::usage, "cache dir " + path + " is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
                       std::to_string(me) + "): refusing to trust it; use a directory of your own " +
                       "(ARCHGUARD_CACHE_DIR) or ARCHGUARD_CACHE_DISABLE=1");
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return make_error("cache dir " + path + " is writable by group or others (mode " + octal_mode(st.st_mode) +
+    return make_error(ErrorKind::usage, "cache dir " + path + " is writable by group or others (mode " + octal_mode(st.st_mode) +
                       "): refusing to trust it; run chmod go-w " + path + " (archguard creates it with 0700)");
   }
   return Ok{};
@@ -86,14 +85,14 @@ Status check_dir(int fd, const std::string& path, bool readonly_layer) {
 
 // mkdir -p with mode 0700 for the components it creates.
 Status make_dirs(const std::string& path) {
-  if (path.empty()) return make_error("cache dir: empty path");
+  if (path.empty()) return make_error(ErrorKind::usage, "cache dir: empty path");
   std::string cur;
   std::size_t pos = 0;
   while (pos <= path.size()) {
     const std::size_t next = path.find('/', pos);
     cur = path.substr(0, next == std::string::npos ? path.size() : next);
     if (!cur.empty() && ::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) {
-      return make_error("cache dir " + path + ": mkdir " + cur + " failed: " + errno_text(errno), errno);
+      return errno_error("cache dir " + path + ": mkdir " + cur + " failed: " + errno_text(errno), errno);
     }
     if (next == std::string::npos) break;
     pos = next + 1;
@@ -104,15 +103,15 @@ Status make_dirs(const std::string& path) {
 // Opens (creating when `create`) a sub-directory of a trusted directory without following links.
 Result<Fd> open_subdir(int parent, const char* name, const std::string& path, bool create, bool readonly_layer) {
   if (create && ::mkdirat(parent, name, 0700) != 0 && errno != EEXIST) {
-    return make_error("cache dir " + path + ": mkdir failed: " + errno_text(errno), errno);
+    return errno_error("cache dir " + path + ": mkdir failed: " + errno_text(errno), errno);
   }
   Fd fd(::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
     const int e = errno;
     if (e == ELOOP || e == ENOTDIR) {
-      return make_error("cache dir " + path + " is a symbolic link or not a directory: refusing to follow it", e);
+      return errno_error("cache dir " + path + " is a symbolic link or not a directory: refusing to follow it", e);
     }
-    return make_error("cache dir " + path + ": open failed: " + errno_text(e), e);
+    return errno_error("cache dir " + path + ": open failed: " + errno_text(e), e);
   }
   if (auto s = check_dir(fd.get(), path, readonly_layer); !s) return s.error();
   return fd;
@@ -124,7 +123,7 @@ Status write_all(int fd, std::span<const std::byte> bytes, const std::string& wh
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return make_error(what + ": write failed: " + errno_text(errno), errno);
+      return errno_error(what + ": write failed: " + errno_text(errno), errno);
     }
     done += static_cast<std::size_t>(n);
   }
@@ -138,7 +137,7 @@ Result<std::vector<std::byte>> read_all(int fd, std::size_t size, const std::str
     const ssize_t n = ::pread(fd, buf.data() + done, size - done, static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return make_error(what + ": read failed: " + errno_text(errno), errno);
+      return errno_error(what + ": read failed: " + errno_text(errno), errno);
     }
     if (n == 0) break;
     done += static_cast<std::size_t>(n);
@@ -216,14 +215,14 @@ class EntryLock {
   static Result<EntryLock> acquire(int shard_fd, const std::string& name, const std::string& path, bool wait) {
     for (int attempt = 0; attempt < 100; ++attempt) {
       Fd fd(::openat(shard_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (!fd.valid()) return make_error(path + ": open failed: " + errno_text(errno), errno);
+      if (!fd.valid()) return errno_error(path + ": open failed: " + errno_text(errno), errno);
       int r;
       do {
         r = ::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB));
       } while (r != 0 && errno == EINTR);
       if (r != 0) {
         if (errno == EWOULDBLOCK) return EntryLock();
-        return make_error(path + ": flock failed: " + errno_text(errno), errno);
+        return errno_error(path + ": flock failed: " + errno_text(errno), errno);
       }
       struct stat a {}, b {};
       if (::fstat(fd.get(), &a) == 0 && ::fstatat(shard_fd, name.c_str(), &b, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -233,7 +232,7 @@ class EntryLock {
         return l;
       }
     }
-    return make_error(path + ": lock file keeps disappearing");
+    return make_error(ErrorKind::io, path + ": lock file keeps disappearing");
   }
   bool held() const { return fd_.valid(); }
 
@@ -264,7 +263,7 @@ Result<CacheOptions> CacheOptions::from_environment() {
       const std::string home = env("HOME");
       if (home.empty()) {
         if (!o.disabled) {
-          return make_error("cache dir: neither ARCHGUARD_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; set one or "
+          return make_error(ErrorKind::usage, "cache dir: neither ARCHGUARD_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; set one or "
                             "ARCHGUARD_CACHE_DISABLE=1");
         }
       } else {
@@ -277,7 +276,7 @@ Result<CacheOptions> CacheOptions::from_environment() {
     // Checked: 17179869184G does not fit in 64 bits and is refused (it used to wrap to 0).
     auto v = parse_byte_size(max);
     if (!v) {
-      return make_error("ARCHGUARD_CACHE_MAX_BYTES: '" + max +
+      return make_error(ErrorKind::usage, "ARCHGUARD_CACHE_MAX_BYTES: '" + max +
                         "' is not a size that fits in 64 bits (bytes, or with K, M, G or T)");
     }
     o.max_bytes = *v;
@@ -318,7 +317,7 @@ void Cache::count(std::uint64_t CacheCounters::*field) {
 }
 
 Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
-  if (options.disabled) return make_error("cache: disabled (ARCHGUARD_CACHE_DISABLE)");
+  if (options.disabled) return make_error(ErrorKind::usage, "cache: disabled (ARCHGUARD_CACHE_DISABLE)");
   std::unique_ptr<Cache> c(new Cache());
   c->dir_ = options.dir;
   while (c->dir_.size() > 1 && c->dir_.back() == '/') c->dir_.pop_back();
@@ -336,7 +335,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     // below it nothing is followed.
     layer->root_fd = Fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!layer->root_fd.valid()) {
-      return make_error("cache dir " + root + ": open failed: " + errno_text(errno), errno);
+      return errno_error("cache dir " + root + ": open failed: " + errno_text(errno), errno);
     }
     if (auto s = check_dir(layer->root_fd.get(), root, readonly); !s) return s.error();
     auto v1 = open_subdir(layer->root_fd.get(), "v1", root + "/v1", !readonly, readonly);
@@ -352,7 +351,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     return layer;
   };
 
-  if (c->dir_.empty()) return make_error("cache dir: empty path");
+  if (c->dir_.empty()) return make_error(ErrorKind::usage, "cache dir: empty path");
   auto w = open_layer(c->dir_, false);
   if (!w) return w.error();
   c->layers_.push_back(std::move(*w));
@@ -373,7 +372,7 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
   const std::string hex = to_hex(key);
   auto shard = layer.shard(hex, false);
   if (!shard) {
-    if (shard.code() == ENOENT) return std::optional<CacheHit>{};
+    if (shard.kind() == ErrorKind::not_found) return std::optional<CacheHit>{};
     return shard.error();
   }
   const std::string name = hex + ".bin";
@@ -382,31 +381,30 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
   if (!fd.valid()) {
     const int e = errno;
     if (e == ENOENT) return std::optional<CacheHit>{};
-    if (e == ELOOP) return make_error(path + ": is a symbolic link", kCorrupt);
-    return make_error(path + ": open failed: " + errno_text(e), e);
+    if (e == ELOOP) return make_error(ErrorKind::corrupt, path + ": is a symbolic link", ELOOP);
+    return errno_error(path + ": open failed: " + errno_text(e), e);
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return make_error(path + ": fstat failed: " + errno_text(errno), errno);
-  if (!S_ISREG(st.st_mode)) return make_error(path + ": not a regular file", kCorrupt);
+  if (::fstat(fd.get(), &st) != 0) return errno_error(path + ": fstat failed: " + errno_text(errno), errno);
+  if (!S_ISREG(st.st_mode)) return make_error(ErrorKind::corrupt, path + ": not a regular file");
   if (st.st_uid != ::geteuid() && !(layer.readonly && st.st_uid == 0)) {
-    return make_error(path + ": owned by uid " + std::to_string(st.st_uid) + ", not by you", kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": owned by uid " + std::to_string(st.st_uid) + ", not by you");
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return make_error(path + ": writable by group or others (mode " + octal_mode(st.st_mode) + "): not trusted",
-                      kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": writable by group or others (mode " + octal_mode(st.st_mode) + "): not trusted");
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size < kHeaderSize || size > kMaxEntryBytes) {
     char buf[96];
     std::snprintf(buf, sizeof buf, ": size 0x%llx is not a valid entry (header is 0x%zx bytes)",
                   static_cast<unsigned long long>(size), kHeaderSize);  // NOLINT(runtime/int)
-    return make_error(path + buf, kCorrupt);
+    return make_error(ErrorKind::corrupt, path + buf);
   }
   auto bytes = read_all(fd.get(), static_cast<std::size_t>(size), path);
   if (!bytes) return bytes.error();
   const std::byte* p = bytes->data();
   if (bytes->size() != size || std::memcmp(p, kMagic, sizeof kMagic) != 0) {
-    return make_error(path + ": bad magic at 0x0 (not an archguard cache entry)", kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": bad magic at 0x0 (not an archguard cache entry)");
   }
   const std::uint64_t record_size = get_u64(p + 8);
   if (record_size != size - kHeaderSize) {
@@ -414,18 +412,18 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
     std::snprintf(buf, sizeof buf, ": record size 0x%llx at 0x8 does not match the file (0x%llx bytes after the header)",
                   static_cast<unsigned long long>(record_size),                 // NOLINT(runtime/int)
                   static_cast<unsigned long long>(size - kHeaderSize));          // NOLINT(runtime/int)
-    return make_error(path + buf, kCorrupt);
+    return make_error(ErrorKind::corrupt, path + buf);
   }
   if (std::memcmp(p + 16, key.data(), key.size()) != 0) {
-    return make_error(path + ": key at 0x10 does not match the file name", kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": key at 0x10 does not match the file name");
   }
   const std::span<const std::byte> record(p + kHeaderSize, static_cast<std::size_t>(record_size));
   const Digest sum = sha256(record);
   if (std::memcmp(p + 48, sum.data(), sum.size()) != 0) {
-    return make_error(path + ": checksum at 0x30 does not match the record (corrupt or truncated)", kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": checksum at 0x30 does not match the record (corrupt or truncated)");
   }
   auto rec = decode_record(record, path);
-  if (!rec) return make_error(rec.message(), kCorrupt);
+  if (!rec) return make_error(ErrorKind::corrupt, rec.message(), rec.code());
   if (stamp && !layer.readonly) {
     // The explicit last-used stamp for LRU eviction: the entry's mtime, set on every hit.
     const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
@@ -449,7 +447,7 @@ Result<std::optional<CacheHit>> Cache::lookup(const Digest& key) {
       }
       continue;
     }
-    if (r.code() != kCorrupt) return r.error();
+    if (r.kind() != ErrorKind::corrupt) return r.error();
     if (layer.readonly) {
       warn("read-only cache layer: " + r.message());
       continue;
@@ -465,7 +463,7 @@ Result<std::optional<CacheHit>> Cache::lookup(const Digest& key) {
       count(&CacheCounters::hits);
       return again;
     }
-    if (!again.ok() && again.code() != kCorrupt) return again.error();
+    if (!again.ok() && again.kind() != ErrorKind::corrupt) return again.error();
     if (!again.ok()) {
       ::unlinkat(shard->get(), (hex + ".bin").c_str(), 0);
       ::unlinkat(shard->get(), (hex + ".json").c_str(), 0);
@@ -502,9 +500,9 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
   auto write_tmp = [&](const std::string& name, std::span<const std::byte> bytes, bool sync) -> Status {
     const std::string path = layer.root + "/v1/tmp/" + name;
     Fd fd(::openat(layer.tmp_fd.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) return make_error(path + ": create failed: " + errno_text(errno), errno);
+    if (!fd.valid()) return errno_error(path + ": create failed: " + errno_text(errno), errno);
     if (auto s = write_all(fd.get(), bytes, path); !s) return s;
-    if (sync && ::fsync(fd.get()) != 0) return make_error(path + ": fsync failed: " + errno_text(errno), errno);
+    if (sync && ::fsync(fd.get()) != 0) return errno_error(path + ": fsync failed: " + errno_text(errno), errno);
     return Ok{};
   };
   auto cleanup = [&] {
@@ -525,7 +523,7 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
       ::renameat(layer.tmp_fd.get(), tmp_bin.c_str(), shard->get(), (hex + ".bin").c_str()) != 0) {
     const int e = errno;
     cleanup();
-    return make_error(layer.path_of(shard_of(hex), hex + ".bin") + ": rename failed: " + errno_text(e), e);
+    return errno_error(layer.path_of(shard_of(hex), hex + ".bin") + ": rename failed: " + errno_text(e), e);
   }
   count(&CacheCounters::stores);
   if (written != nullptr) *written = file.size() + metadata.size();
@@ -567,7 +565,7 @@ Result<CacheHit> Cache::get_or_build(const Digest& key, const Builder& build, bo
       count(&CacheCounters::hits);
       return std::move(**again);
     }
-    if (!again.ok() && again.code() != kCorrupt) return again.error();
+    if (!again.ok() && again.kind() != ErrorKind::corrupt) return again.error();
     std::string metadata;
     auto rec = build(metadata);
     if (!rec) return rec.error();
@@ -584,7 +582,7 @@ Status Cache::evict(const Digest& key) {
   Layer& layer = *layers_.front();
   const std::string hex = to_hex(key);
   auto shard = layer.shard(hex, false);
-  if (!shard) return shard.code() == ENOENT ? Status(Ok{}) : Status(shard.error());
+  if (!shard) return shard.kind() == ErrorKind::not_found ? Status(Ok{}) : Status(shard.error());
   auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
   if (!lock) return lock.error();
   ::unlinkat(shard->get(), (hex + ".bin").c_str(), 0);
@@ -737,7 +735,7 @@ Result<std::vector<CacheEntryInfo>> Cache::verify(bool evict_bad) {
     auto r = read_entry(*layer, *key, false);
     if (r.ok()) continue;
     e.problem = r.message();
-    if (evict_bad && !layer->readonly && r.code() == kCorrupt) {
+    if (evict_bad && !layer->readonly && r.kind() == ErrorKind::corrupt) {
       if (auto s = evict(*key); !s) return s.error();
     }
   }

@@ -44,7 +44,7 @@ bool is_arch_option(const std::string& o) {
 Status check_options(const CompileRequest& request) {
   for (const std::string& o : request.options) {
     if (is_arch_option(o)) {
-      return make_error(request.name + ": option '" + o +
+      return make_error(ErrorKind::usage, request.name + ": option '" + o +
                         "': give the architecture as the request's target, not as an nvrtc option");
     }
   }
@@ -85,14 +85,14 @@ Result<Target> choose_target(const Device& device, std::span<const unsigned> sup
     if (a <= dev_sm) best = std::max(best, a);
   }
   if (best == 0) {
-    return make_error("no target for a device of compute capability " + cc_text(device.cc) +
+    return make_error(ErrorKind::unsupported, "no target for a device of compute capability " + cc_text(device.cc) +
                       ": this nvrtc supports " + arch_list(supported) + ", none of which is <= sm_" +
                       std::to_string(dev_sm) + "; use an nvrtc from an older CUDA release");
   }
   const Arch arch{best, Suffix::none};
   if (best / 10 == device.cc.major && sass_runs_on(arch, device)) return Target{arch, CodeKind::sass};
   if (!driver_ptx_isa.empty() && !nvrtc_ptx_isa.empty() && nvrtc_ptx_isa > driver_ptx_isa) {
-    return make_error("no target for a device of compute capability " + cc_text(device.cc) + ": sass from this nvrtc (" +
+    return make_error(ErrorKind::unsupported, "no target for a device of compute capability " + cc_text(device.cc) + ": sass from this nvrtc (" +
                       arch_list(supported) + ") cannot run on it, and its ptx (isa " + cc_text(nvrtc_ptx_isa) +
                       ") is newer than the driver accepts (isa " + cc_text(driver_ptx_isa) +
                       "); update the driver or use an nvrtc whose ptx isa is <= " + cc_text(driver_ptx_isa));
@@ -102,7 +102,7 @@ Result<Target> choose_target(const Device& device, std::span<const unsigned> sup
 
 Result<std::string> read_text_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error(path + ": cannot open: " + std::strerror(errno), errno);
+  if (fd < 0) return errno_error(path + ": cannot open: " + std::strerror(errno), errno);
   std::string data;
   char buf[65536];
   for (;;) {
@@ -111,7 +111,7 @@ Result<std::string> read_text_file(const std::string& path) {
       if (errno == EINTR) continue;
       const int e = errno;
       ::close(fd);
-      return make_error(path + ": read failed: " + std::strerror(e), e);
+      return errno_error(path + ": read failed: " + std::strerror(e), e);
     }
     if (n == 0) break;
     data.append(buf, static_cast<std::size_t>(n));
@@ -298,7 +298,7 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
     return uncached(note);
   }
   if (hit->record.kind != kind_code(request.target.kind)) {
-    return make_error("cache entry " + key->hex + " holds a different kind of image than its key says");
+    return make_error(ErrorKind::corrupt, "cache entry " + key->hex + " holds a different kind of image than its key says");
   }
   out.key = key->hex;
   out.from_cache = !built;
@@ -325,7 +325,7 @@ Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest r
   std::optional<Version2> driver_cuda;
   if (auto v = ctx.driver()->cuda_version(); v) driver_cuda = *v;
   auto target = target_for(dev, driver_cuda);
-  if (!target) return make_error(ctx.device().name + ": " + target.message());
+  if (!target) return rewrap(target.error(), ctx.device().name + ": " + target.message());
   request.target = *target;
   request.driver_cuda = driver_cuda;
   auto compiled = compile(request);
@@ -342,15 +342,14 @@ Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest r
     mod = ctx.load_module(compiled->image);
     reloads = 1;
     if (!mod) {
-      return make_error(request.name + ": the driver refuses the " + tname + " image even after evicting the cached one (" +
-                            first + ") and compiling again: " + mod.message(),
-                        mod.code());
+      return rewrap(mod.error(), request.name + ": the driver refuses the " + tname + " image even after evicting the cached one (" +
+                                        first + ") and compiling again: " + mod.message());
     }
   }
-  if (!mod) return make_error(request.name + ": loading the " + tname + " image: " + mod.message(), mod.code());
+  if (!mod) return rewrap(mod.error(), request.name + ": loading the " + tname + " image: " + mod.message());
   const std::string* lowered = compiled->lowered(kernel);
   auto fn = mod->function(lowered != nullptr ? *lowered : kernel);
-  if (!fn) return make_error(request.name + ": " + fn.message(), fn.code());
+  if (!fn) return rewrap(fn.error(), request.name + ": " + fn.message());
   LoadedKernel lk{std::move(*mod), std::move(*fn), std::move(*compiled), LaunchPath::jit, {}, reloads};
   lk.reason = "jit-compiled " + tname + " for " + ctx.device().name + " (cc " + cc_text(ctx.device().cc) + ")" +
               (lk.compiled.from_cache ? " from the cache" : "") + (reloads ? " after evicting a refused cached image" : "");
@@ -367,7 +366,7 @@ Result<Prebuilt> Prebuilt::from_fatbin(std::span<const std::byte> bytes, const s
     const std::vector<Image> im = f.images();
     p.images.insert(p.images.end(), im.begin(), im.end());
   }
-  if (p.images.empty()) return make_error(name + ": no images in its fatbins");
+  if (p.images.empty()) return make_error(ErrorKind::not_found, name + ": no images in its fatbins");
   return p;
 }
 
@@ -406,7 +405,7 @@ Result<LoadedKernel> Compiler::load_with_fallback(const device::Context& ctx, co
           (verdict.reason.empty() ? "no images" : verdict.reason);
   }
   auto lk = load(ctx, std::move(source), kernel);
-  if (!lk) return make_error(why + "; jit fallback failed: " + lk.message(), lk.code());
+  if (!lk) return rewrap(lk.error(), why + "; jit fallback failed: " + lk.message());
   lk->path = LaunchPath::jit;
   lk->reason = why + "; " + lk->reason;
   return lk;

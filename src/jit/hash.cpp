@@ -119,7 +119,7 @@ class Cursor {
     std::snprintf(buf, sizeof buf, ": %.*s at 0x%zx needs 0x%llx bytes but only 0x%zx remain",
                   static_cast<int>(field.size()), field.data(), off_,
                   static_cast<unsigned long long>(need), left());  // NOLINT(runtime/int)
-    return make_error(std::string(what_) + buf);
+    return make_error(ErrorKind::corrupt, std::string(what_) + buf);
   }
   std::span<const std::byte> b_;
   std::string_view what_;
@@ -154,7 +154,7 @@ Result<CacheRecord> decode_record(std::span<const std::byte> bytes, std::string_
     char buf[96];
     std::snprintf(buf, sizeof buf, ": name count 0x%llx exceeds what the record can hold",
                   static_cast<unsigned long long>(*n));  // NOLINT(runtime/int)
-    return make_error(std::string(what) + buf);
+    return make_error(ErrorKind::corrupt, std::string(what) + buf);
   }
   for (std::uint64_t i = 0; i < *n; ++i) {
     std::string pair[2];
@@ -175,7 +175,7 @@ Result<CacheRecord> decode_record(std::span<const std::byte> bytes, std::string_
   if (c.left() != 0) {
     char buf[96];
     std::snprintf(buf, sizeof buf, ": 0x%zx unexpected bytes after the image at 0x%zx", c.left(), c.offset());
-    return make_error(std::string(what) + buf);
+    return make_error(ErrorKind::corrupt, std::string(what) + buf);
   }
   return r;
 }

@@ -47,14 +47,7 @@ void add_elf(Inputs& in, Bytes bytes, const std::string& display, const std::str
     return;
   }
   if (fatbins->empty() && !archive.empty()) return;
-  ObjectFatbins obj;
-  obj.path = display;
-  obj.archive = archive;
-  obj.member = member;
-  obj.elf_type = elf->type();
-  obj.machine = elf->machine();
-  obj.fatbins = std::move(*fatbins);
-  in.objects.push_back(std::move(obj));
+  in.objects.push_back(ObjectFatbins::of_elf(*elf, display, archive, member, std::move(*fatbins)));
 }
 
 std::string trim_right(std::string s) {

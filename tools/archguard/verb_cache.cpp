@@ -31,7 +31,7 @@ archguard::Result<std::unique_ptr<archguard::jit::Cache>> open_cache(const Commo
     o->dir = c.cache_dir;
     o->disabled = false;
   }
-  if (o->disabled) return archguard::make_error("the cache is disabled (ARCHGUARD_CACHE_DISABLE); pass --cache-dir");
+  if (o->disabled) return archguard::make_error(archguard::ErrorKind::usage, "the cache is disabled (ARCHGUARD_CACHE_DISABLE); pass --cache-dir");
   return archguard::jit::Cache::open(*o);
 }
 

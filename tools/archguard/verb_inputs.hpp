@@ -75,7 +75,7 @@ inline Result<ScanOptions> scan_options(const ReadLimits& l) {
     }
     auto v = parse_byte_size(text);
     if (!v || (plain && text.find_first_not_of("0123456789") != std::string::npos))
-      return Error{who + ": '" + text + "' is not " +
+      return Error{ErrorKind::usage, who + ": '" + text + "' is not " +
                    (plain ? std::string("a whole number") : std::string("a size (bytes, or with K, M, G or T)")) +
                    " that fits in 64 bits"};
     out = *v;

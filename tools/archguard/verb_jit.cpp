@@ -38,7 +38,7 @@ struct CompileOptions {
 // Writes a file the user named with -o (never one of the cache's files).
 archguard::Status write_output(const std::string& path, const std::vector<std::byte>& bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return archguard::make_error(path + ": cannot create: " + std::strerror(errno), errno);
+  if (fd < 0) return archguard::errno_error(path + ": cannot create: " + std::strerror(errno), errno);
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -46,11 +46,11 @@ archguard::Status write_output(const std::string& path, const std::vector<std::b
       if (errno == EINTR) continue;
       const int e = errno;
       ::close(fd);
-      return archguard::make_error(path + ": write failed: " + std::strerror(e), e);
+      return archguard::errno_error(path + ": write failed: " + std::strerror(e), e);
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::close(fd) != 0) return archguard::make_error(path + ": close failed: " + std::strerror(errno), errno);
+  if (::close(fd) != 0) return archguard::errno_error(path + ": close failed: " + std::strerror(errno), errno);
   return archguard::Ok{};
 }
 
