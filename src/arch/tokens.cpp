@@ -280,9 +280,8 @@ Result<std::vector<Target>> parse_word(std::string_view word) {
   if (starts_with_nocase(word, "sm_") || starts_with_nocase(word, "compute_") ||
       starts_with_nocase(word, "lto_")) {
     CodeKind kind{};
-    Result<Arch> arch = parse_nvcc_name(word, kind);
-    if (!arch) return arch.error();
-    return std::vector<Target>{{*arch, kind}};
+    AG_TRY(Arch arch, parse_nvcc_name(word, kind));
+    return std::vector<Target>{{arch, kind}};
   }
   if (is_digit(word.front())) {
     if (word.find('.') != std::string_view::npos) return parse_capability(word);
@@ -451,8 +450,7 @@ Result<std::vector<Target>> parse_token(std::string_view token) {
 }
 
 Result<std::vector<Target>> parse_list(std::string_view text) {
-  Result<std::vector<std::string>> words = split_words(text);
-  if (!words) return words.error();
+  AG_TRY(std::vector<std::string> words, split_words(text));
   std::vector<Target> out;
   std::optional<std::string> pending_arch;
   auto flush = [&]() -> Status {
@@ -461,7 +459,7 @@ Result<std::vector<Target>> parse_list(std::string_view text) {
     pending_arch.reset();
     return st;
   };
-  const std::vector<std::string>& w = *words;
+  const std::vector<std::string>& w = words;
   for (std::size_t i = 0; i < w.size(); ++i) {
     std::string_view word = w[i];
     if (word.front() == '-' && word.size() > 1 && !is_digit(word[1])) {
@@ -508,9 +506,8 @@ Result<std::vector<Target>> parse_list(std::string_view text) {
     }
     for (std::string_view piece : split_commas(word)) {  // TensorFlow writes "sm_80,compute_90"
       if (piece.empty()) continue;
-      Result<std::vector<Target>> r = parse_word(piece);
-      if (!r) return r.error();
-      out.insert(out.end(), r->begin(), r->end());
+      AG_TRY(std::vector<Target> r, parse_word(piece));
+      out.insert(out.end(), r.begin(), r.end());
     }
   }
   if (Status st = flush(); !st) return st.error();

@@ -374,9 +374,8 @@ Result<std::vector<KernelFinding>> kernels_without_image(const ObjectFatbins& ob
     for (const auto& f : object.fatbins)
       if (f.index == uv.fatbin) fb = &f;
     if (fb == nullptr) continue;
-    auto kernels = kernels_of(*fb, object.path);
-    if (!kernels) return kernels.error();
-    for (auto& k : *kernels) out.push_back(KernelFinding{object.path, uv.fatbin, std::move(k), uv.verdict});
+    AG_TRY(auto kernels, kernels_of(*fb, object.path));
+    for (auto& k : kernels) out.push_back(KernelFinding{object.path, uv.fatbin, std::move(k), uv.verdict});
   }
   return out;
 }

@@ -32,18 +32,17 @@ void* as_option_value(std::size_t v) {
 
 Result<Context> Context::primary(DriverPtr driver, int ordinal) {
   if (!driver) return make_error(ErrorKind::driver, "no cuda driver: null driver", kNoDriverCode);
-  auto info = driver->device(ordinal);
-  if (!info) return info.error();
+  AG_TRY(auto info, driver->device(ordinal));
   const DriverApi& a = driver->api();
   CUdevice dev = 0;
-  if (auto s = driver->check("cuDeviceGet", a.cuDeviceGet(&dev, ordinal)); !s) return s.error();
+  AG_TRY_STATUS(driver->check("cuDeviceGet", a.cuDeviceGet(&dev, ordinal)));
   ContextHandle ctx = nullptr;
-  const std::string where = "device " + std::to_string(ordinal) + " (" + info->name + "): ";
+  const std::string where = "device " + std::to_string(ordinal) + " (" + info.name + "): ";
   if (auto s = driver->check(where + "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain(&ctx, dev)); !s) {
     return s.error();
   }
-  Context c(std::move(driver), std::move(*info), dev, ctx);
-  if (auto s = c.make_current(); !s) return s.error();  // c releases the retain on return
+  Context c(std::move(driver), std::move(info), dev, ctx);
+  AG_TRY_STATUS(c.make_current());  // c releases the retain on return
   return c;
 }
 
@@ -115,7 +114,7 @@ Result<Buffer> Context::allocate(std::size_t bytes) const {
 
 Result<Event> Context::create_event() const {
   EventHandle ev = nullptr;
-  if (auto s = driver_->check("cuEventCreate", driver_->api().cuEventCreate(&ev, 0)); !s) return s.error();
+  AG_TRY_STATUS(driver_->check("cuEventCreate", driver_->api().cuEventCreate(&ev, 0)));
   return Event(driver_, ev);
 }
 

@@ -458,8 +458,7 @@ Result<ScanReport> scan_bytes(Bytes bytes, const std::string& name, const ScanOp
   ScanReport report;
   report.input = name;
   Scanner s{options, report};
-  auto st = s.scan(bytes, name, true);
-  if (!st) return st.error();
+  AG_TRY_STATUS(s.scan(bytes, name, true));
   return report;
 }
 
@@ -492,12 +491,10 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     }
     return report;
   }
-  auto storage = map_file(path);
-  if (!storage) return storage.error();
+  AG_TRY(auto storage, map_file(path));
   Scanner s{options, report};
-  auto st = s.scan((*storage)->bytes(), path, true, storage->get(), &path);
-  if (!st) return st.error();
-  report.storage.push_back(*storage);
+  AG_TRY_STATUS(s.scan(storage->bytes(), path, true, storage.get(), &path));
+  report.storage.push_back(storage);
   return report;
 }
 

@@ -277,9 +277,8 @@ bool may_have_device_code(const ElfFile& elf) {
 }
 
 Result<DependencyWalk> walk_dependencies(const std::string& path, const DependencyOptions& options) {
-  auto root_map = map_file(path);
-  if (!root_map) return root_map.error();
-  AG_TRY(auto root_elf, ElfFile::parse((*root_map)->bytes(), path));
+  AG_TRY(auto root_map, map_file(path));
+  AG_TRY(auto root_elf, ElfFile::parse(root_map->bytes(), path));
   const std::uint16_t machine = root_elf.machine();
 
   DependencyWalk walk;

@@ -79,13 +79,11 @@ Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
   }
   if (shstrndx != 0 && shstrndx < shnum) {
     const ElfSection& strtab = elf.sections_[static_cast<std::size_t>(shstrndx)];
-    auto strs = r.sub(strtab.offset, strtab.size, "section name table");
-    if (!strs) return strs.error();
+    AG_TRY(auto strs, r.sub(strtab.offset, strtab.size, "section name table"));
     for (std::size_t i = 0; i < elf.sections_.size(); ++i) {
       if (name_offsets[i] == 0 && i == 0) continue;
-      auto n = strs->cstring(name_offsets[i], "section name");
-      if (!n) return n.error();
-      elf.sections_[i].name = std::string(*n);
+      AG_TRY(auto n, strs.cstring(name_offsets[i], "section name"));
+      elf.sections_[i].name = std::string(n);
     }
   } else if (shstrndx >= shnum) {
     return r.error_at(62, "elf header", "section name table index " + hex(shstrndx) + " is past the count " + hex(shnum));
@@ -113,25 +111,22 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols() const {
   if (symtab->link >= sections_.size())
     return reader_.error_at(symtab->offset, "symbol table", "string table index " + hex(symtab->link) + " is out of range");
   const ElfSection& strtab = sections_[symtab->link];
-  auto syms = reader_.sub(symtab->offset, symtab->size, "symbol table");
-  if (!syms) return syms.error();
-  auto strs = reader_.sub(strtab.offset, strtab.size, "symbol string table");
-  if (!strs) return strs.error();
+  AG_TRY(auto syms, reader_.sub(symtab->offset, symtab->size, "symbol table"));
+  AG_TRY(auto strs, reader_.sub(strtab.offset, strtab.size, "symbol string table"));
   const std::uint64_t count = symtab->size / 24;
   out.reserve(static_cast<std::size_t>(count));
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t o = i * 24;
-    AG_TRY(auto nm, syms->u32(o, "symbol"));
-    AG_TRY(auto info, syms->u8(o + 4, "symbol"));
-    AG_TRY(auto other, syms->u8(o + 5, "symbol"));
-    AG_TRY(auto shndx, syms->u16(o + 6, "symbol"));
-    AG_TRY(auto value, syms->u64(o + 8, "symbol"));
-    AG_TRY(auto size, syms->u64(o + 16, "symbol"));
+    AG_TRY(auto nm, syms.u32(o, "symbol"));
+    AG_TRY(auto info, syms.u8(o + 4, "symbol"));
+    AG_TRY(auto other, syms.u8(o + 5, "symbol"));
+    AG_TRY(auto shndx, syms.u16(o + 6, "symbol"));
+    AG_TRY(auto value, syms.u64(o + 8, "symbol"));
+    AG_TRY(auto size, syms.u64(o + 16, "symbol"));
     ElfSymbol sym;
     if (nm != 0) {
-      auto n = strs->cstring(nm, "symbol name");
-      if (!n) return n.error();
-      sym.name = *n;
+      AG_TRY(auto n, strs.cstring(nm, "symbol name"));
+      sym.name = n;
     }
     sym.info = info; sym.other = other; sym.shndx = shndx; sym.value = value; sym.size = size;
     out.push_back(sym);
@@ -148,16 +143,14 @@ Result<std::vector<std::string>> ElfFile::needed() const {
   if (dynamic->link >= sections_.size())
     return reader_.error_at(dynamic->offset, "dynamic section", "string table index " + hex(dynamic->link) + " is out of range");
   const ElfSection& strtab = sections_[dynamic->link];
-  auto entries = reader_.sub(dynamic->offset, dynamic->size, "dynamic section");
-  if (!entries) return entries.error();
-  auto strs = reader_.sub(strtab.offset, strtab.size, "dynamic string table");
-  if (!strs) return strs.error();
+  AG_TRY(auto entries, reader_.sub(dynamic->offset, dynamic->size, "dynamic section"));
+  AG_TRY(auto strs, reader_.sub(strtab.offset, strtab.size, "dynamic string table"));
   for (std::uint64_t o = 0; dynamic->size - o >= 16; o += 16) {
-    AG_TRY(auto tag, entries->u64(o, "dynamic entry"));
+    AG_TRY(auto tag, entries.u64(o, "dynamic entry"));
     if (tag == kDtNull) break;
     if (tag != kDtNeeded) continue;
-    AG_TRY(auto value, entries->u64(o + 8, "dynamic entry"));
-    AG_TRY(auto name, strs->cstring(value, "DT_NEEDED name"));
+    AG_TRY(auto value, entries.u64(o + 8, "dynamic entry"));
+    AG_TRY(auto name, strs.cstring(value, "DT_NEEDED name"));
     out.emplace_back(name);
   }
   return out;

@@ -113,7 +113,7 @@ Result<Fd> open_subdir(int parent, const char* name, const std::string& path, bo
     }
     return errno_error("cache dir " + path + ": open failed: " + errno_text(e), e);
   }
-  if (auto s = check_dir(fd.get(), path, readonly_layer); !s) return s.error();
+  AG_TRY_STATUS(check_dir(fd.get(), path, readonly_layer));
   return fd;
 }
 
@@ -329,7 +329,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     layer->root = root;
     layer->readonly = readonly;
     if (!readonly) {
-      if (auto s = make_dirs(root); !s) return s.error();
+      AG_TRY_STATUS(make_dirs(root));
     }
     // The root itself may be reached through links the user set up (a moved ~/.cache);
     // below it nothing is followed.
@@ -337,24 +337,21 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     if (!layer->root_fd.valid()) {
       return errno_error("cache dir " + root + ": open failed: " + errno_text(errno), errno);
     }
-    if (auto s = check_dir(layer->root_fd.get(), root, readonly); !s) return s.error();
+    AG_TRY_STATUS(check_dir(layer->root_fd.get(), root, readonly));
     auto v1 = open_subdir(layer->root_fd.get(), "v1", root + "/v1", !readonly, readonly);
     if (!v1) return v1.error();
-    auto entries = open_subdir(v1->get(), "entries", root + "/v1/entries", !readonly, readonly);
-    if (!entries) return entries.error();
-    layer->entries_fd = std::move(*entries);
+    AG_TRY(auto entries, open_subdir(v1->get(), "entries", root + "/v1/entries", !readonly, readonly));
+    layer->entries_fd = std::move(entries);
     if (!readonly) {
-      auto tmp = open_subdir(v1->get(), "tmp", root + "/v1/tmp", true, false);
-      if (!tmp) return tmp.error();
-      layer->tmp_fd = std::move(*tmp);
+      AG_TRY(auto tmp, open_subdir(v1->get(), "tmp", root + "/v1/tmp", true, false));
+      layer->tmp_fd = std::move(tmp);
     }
     return layer;
   };
 
   if (c->dir_.empty()) return make_error(ErrorKind::usage, "cache dir: empty path");
-  auto w = open_layer(c->dir_, false);
-  if (!w) return w.error();
-  c->layers_.push_back(std::move(*w));
+  AG_TRY(auto w, open_layer(c->dir_, false));
+  c->layers_.push_back(std::move(w));
   for (const std::string& ro : options.readonly_dirs) {
     auto l = open_layer(ro, true);
     if (!l) {
@@ -454,10 +451,8 @@ Result<std::optional<CacheHit>> Cache::lookup(const Digest& key) {
     }
     // Damaged entry: evict it under its lock unless someone replaced it meanwhile.
     const std::string hex = to_hex(key);
-    auto shard = layer.shard(hex, true);
-    if (!shard) return shard.error();
-    auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
-    if (!lock) return lock.error();
+    AG_TRY(auto shard, layer.shard(hex, true));
+    AG_TRY(auto lock, EntryLock::acquire(shard.get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true));
     auto again = read_entry(layer, key, true);
     if (again.ok() && again->has_value()) {
       count(&CacheCounters::hits);
@@ -465,8 +460,8 @@ Result<std::optional<CacheHit>> Cache::lookup(const Digest& key) {
     }
     if (!again.ok() && again.kind() != ErrorKind::corrupt) return again.error();
     if (!again.ok()) {
-      ::unlinkat(shard->get(), (hex + ".bin").c_str(), 0);
-      ::unlinkat(shard->get(), (hex + ".json").c_str(), 0);
+      ::unlinkat(shard.get(), (hex + ".bin").c_str(), 0);
+      ::unlinkat(shard.get(), (hex + ".json").c_str(), 0);
       count(&CacheCounters::corrupt_evicted);
       warn("evicted a corrupt cache entry: " + again.message());
     }
@@ -480,8 +475,7 @@ Result<std::optional<CacheHit>> Cache::lookup(const Digest& key) {
 Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record, std::string_view metadata,
                       std::uint64_t* written) {
   const std::string hex = to_hex(key);
-  auto shard = layer.shard(hex, true);
-  if (!shard) return shard.error();
+  AG_TRY(auto shard, layer.shard(hex, true));
   const std::vector<std::byte> body = encode_record(record);
   std::vector<std::byte> file(kHeaderSize);
   std::memcpy(file.data(), kMagic, sizeof kMagic);
@@ -519,8 +513,8 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
     return s;
   }
   // Metadata first: a published .bin always has its .json beside it.
-  if (::renameat(layer.tmp_fd.get(), tmp_json.c_str(), shard->get(), (hex + ".json").c_str()) != 0 ||
-      ::renameat(layer.tmp_fd.get(), tmp_bin.c_str(), shard->get(), (hex + ".bin").c_str()) != 0) {
+  if (::renameat(layer.tmp_fd.get(), tmp_json.c_str(), shard.get(), (hex + ".json").c_str()) != 0 ||
+      ::renameat(layer.tmp_fd.get(), tmp_bin.c_str(), shard.get(), (hex + ".bin").c_str()) != 0) {
     const int e = errno;
     cleanup();
     return errno_error(layer.path_of(shard_of(hex), hex + ".bin") + ": rename failed: " + errno_text(e), e);
@@ -533,12 +527,10 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
 Status Cache::store(const Digest& key, const CacheRecord& record, std::string_view metadata) {
   Layer& layer = *layers_.front();
   const std::string hex = to_hex(key);
-  auto shard = layer.shard(hex, true);
-  if (!shard) return shard.error();
+  AG_TRY(auto shard, layer.shard(hex, true));
   std::uint64_t written = 0;
   {
-    auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
-    if (!lock) return lock.error();
+    AG_TRY(auto lock, EntryLock::acquire(shard.get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true));
     if (auto s = publish(layer, key, record, metadata, &written); !s) return s;
   }
   return after_store(written);
@@ -552,12 +544,11 @@ Result<CacheHit> Cache::get_or_build(const Digest& key, const Builder& build, bo
 
   Layer& layer = *layers_.front();
   const std::string hex = to_hex(key);
-  auto shard = layer.shard(hex, true);
-  if (!shard) return shard.error();
+  AG_TRY(auto shard, layer.shard(hex, true));
   CacheHit out;
   std::uint64_t written = 0;
   {
-    auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
+    auto lock = EntryLock::acquire(shard.get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
     if (!lock) return lock.error();
     // Someone may have built it while we waited for the lock.
     auto again = read_entry(layer, key, true);
@@ -567,14 +558,13 @@ Result<CacheHit> Cache::get_or_build(const Digest& key, const Builder& build, bo
     }
     if (!again.ok() && again.kind() != ErrorKind::corrupt) return again.error();
     std::string metadata;
-    auto rec = build(metadata);
-    if (!rec) return rec.error();
+    AG_TRY(auto rec, build(metadata));
     if (built != nullptr) *built = true;
-    if (auto s = publish(layer, key, *rec, metadata, &written); !s) return s.error();
-    out.record = std::move(*rec);
+    AG_TRY_STATUS(publish(layer, key, rec, metadata, &written));
+    out.record = std::move(rec);
     out.layer = layer.root;
   }
-  if (auto s = after_store(written); !s) return s.error();
+  AG_TRY_STATUS(after_store(written));
   return out;
 }
 
@@ -583,8 +573,7 @@ Status Cache::evict(const Digest& key) {
   const std::string hex = to_hex(key);
   auto shard = layer.shard(hex, false);
   if (!shard) return shard.kind() == ErrorKind::not_found ? Status(Ok{}) : Status(shard.error());
-  auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
-  if (!lock) return lock.error();
+  AG_TRY(auto lock, EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true));
   ::unlinkat(shard->get(), (hex + ".bin").c_str(), 0);
   ::unlinkat(shard->get(), (hex + ".json").c_str(), 0);
   ::unlinkat(shard->get(), (hex + ".lock").c_str(), 0);
@@ -736,7 +725,7 @@ Result<std::vector<CacheEntryInfo>> Cache::verify(bool evict_bad) {
     if (r.ok()) continue;
     e.problem = r.message();
     if (evict_bad && !layer->readonly && r.kind() == ErrorKind::corrupt) {
-      if (auto s = evict(*key); !s) return s.error();
+      AG_TRY_STATUS(evict(*key));
     }
   }
   return entries;

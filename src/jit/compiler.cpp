@@ -142,18 +142,16 @@ Compiler::~Compiler() = default;
 Result<std::unique_ptr<Compiler>> Compiler::create(const CompilerOptions& options) {
   std::unique_ptr<Compiler> c(new Compiler());
   c->impl_ = std::make_unique<Impl>();
-  auto nv = options.nvrtc_library.empty() ? shared_nvrtc() : load_nvrtc(options.nvrtc_library);
-  if (!nv) return nv.error();
-  c->impl_->nvrtc = *nv;
+  AG_TRY(auto nv, options.nvrtc_library.empty() ? shared_nvrtc() : load_nvrtc(options.nvrtc_library));
+  c->impl_->nvrtc = nv;
   c->impl_->pch = options.pch;
   if (options.use_cache) {
     CacheOptions co;
     if (options.cache) {
       co = *options.cache;
     } else {
-      auto env = CacheOptions::from_environment();
-      if (!env) return env.error();
-      co = *env;
+      AG_TRY(auto env, CacheOptions::from_environment());
+      co = env;
     }
     if (!co.disabled) {
       auto cache = Cache::open(co);
@@ -169,7 +167,7 @@ Cache* Compiler::cache() const { return impl_->cache.get(); }
 const std::string& Compiler::cache_problem() const { return impl_->cache_problem; }
 
 Result<KeyInfo> Compiler::key(const CompileRequest& request) const {
-  if (auto s = check_options(request); !s) return s.error();
+  AG_TRY_STATUS(check_options(request));
   const NvrtcInfo& nv = impl_->nvrtc->info();
   const detail::IncludeScan scan = detail::scan_includes(request);
   Hasher h;
@@ -229,13 +227,12 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
   out.target = request.target;
   const std::vector<std::string> options = impl_->final_options(request);
   auto uncached = [&](std::string note) -> Result<Compiled> {
-    if (auto s = check_options(request); !s) return s.error();
-    auto r = impl_->nvrtc->compile(request, options);
-    if (!r) return r.error();
-    out.image = std::move(r->image);
-    out.lowered_names = std::move(r->lowered);
-    out.log = std::move(r->log);
-    out.compile_ms = r->ms;
+    AG_TRY_STATUS(check_options(request));
+    AG_TRY(auto r, impl_->nvrtc->compile(request, options));
+    out.image = std::move(r.image);
+    out.lowered_names = std::move(r.lowered);
+    out.log = std::move(r.log);
+    out.compile_ms = r.ms;
     out.cache_note = std::move(note);
     return out;
   };
@@ -243,12 +240,11 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
   auto key = this->key(request);
   if (!key) return key.error();
   if (!key->cacheable) {
-    auto r = impl_->nvrtc->compile(request, options);
-    if (!r) return r.error();
-    out.image = std::move(r->image);
-    out.lowered_names = std::move(r->lowered);
-    out.log = std::move(r->log);
-    out.compile_ms = r->ms;
+    AG_TRY(auto r, impl_->nvrtc->compile(request, options));
+    out.image = std::move(r.image);
+    out.lowered_names = std::move(r.lowered);
+    out.log = std::move(r.log);
+    out.compile_ms = r.ms;
     out.cache_note = key->note;
     return out;
   }
@@ -357,11 +353,10 @@ Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest r
 }
 
 Result<Prebuilt> Prebuilt::from_fatbin(std::span<const std::byte> bytes, const std::string& name) {
-  auto fatbins = Fatbin::parse_all(bytes, name);
-  if (!fatbins) return fatbins.error();
+  AG_TRY(auto fatbins, Fatbin::parse_all(bytes, name));
   Prebuilt p;
   p.image = bytes;
-  for (const Fatbin& f : *fatbins) {
+  for (const Fatbin& f : fatbins) {
     if (f.device_link) continue;
     const std::vector<Image> im = f.images();
     p.images.insert(p.images.end(), im.begin(), im.end());

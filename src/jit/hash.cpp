@@ -145,33 +145,27 @@ std::vector<std::byte> encode_record(const CacheRecord& r) {
 Result<CacheRecord> decode_record(std::span<const std::byte> bytes, std::string_view what) {
   Cursor c(bytes, what);
   CacheRecord r;
-  auto kind = c.uint(4, "kind");
-  if (!kind) return kind.error();
-  r.kind = static_cast<std::uint32_t>(*kind);
-  auto n = c.uint(4, "name count");
-  if (!n) return n.error();
-  if (*n > c.left() / 8) {
+  AG_TRY(auto kind, c.uint(4, "kind"));
+  r.kind = static_cast<std::uint32_t>(kind);
+  AG_TRY(auto n, c.uint(4, "name count"));
+  if (n > c.left() / 8) {
     char buf[96];
     std::snprintf(buf, sizeof buf, ": name count 0x%llx exceeds what the record can hold",
-                  static_cast<unsigned long long>(*n));  // NOLINT(runtime/int)
+                  static_cast<unsigned long long>(n));  // NOLINT(runtime/int)
     return make_error(ErrorKind::corrupt, std::string(what) + buf);
   }
-  for (std::uint64_t i = 0; i < *n; ++i) {
+  for (std::uint64_t i = 0; i < n; ++i) {
     std::string pair[2];
     for (auto& s : pair) {
-      auto len = c.uint(4, "name length");
-      if (!len) return len.error();
-      auto body = c.take(*len, "name");
-      if (!body) return body.error();
-      s.assign(reinterpret_cast<const char*>(body->data()), body->size());
+      AG_TRY(auto len, c.uint(4, "name length"));
+      AG_TRY(auto body, c.take(len, "name"));
+      s.assign(reinterpret_cast<const char*>(body.data()), body.size());
     }
     r.names.emplace_back(std::move(pair[0]), std::move(pair[1]));
   }
-  auto img_len = c.uint(8, "image length");
-  if (!img_len) return img_len.error();
-  auto img = c.take(*img_len, "image");
-  if (!img) return img.error();
-  r.image.assign(img->begin(), img->end());
+  AG_TRY(auto img_len, c.uint(8, "image length"));
+  AG_TRY(auto img, c.take(img_len, "image"));
+  r.image.assign(img.begin(), img.end());
   if (c.left() != 0) {
     char buf[96];
     std::snprintf(buf, sizeof buf, ": 0x%zx unexpected bytes after the image at 0x%zx", c.left(), c.offset());

@@ -188,44 +188,38 @@ Result<std::vector<Target>> parse_nvcc_help_arch_values(std::string_view help) {
 }
 
 Result<NvccInfo> query_nvcc(std::string_view nvcc_path, std::chrono::milliseconds timeout) {
-  Result<std::string> path = find_nvcc(nvcc_path);
-  if (!path) return path.error();
+  AG_TRY(std::string path, find_nvcc(nvcc_path));
   auto run = [&](const char* flag) -> Result<std::string> {
-    Result<toolkit_detail::ProcessOutput> r = toolkit_detail::run_capture(*path, {flag}, timeout);
-    if (!r) return r.error();
-    if (r->exit_code != 0) {
-      return make_error(ErrorKind::process, "'" + *path + " " + flag + "' failed (" +
-                        (r->signal != 0 ? "signal " + std::to_string(r->signal)
-                                        : "exit status " + std::to_string(r->exit_code)) +
-                        "): " + first_line(r->output));
+    AG_TRY(toolkit_detail::ProcessOutput r, toolkit_detail::run_capture(path, {flag}, timeout));
+    if (r.exit_code != 0) {
+      return make_error(ErrorKind::process, "'" + path + " " + flag + "' failed (" +
+                        (r.signal != 0 ? "signal " + std::to_string(r.signal)
+                                        : "exit status " + std::to_string(r.exit_code)) +
+                        "): " + first_line(r.output));
     }
-    return std::move(r->output);
+    return std::move(r.output);
   };
   NvccInfo info;
-  info.path = *path;
-  Result<std::string> version = run("--version");
-  if (!version) return version.error();
-  Result<Version2> release = parse_nvcc_version(*version, &info.build);
-  if (!release) return rewrap(release.error(), *path + ": " + release.message());
+  info.path = path;
+  AG_TRY(std::string version, run("--version"));
+  Result<Version2> release = parse_nvcc_version(version, &info.build);
+  if (!release) return rewrap(release.error(), path + ": " + release.message());
   info.release = *release;
 
-  Result<std::string> codes = run("--list-gpu-code");
-  if (!codes) return codes.error();
-  Result<std::vector<Arch>> sass = parse_nvcc_list(*codes, CodeKind::sass);
-  if (!sass) return rewrap(sass.error(), *path + " --list-gpu-code: " + sass.message());
+  AG_TRY(std::string codes, run("--list-gpu-code"));
+  Result<std::vector<Arch>> sass = parse_nvcc_list(codes, CodeKind::sass);
+  if (!sass) return rewrap(sass.error(), path + " --list-gpu-code: " + sass.message());
   info.sass = std::move(*sass);
 
-  Result<std::string> arches = run("--list-gpu-arch");
-  if (!arches) return arches.error();
-  Result<std::vector<Arch>> ptx = parse_nvcc_list(*arches, CodeKind::ptx);
-  if (!ptx) return rewrap(ptx.error(), *path + " --list-gpu-arch: " + ptx.message());
+  AG_TRY(std::string arches, run("--list-gpu-arch"));
+  Result<std::vector<Arch>> ptx = parse_nvcc_list(arches, CodeKind::ptx);
+  if (!ptx) return rewrap(ptx.error(), path + " --list-gpu-arch: " + ptx.message());
   info.ptx = std::move(*ptx);
 
   // The lists hold the plain targets only; the a/f variants appear in --help.
-  Result<std::string> help = run("--help");
-  if (!help) return help.error();
-  Result<std::vector<Target>> values = parse_nvcc_help_arch_values(*help);
-  if (!values) return rewrap(values.error(), *path + ": " + values.message());
+  AG_TRY(std::string help, run("--help"));
+  Result<std::vector<Target>> values = parse_nvcc_help_arch_values(help);
+  if (!values) return rewrap(values.error(), path + ": " + values.message());
   for (const Target& t : *values) {
     if (t.kind == CodeKind::ltoir) {
       info.ltoir.push_back(t.arch);

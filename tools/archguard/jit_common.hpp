@@ -34,13 +34,12 @@ inline Result<std::unique_ptr<jit::Compiler>> make_compiler(const std::string& c
   jit::CompilerOptions o;
   o.use_cache = !no_cache;
   if (!no_cache) {
-    auto env = jit::CacheOptions::from_environment();
-    if (!env) return env.error();
+    AG_TRY(auto env, jit::CacheOptions::from_environment());
     if (!cache_dir.empty()) {
-      env->dir = cache_dir;
-      env->disabled = false;
+      env.dir = cache_dir;
+      env.disabled = false;
     }
-    o.cache = *env;
+    o.cache = env;
   }
   return jit::Compiler::create(o);
 }

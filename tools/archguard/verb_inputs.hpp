@@ -81,10 +81,10 @@ inline Result<ScanOptions> scan_options(const ReadLimits& l) {
     out = *v;
     return Ok{};
   };
-  if (auto st = pick(l.max_inflated, "--max-inflated", "ARCHGUARD_MAX_INFLATED", false, o.budget.per_input); !st) return st.error();
+  AG_TRY_STATUS(pick(l.max_inflated, "--max-inflated", "ARCHGUARD_MAX_INFLATED", false, o.budget.per_input));
   if (auto st = pick(l.max_inflated_total, "--max-inflated-total", "ARCHGUARD_MAX_INFLATED_TOTAL", false, o.budget.per_run); !st)
     return st.error();
-  if (auto st = pick(l.max_ratio, "--max-ratio", "ARCHGUARD_MAX_RATIO", true, o.budget.max_ratio); !st) return st.error();
+  AG_TRY_STATUS(pick(l.max_ratio, "--max-ratio", "ARCHGUARD_MAX_RATIO", true, o.budget.max_ratio));
   return o;
 }
 
