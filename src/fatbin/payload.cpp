@@ -2,8 +2,8 @@
 // Payloads on demand: bounded decompression and kernel entry points.
 #include <archguard/fatbin.hpp>
 
-
 #include <cxxabi.h>
+#include <elf.h>
 #ifndef ARCHGUARD_NO_COMPRESSION  // the dependency-free verifier (tools/archguard-verify) decodes no payload
 #include <lz4.h>
 #include <zstd.h>
@@ -17,8 +17,7 @@
 namespace archguard {
 namespace {
 
-constexpr std::uint8_t kSttFunc = 2;
-constexpr std::uint8_t kStoCudaEntry = 0x10;
+constexpr std::uint8_t kStoCudaEntry = 0x10;  // st_other bit of a CUDA kernel entry (no <elf.h> name)
 
 std::string entry_where(std::string_view name, const FatbinEntry& e) {
   return std::string(name) + ": entry " + std::to_string(e.index) + " at " + hex(e.offset);
@@ -136,7 +135,7 @@ Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std:
     AG_TRY(ElfFile cubin, ElfFile::parse(image, entry_where(name, e) + ": cubin"));
     AG_TRY(std::vector<ElfSymbol> syms, cubin.symbols());
     for (const auto& s : syms) {
-      if (s.type() != kSttFunc || (s.other & kStoCudaEntry) == 0 || s.name.empty()) continue;
+      if (s.type() != STT_FUNC || (s.other & kStoCudaEntry) == 0 || s.name.empty()) continue;
       out.push_back(Kernel{std::string(s.name), demangle(s.name)});
     }
     return out;
