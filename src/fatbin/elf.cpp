@@ -103,21 +103,23 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols() const {
   if (symtab->link >= sections_.size())
     return reader_.error_at(symtab->offset, "symbol table", "string table index " + hex(symtab->link) + " is out of range");
   const ElfSection& strtab = sections_[symtab->link];
-  AG_TRY(auto syms, reader_.sub(symtab->offset, symtab->size, "symbol table"));
-  AG_TRY(auto strs, reader_.sub(strtab.offset, strtab.size, "symbol string table"));
+  auto syms = reader_.sub(symtab->offset, symtab->size, "symbol table");
+  if (!syms) return syms.error();
+  auto strs = reader_.sub(strtab.offset, strtab.size, "symbol string table");
+  if (!strs) return strs.error();
   const std::uint64_t count = symtab->size / 24;
   out.reserve(static_cast<std::size_t>(count));
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t o = i * 24;
-    AG_TRY(auto nm, syms.u32(o, "symbol"));
-    AG_TRY(auto info, syms.u8(o + 4, "symbol"));
-    AG_TRY(auto other, syms.u8(o + 5, "symbol"));
-    AG_TRY(auto shndx, syms.u16(o + 6, "symbol"));
-    AG_TRY(auto value, syms.u64(o + 8, "symbol"));
-    AG_TRY(auto size, syms.u64(o + 16, "symbol"));
+    AG_TRY(auto nm, syms->u32(o, "symbol"));
+    AG_TRY(auto info, syms->u8(o + 4, "symbol"));
+    AG_TRY(auto other, syms->u8(o + 5, "symbol"));
+    AG_TRY(auto shndx, syms->u16(o + 6, "symbol"));
+    AG_TRY(auto value, syms->u64(o + 8, "symbol"));
+    AG_TRY(auto size, syms->u64(o + 16, "symbol"));
     ElfSymbol sym;
     if (nm != 0) {
-      AG_TRY(auto n, strs.cstring(nm, "symbol name"));
+      AG_TRY(auto n, strs->cstring(nm, "symbol name"));
       sym.name = n;
     }
     sym.info = info; sym.other = other; sym.shndx = shndx; sym.value = value; sym.size = size;
