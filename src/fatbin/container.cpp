@@ -5,6 +5,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -126,7 +128,7 @@ Kind classify(Bytes b) {
 /// Whether an ELF file is of a kind this reader does not handle at all (32-bit, big endian):
 /// such files cannot carry device code a current driver loads, so directory walks skip them.
 bool foreign_elf(Bytes b) {
-  return b.size() < 6 || b[4] != std::byte{2} || b[5] != std::byte{1};
+  return b.size() <= EI_DATA || b[EI_CLASS] != std::byte{ELFCLASS64} || b[EI_DATA] != std::byte{ELFDATA2LSB};
 }
 
 std::string size_text(std::uint64_t v) {
@@ -201,7 +203,8 @@ struct Scanner {
     obj.archive = archive;
     obj.member = member;
     if (looks_like_elf(bytes)) {
-      obj.elf_type = static_cast<std::uint16_t>(std::to_integer<unsigned>(bytes[16]) | std::to_integer<unsigned>(bytes[17]) << 8);
+      constexpr std::size_t at = offsetof(Elf64_Ehdr, e_type);  // read_standalone took it as a 64-bit little-endian cubin
+      obj.elf_type = static_cast<std::uint16_t>(std::to_integer<unsigned>(bytes[at]) | std::to_integer<unsigned>(bytes[at + 1]) << 8);
       obj.machine = kElfMachineCuda;
     }
     obj.fatbins.push_back(std::move(*fb));
