@@ -38,12 +38,19 @@ std::string_view to_string(Level level);
 /// The worse of two statuses (fail > warn > pass > skip).
 Level worst(Level a, Level b);
 
+/// A kind of fix, so that tools can act on it. Set where the fix is written; the verdict orders
+/// and groups the fixes by it, never by their words.
+enum class FixKind : std::uint8_t { rebuild, driver, environment, other };
+std::string_view to_string(FixKind kind);
+
 /// One observation of a step.
 struct Finding {
   Level status = Level::pass;
   std::string subject;  ///< what was looked at: "device 0", "CUDA_CACHE_PATH", "libfoo.so"
   std::string message;  ///< what was found, one line, lower case
   std::string fix;      ///< the concrete remedy; empty when nothing needs fixing
+  FixKind fix_kind = FixKind::other;  ///< what kind of remedy `fix` is, set where the fix is written
+  Version2 cc{};        ///< step 3: the compute capability the finding judges (empty elsewhere)
 };
 
 struct Step {
@@ -65,10 +72,6 @@ struct DeviceFacts {
   std::optional<Version2> smi_cc;   ///< nvidia-smi --query-gpu=compute_cap, when it answered
   std::optional<Version2> nvml_cc;  ///< NVML, when libnvidia-ml.so.1 loaded
 };
-
-/// A kind of fix, so that tools can act on it.
-enum class FixKind : std::uint8_t { rebuild, driver, environment, other };
-std::string_view to_string(FixKind kind);
 
 /// One remedy of the final verdict.
 struct Fix {

@@ -26,8 +26,46 @@ namespace archguard {
 
 inline constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
 inline constexpr std::uint32_t kFatbinWrapperMagic = 0x466243B1;
-inline constexpr std::uint64_t kFatbinHeaderSize = 16;
-inline constexpr std::uint64_t kEntryHeaderMinSize = 0x40;
+
+/// One field of an on-disk header: its offset from the header's start and its width in bytes
+/// (little endian).
+struct HeaderField {
+  std::uint64_t offset;
+  std::uint64_t size;
+};
+
+/// The fatbin header: 16 bytes, then `fat_size` bytes of entries. docs/fatbin-format.md
+/// describes the same fields under the same names; Fatbin::parse validates them.
+struct FatbinHeaderLayout {
+  static constexpr HeaderField magic{0x00, 4};       ///< kFatbinMagic
+  static constexpr HeaderField version{0x04, 2};     ///< 1
+  static constexpr HeaderField header_size{0x06, 2}; ///< 16: the entries start here
+  static constexpr HeaderField fat_size{0x08, 8};    ///< bytes of entries after the header
+  static constexpr std::uint64_t size = 0x10;
+};
+
+/// An entry header (one per image), at least 0x40 bytes; the image follows at `header_size`.
+/// docs/fatbin-format.md describes the same fields under the same names; the entry parser
+/// validates each one.
+struct EntryHeaderLayout {
+  static constexpr HeaderField kind{0x00, 2};               ///< kEntryKind*
+  static constexpr HeaderField version{0x02, 2};            ///< 0x0101 in every fatbin nvcc writes
+  static constexpr HeaderField header_size{0x04, 4};        ///< the image starts at entry + header_size
+  static constexpr HeaderField stored_size{0x08, 8};        ///< the image's bytes, padded to 8
+  static constexpr HeaderField compressed_size{0x10, 4};    ///< exact compressed size, 0 when not compressed
+  static constexpr HeaderField options_offset{0x14, 4};     ///< to an options record {u32 offset, u32 length}
+  static constexpr HeaderField minor{0x18, 2};              ///< PTX ISA minor / cubin ABI minor
+  static constexpr HeaderField major{0x1A, 2};              ///< PTX ISA major / cubin ABI version
+  static constexpr HeaderField arch{0x1C, 4};               ///< architecture number (90, 100, 120)
+  static constexpr HeaderField identifier_offset{0x20, 4};  ///< 0: no identifier
+  static constexpr HeaderField identifier_length{0x24, 4};  ///< without the NUL
+  static constexpr HeaderField flags{0x28, 8};              ///< kEntryFlag*
+  static constexpr HeaderField uncompressed_size{0x38, 8};  ///< 0 when not compressed
+  static constexpr std::uint64_t min_size = 0x40;
+};
+
+inline constexpr std::uint64_t kFatbinHeaderSize = FatbinHeaderLayout::size;
+inline constexpr std::uint64_t kEntryHeaderMinSize = EntryHeaderLayout::min_size;
 
 /// Raw entry kinds (fatbin entry header +0x00).
 inline constexpr std::uint16_t kEntryKindPtx = 1;
@@ -151,6 +189,11 @@ struct ObjectFatbins {
   /// The object whose DT_NEEDED loads this one (a shared library found by the dependency walk,
   /// see deps.hpp); empty for an input named by the user.
   std::string loaded_by;
+
+  /// The object of a parsed ELF file (type and machine from its header) that holds `fatbins`;
+  /// `archive` and `member` name the enclosing archive, empty when there is none.
+  static ObjectFatbins of_elf(const ElfFile& elf, std::string path, std::string archive, std::string member,
+                              std::vector<Fatbin> fatbins);
 };
 
 /// Reads the fatbins of a validated ELF file; an object without device code gives an empty

@@ -115,23 +115,23 @@ Status check_release_support(Target target, Version2 cuda) {
   const std::string name = nvcc_name(arch, target.kind);
   const std::string rel = common::version_text(cuda);
   const ArchRow* row = find_arch(arch.sm);
-  if (row == nullptr) return make_error(name + ": unknown architecture");
-  if (!arch_exists(arch)) return make_error(name + ": no such variant in any CUDA release");
+  if (row == nullptr) return make_error(ErrorKind::usage, name + ": unknown architecture");
+  if (!arch_exists(arch)) return make_error(ErrorKind::usage, name + ": no such variant in any CUDA release");
   if (const RenameRow* rn = find_rename(arch.sm); rn != nullptr && cuda >= rn->cuda) {
     const Arch now{rn->new_sm, arch.suffix};
-    return make_error(name + ": renamed " + nvcc_name(now, target.kind) + " in CUDA " + common::version_text(rn->cuda) + "; CUDA " + rel +
+    return make_error(ErrorKind::unsupported, name + ": renamed " + nvcc_name(now, target.kind) + " in CUDA " + common::version_text(rn->cuda) + "; CUDA " + rel +
                       " accepts only the new name: use " + arch_number(now));
   }
   if (!row->removed_in.empty() && cuda >= row->removed_in) {
-    return make_error(name + ": removed in CUDA " + common::version_text(row->removed_in) + "; the last CUDA that targets it is older than " +
+    return make_error(ErrorKind::unsupported, name + ": removed in CUDA " + common::version_text(row->removed_in) + "; the last CUDA that targets it is older than " +
                       common::version_text(row->removed_in));
   }
   if (cuda < row->first_cuda) {
-    return make_error(name + ": CUDA " + rel + " predates it; its first CUDA is " + common::version_text(row->first_cuda));
+    return make_error(ErrorKind::unsupported, name + ": CUDA " + rel + " predates it; its first CUDA is " + common::version_text(row->first_cuda));
   }
   const Version2 since = arch.suffix == Suffix::a ? row->a_since : arch.suffix == Suffix::f ? row->f_since : Version2{};
   if (!since.empty() && cuda < since) {
-    return make_error(name + ": the '" + std::string(1, arch.suffix == Suffix::a ? 'a' : 'f') +
+    return make_error(ErrorKind::unsupported, name + ": the '" + std::string(1, arch.suffix == Suffix::a ? 'a' : 'f') +
                       "' variant needs CUDA " + common::version_text(since) + " or later, this is CUDA " + rel);
   }
   return Ok{};
@@ -169,7 +169,7 @@ std::string min_driver_for_ptx_isa(Version2 ptx_isa) {
 Result<DriverVersion> parse_driver_version(std::string_view text) {
   const std::string_view original = text;
   auto bad = [&](std::string_view why) {
-    return make_error("driver version '" + std::string(original) + "': " + std::string(why) +
+    return make_error(ErrorKind::usage, "driver version '" + std::string(original) + "': " + std::string(why) +
                       "; expected MAJOR[.MINOR[.PATCH]] such as 580.65.06");
   };
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);

@@ -98,7 +98,7 @@ Status validate(std::string_view token, Arch arch, Style style) {
     std::vector<std::string> near;
     if (below) near.push_back(styled({*below, Suffix::none}, style));
     if (above) near.push_back(styled({*above, Suffix::none}, style));
-    return make_error(who + ": unknown architecture: there is no compute capability " +
+    return make_error(ErrorKind::usage, who + ": unknown architecture: there is no compute capability " +
                       capability_name({arch.sm, Suffix::none}) + "; nearest valid targets: " + join(near, ", "));
   }
   if (arch_exists(arch)) return Ok{};
@@ -108,10 +108,10 @@ Status validate(std::string_view token, Arch arch, Style style) {
   const std::string list = "valid " + std::to_string(row->cc.major) + ".x targets: " + join(valid, ", ");
   std::optional<unsigned> lowest = lowest_with(arch.suffix);
   if (lowest && arch.sm < *lowest) {
-    return make_error(who + ": no '" + std::string(1, c) + "' variant below " +
+    return make_error(ErrorKind::usage, who + ": no '" + std::string(1, c) + "' variant below " +
                       capability_name({*lowest, Suffix::none}) + "; " + list);
   }
-  return make_error(who + ": " + styled({arch.sm, Suffix::none}, style) + " has no '" +
+  return make_error(ErrorKind::usage, who + ": " + styled({arch.sm, Suffix::none}, style) + " has no '" +
                     std::string(1, c) + "' variant; " + list);
 }
 
@@ -135,7 +135,7 @@ std::optional<Arch> read_arch_number(std::string_view& s) {
 }
 
 Error not_a_token(std::string_view token) {
-  return make_error(std::string(token) +
+  return make_error(ErrorKind::usage, std::string(token) +
                     ": not an architecture token; expected e.g. 90, 90-real, 100f-virtual, sm_90a, "
                     "compute_80, 8.6, 12.0+PTX, -arch=sm_86, -gencode arch=compute_80,code=sm_80 or a "
                     "family name such as Hopper");
@@ -178,7 +178,7 @@ Result<std::vector<Target>> parse_capability(std::string_view word) {
   const unsigned minor = static_cast<unsigned>(rest[len + 1] - '0');
   rest.remove_prefix(len + 2);
   if (!rest.empty() && is_digit(rest.front())) {
-    return make_error(std::string(word) + ": the minor version of a compute capability is one digit");
+    return make_error(ErrorKind::usage, std::string(word) + ": the minor version of a compute capability is one digit");
   }
   Arch arch{major * 10 + minor, Suffix::none};
   if (major == 0) return not_a_token(word);
@@ -248,11 +248,11 @@ Result<std::vector<Target>> parse_family(std::string_view word) {
     (row.tegra ? integrated : plain).push_back(&row);
   }
   if (plain.empty() && integrated.empty()) {
-    return make_error(std::string(word) + ": unknown architecture family name; known: " +
+    return make_error(ErrorKind::usage, std::string(word) + ": unknown architecture family name; known: " +
                       join(known, ", ") + " (add +Tegra for the integrated parts)");
   }
   if (tegra && integrated.empty()) {
-    return make_error(std::string(word) + ": the " + std::string(word.substr(0, word.size() - 6)) +
+    return make_error(ErrorKind::usage, std::string(word) + ": the " + std::string(word.substr(0, word.size() - 6)) +
                       " family has no Tegra parts in the table");
   }
   const bool use_tegra = tegra || plain.empty();
@@ -270,19 +270,18 @@ Result<std::vector<Target>> parse_family(std::string_view word) {
 
 // One word without flags.
 Result<std::vector<Target>> parse_word(std::string_view word) {
-  if (word.empty()) return make_error("empty architecture token");
+  if (word.empty()) return make_error(ErrorKind::usage, "empty architecture token");
   const std::string low = to_lower(word);
   if (low == "all" || low == "all-major" || low == "native") {
-    return make_error(std::string(word) +
+    return make_error(ErrorKind::usage, std::string(word) +
                       ": depends on the nvcc release (all, all-major) or on the GPUs present "
                       "(native); list explicit targets, see 'archguard arch list'");
   }
   if (starts_with_nocase(word, "sm_") || starts_with_nocase(word, "compute_") ||
       starts_with_nocase(word, "lto_")) {
     CodeKind kind{};
-    Result<Arch> arch = parse_nvcc_name(word, kind);
-    if (!arch) return arch.error();
-    return std::vector<Target>{{*arch, kind}};
+    AG_TRY(Arch arch, parse_nvcc_name(word, kind));
+    return std::vector<Target>{{arch, kind}};
   }
   if (is_digit(word.front())) {
     if (word.find('.') != std::string_view::npos) return parse_capability(word);
@@ -318,7 +317,7 @@ Result<std::vector<std::string>> split_words(std::string_view text) {
     }
     if (c == '[') ++depth;
     if (c == ']') --depth;
-    if (depth < 0) return make_error(std::string(text) + ": unbalanced ']'");
+    if (depth < 0) return make_error(ErrorKind::usage, std::string(text) + ": unbalanced ']'");
     const bool sep = depth == 0 && (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';');
     if (sep) {
       if (!cur.empty()) words.push_back(std::move(cur));
@@ -329,8 +328,8 @@ Result<std::vector<std::string>> split_words(std::string_view text) {
       cur += c;
     }
   }
-  if (quote != '\0') return make_error(std::string(text) + ": unterminated quote");
-  if (depth != 0) return make_error(std::string(text) + ": unbalanced '['");
+  if (quote != '\0') return make_error(ErrorKind::usage, std::string(text) + ": unterminated quote");
+  if (depth != 0) return make_error(ErrorKind::usage, std::string(text) + ": unbalanced '['");
   if (!cur.empty()) words.push_back(std::move(cur));
   return words;
 }
@@ -369,7 +368,7 @@ Status expand_arch_code(std::string_view arch_value, const std::optional<std::st
   Result<Arch> arch = parse_nvcc_name(arch_value, arch_kind);
   if (!arch) return arch.error();
   if (arch_kind == CodeKind::ltoir) {
-    return make_error(std::string(arch_value) + ": an lto_ name is a -code value, not an -arch value");
+    return make_error(ErrorKind::usage, std::string(arch_value) + ": an lto_ name is a -code value, not an -arch value");
   }
   if (!code_value) {
     // Shorthand: -arch=sm_XY is sm_XY + compute_XY; -arch=compute_XY is the PTX alone. For a
@@ -383,20 +382,20 @@ Status expand_arch_code(std::string_view arch_value, const std::optional<std::st
     return Ok{};
   }
   if (arch_kind != CodeKind::ptx) {
-    return make_error("arch=" + std::string(arch_value) +
+    return make_error(ErrorKind::usage, "arch=" + std::string(arch_value) +
                       ": with a code list the arch must be virtual (compute_" + arch_number(*arch) + ")");
   }
   std::string_view codes = *code_value;
   if (codes.size() >= 2 && codes.front() == '[' && codes.back() == ']') {
     codes = codes.substr(1, codes.size() - 2);
   }
-  if (codes.empty()) return make_error("arch=" + std::string(arch_value) + ": empty code list");
+  if (codes.empty()) return make_error(ErrorKind::usage, "arch=" + std::string(arch_value) + ": empty code list");
   for (std::string_view c : split_commas(codes)) {
     CodeKind kind{};
     Result<Arch> code = parse_nvcc_name(c, kind);
     if (!code) return code.error();
     if (!code_compatible(*arch, {*code, kind})) {
-      return make_error("incompatible code generation: arch=" + std::string(arch_value) + " cannot produce " +
+      return make_error(ErrorKind::usage, "incompatible code generation: arch=" + std::string(arch_value) + " cannot produce " +
                         std::string(c));
     }
     out.push_back({*code, kind});
@@ -407,10 +406,10 @@ Status expand_arch_code(std::string_view arch_value, const std::optional<std::st
 // A -gencode value: "arch=compute_80,code=[sm_80,compute_80]" or "arch=compute_80,code=sm_80".
 Status parse_gencode_value(std::string_view value, std::vector<Target>& out) {
   const std::string who = "-gencode " + std::string(value);
-  if (!starts_with_nocase(value, "arch=")) return make_error(who + ": expected arch=compute_XY,code=...");
+  if (!starts_with_nocase(value, "arch=")) return make_error(ErrorKind::usage, who + ": expected arch=compute_XY,code=...");
   std::string_view rest = value.substr(5);
   const std::size_t code_at = rest.find(",code=");
-  if (code_at == std::string_view::npos) return make_error(who + ": missing ',code='");
+  if (code_at == std::string_view::npos) return make_error(ErrorKind::usage, who + ": missing ',code='");
   return expand_arch_code(rest.substr(0, code_at), std::string(rest.substr(code_at + 6)), out);
 }
 
@@ -439,7 +438,7 @@ void canonicalize(std::vector<Target>& targets) {
 Result<std::vector<Target>> parse_token(std::string_view token) {
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front())) != 0) token.remove_prefix(1);
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())) != 0) token.remove_suffix(1);
-  if (token.empty()) return make_error("empty architecture token");
+  if (token.empty()) return make_error(ErrorKind::usage, "empty architecture token");
   // Flags and gencode clauses may span words; the list parser handles them.
   if (token.front() == '-' || starts_with_nocase(token, "arch=") ||
       token.find_first_of(" \t;,") != std::string_view::npos) {
@@ -451,8 +450,7 @@ Result<std::vector<Target>> parse_token(std::string_view token) {
 }
 
 Result<std::vector<Target>> parse_list(std::string_view text) {
-  Result<std::vector<std::string>> words = split_words(text);
-  if (!words) return words.error();
+  AG_TRY(std::vector<std::string> words, split_words(text));
   std::vector<Target> out;
   std::optional<std::string> pending_arch;
   auto flush = [&]() -> Status {
@@ -461,7 +459,7 @@ Result<std::vector<Target>> parse_list(std::string_view text) {
     pending_arch.reset();
     return st;
   };
-  const std::vector<std::string>& w = *words;
+  const std::vector<std::string>& w = words;
   for (std::size_t i = 0; i < w.size(); ++i) {
     std::string_view word = w[i];
     if (word.front() == '-' && word.size() > 1 && !is_digit(word[1])) {
@@ -475,15 +473,15 @@ Result<std::vector<Target>> parse_list(std::string_view text) {
       const bool is_arch = name == "-arch" || name == "--gpu-architecture";
       const bool is_code = name == "-code" || name == "--gpu-code";
       if (!is_gencode && !is_arch && !is_code) {
-        return make_error(std::string(word) +
+        return make_error(ErrorKind::usage, std::string(word) +
                           ": not an architecture flag; expected -gencode, --generate-code, -arch, "
                           "--gpu-architecture, -code or --gpu-code");
       }
       if (!value) {
-        if (i + 1 >= w.size()) return make_error(std::string(word) + ": missing value");
+        if (i + 1 >= w.size()) return make_error(ErrorKind::usage, std::string(word) + ": missing value");
         value = w[++i];
       }
-      if (value->empty()) return make_error(std::string(word) + ": empty value");
+      if (value->empty()) return make_error(ErrorKind::usage, std::string(word) + ": empty value");
       if (is_gencode) {
         if (Status st = flush(); !st) return st.error();
         if (Status st = parse_gencode_value(*value, out); !st) return st.error();
@@ -495,7 +493,7 @@ Result<std::vector<Target>> parse_list(std::string_view text) {
         }
         pending_arch = *value;
       } else {
-        if (!pending_arch) return make_error(std::string(word) + ": -code needs a preceding -arch=compute_XY");
+        if (!pending_arch) return make_error(ErrorKind::usage, std::string(word) + ": -code needs a preceding -arch=compute_XY");
         if (Status st = expand_arch_code(*pending_arch, *value, out); !st) return st.error();
         pending_arch.reset();
       }
@@ -508,13 +506,12 @@ Result<std::vector<Target>> parse_list(std::string_view text) {
     }
     for (std::string_view piece : split_commas(word)) {  // TensorFlow writes "sm_80,compute_90"
       if (piece.empty()) continue;
-      Result<std::vector<Target>> r = parse_word(piece);
-      if (!r) return r.error();
-      out.insert(out.end(), r->begin(), r->end());
+      AG_TRY(std::vector<Target> r, parse_word(piece));
+      out.insert(out.end(), r.begin(), r.end());
     }
   }
   if (Status st = flush(); !st) return st.error();
-  if (out.empty()) return make_error("no architecture targets in '" + std::string(text) + "'");
+  if (out.empty()) return make_error(ErrorKind::usage, "no architecture targets in '" + std::string(text) + "'");
   canonicalize(out);
   return out;
 }
@@ -525,7 +522,7 @@ Result<Dialect> parse_dialect(std::string_view name) {
   if (low == "gencode" || low == "nvcc") return Dialect::nvcc;
   if (low == "torch" || low == "pytorch") return Dialect::torch;
   if (low == "tf" || low == "tensorflow") return Dialect::tf;
-  return make_error("unknown format '" + std::string(name) + "'; use cmake, gencode, torch or tf");
+  return make_error(ErrorKind::usage, "unknown format '" + std::string(name) + "'; use cmake, gencode, torch or tf");
 }
 
 namespace {
@@ -593,11 +590,11 @@ std::string format_targets(std::span<const Target> targets, Dialect dialect) {
 Status check_expressible(std::span<const Target> targets, Dialect dialect) {
   for (const auto& [arch, g] : group_by_arch(targets)) {
     if (g.lto && dialect != Dialect::nvcc) {
-      return make_error(nvcc_name(arch, CodeKind::ltoir) +
+      return make_error(ErrorKind::usage, nvcc_name(arch, CodeKind::ltoir) +
                         ": LTO-IR has no spelling in this format; use the gencode format");
     }
     if (dialect == Dialect::torch && g.ptx && !g.sass) {
-      return make_error(nvcc_name(arch, CodeKind::ptx) + ": PyTorch's arch list cannot ask for PTX without SASS (" +
+      return make_error(ErrorKind::usage, nvcc_name(arch, CodeKind::ptx) + ": PyTorch's arch list cannot ask for PTX without SASS (" +
                         capability_name(arch) + "+PTX adds " + nvcc_name(arch, CodeKind::sass) + ")");
     }
   }

@@ -82,7 +82,7 @@ Error ByteReader::error_at(std::uint64_t offset, std::string_view what, std::str
   msg += hex(base_ + offset);
   msg += ": ";
   msg += detail;
-  return Error{std::move(msg)};
+  return Error{ErrorKind::corrupt, std::move(msg)};
 }
 
 Error ByteReader::error_past(std::uint64_t offset, std::uint64_t length, std::string_view what) const {

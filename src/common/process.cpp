@@ -34,7 +34,7 @@ Result<ProcessOutput> run_capture(const std::string& program, const std::vector<
   const std::chrono::milliseconds timeout = options.timeout;
   const std::size_t max_output = options.max_output;
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return make_error("cannot create a pipe: " + errno_text(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0) return errno_error("cannot create a pipe: " + errno_text(errno), errno);
   UniqueFd read_end(fds[0]);
   UniqueFd write_end(fds[1]);
 
@@ -59,7 +59,7 @@ Result<ProcessOutput> run_capture(const std::string& program, const std::vector<
                      ? ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ)
                      : ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return make_error("cannot run '" + program + "': " + errno_text(rc));
+  if (rc != 0) return errno_error("cannot run '" + program + "': " + errno_text(rc), rc);
   write_end.reset();
 
   ProcessOutput out;
@@ -96,7 +96,7 @@ Result<ProcessOutput> run_capture(const std::string& program, const std::vector<
   int status = 0;
   if (!failure.empty()) ::kill(pid, SIGKILL);
   reap(pid, status);
-  if (!failure.empty()) return make_error(failure);
+  if (!failure.empty()) return make_error(ErrorKind::process, failure);
   if (WIFEXITED(status)) {
     out.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {

@@ -150,20 +150,20 @@ Result<Requirement> parse_requirement(std::string_view require, std::string_view
     // nvcc flags (-gencode arch=compute_80,code=[sm_80,compute_80], -arch=sm_90): their codes
     // say exactly which SASS and PTX they embed.
     auto targets = parse_list(require);
-    if (!targets) return Error{"--require: " + targets.message()};
+    if (!targets) return rewrap(targets.error(), "--require: " + targets.message());
     for (const Target& target : *targets) {
       if (target.kind == CodeKind::sass) req.sass.push_back(target.arch);
       else if (target.kind == CodeKind::ptx) req.ptx.push_back(target.arch);
     }
   } else {
     const auto tokens = split_list(require);
-    if (tokens.empty()) return Error{"--require: no architecture given"};
+    if (tokens.empty()) return Error{ErrorKind::usage, "--require: no architecture given"};
     const bool cmake_list = std::any_of(tokens.begin(), tokens.end(), [](std::string_view t) {
       return t.ends_with("-real") || t.ends_with("-virtual");
     });
     for (std::string_view t : tokens) {
       auto targets = parse_token(t);
-      if (!targets) return Error{"--require: " + targets.message()};
+      if (!targets) return rewrap(targets.error(), "--require: " + targets.message());
       const bool sass_only = !cmake_list && bare_number(t);
       for (const Target& target : *targets) {
         if (target.kind == CodeKind::sass) req.sass.push_back(target.arch);
@@ -177,13 +177,13 @@ Result<Requirement> parse_requirement(std::string_view require, std::string_view
     req.ptx_highest = true;
   } else if (!ptx.empty()) {
     auto targets = parse_token(ptx);
-    if (!targets) return Error{"--ptx: " + targets.message()};
+    if (!targets) return rewrap(targets.error(), "--ptx: " + targets.message());
     for (const Target& target : *targets) req.ptx.push_back(target.arch);
   }
   sort_unique(req.sass);
   sort_unique(req.ptx);
   if (req.sass.empty() && req.ptx.empty() && !req.ptx_highest)
-    return Error{"--require '" + std::string(require) + "': names no SASS or PTX target"};
+    return Error{ErrorKind::usage, "--require '" + std::string(require) + "': names no SASS or PTX target"};
   return req;
 }
 
@@ -374,9 +374,8 @@ Result<std::vector<KernelFinding>> kernels_without_image(const ObjectFatbins& ob
     for (const auto& f : object.fatbins)
       if (f.index == uv.fatbin) fb = &f;
     if (fb == nullptr) continue;
-    auto kernels = kernels_of(*fb, object.path);
-    if (!kernels) return kernels.error();
-    for (auto& k : *kernels) out.push_back(KernelFinding{object.path, uv.fatbin, std::move(k), uv.verdict});
+    AG_TRY(auto kernels, kernels_of(*fb, object.path));
+    for (auto& k : kernels) out.push_back(KernelFinding{object.path, uv.fatbin, std::move(k), uv.verdict});
   }
   return out;
 }
@@ -667,25 +666,25 @@ Result<std::vector<FleetModel>> parse_fleet_csv(std::string_view text, std::stri
     line = trim(line);
     for (char c : line) {
       const auto u = static_cast<unsigned char>(c);
-      if (u == 0) return Error{where + "the line holds a NUL byte; a fleet file is text"};
+      if (u == 0) return Error{ErrorKind::usage, where + "the line holds a NUL byte; a fleet file is text"};
       if ((u < 0x20 && c != '\t') || u == 0x7f)
-        return Error{where + "the line holds control character " + std::to_string(u) + "; a fleet file is text"};
+        return Error{ErrorKind::usage, where + "the line holds control character " + std::to_string(u) + "; a fleet file is text"};
     }
     if (line.empty()) continue;
     const std::size_t comma = line.rfind(',');
     if (comma == std::string_view::npos)
-      return Error{where + "'" + shown(line) + "' is not 'name, compute_cap'" + hint};
+      return Error{ErrorKind::usage, where + "'" + shown(line) + "' is not 'name, compute_cap'" + hint};
     const std::string_view model = trim(line.substr(0, comma));
     const std::string_view cc_text = trim(line.substr(comma + 1));
     if (lower(model) == "name" && lower(cc_text) == "compute_cap") continue;  // a (repeated) header
-    if (model.empty()) return Error{where + "'" + shown(line) + "' has no GPU name before the comma" + hint};
+    if (model.empty()) return Error{ErrorKind::usage, where + "'" + shown(line) + "' has no GPU name before the comma" + hint};
     // X.Y: one to three digits, a dot, one digit (what nvidia-smi prints: 7.5, 9.0, 12.1).
     const std::size_t dot = cc_text.find('.');
     bool ok = dot != std::string_view::npos && dot >= 1 && dot <= 3 && cc_text.size() == dot + 2;
     for (std::size_t i = 0; ok && i < cc_text.size(); ++i)
       if (i != dot && std::isdigit(static_cast<unsigned char>(cc_text[i])) == 0) ok = false;
     if (!ok)
-      return Error{where + "compute capability '" + shown(cc_text) + "' of '" + shown(model) + "' is not X.Y" + hint};
+      return Error{ErrorKind::usage, where + "compute capability '" + shown(cc_text) + "' of '" + shown(model) + "' is not X.Y" + hint};
     Version2 cc;
     cc.major = static_cast<unsigned>(std::stoul(std::string(cc_text.substr(0, dot))));
     cc.minor = static_cast<unsigned>(cc_text[dot + 1] - '0');
@@ -694,7 +693,7 @@ Result<std::vector<FleetModel>> parse_fleet_csv(std::string_view text, std::stri
     if (fresh) models.push_back(FleetModel{std::string(model), cc, 1});
     else ++models[it->second].count;
   }
-  if (models.empty()) return Error{std::string(name) + ": the file lists no GPU (expected nvidia-smi --query-gpu=name,compute_cap --format=csv output)"};
+  if (models.empty()) return Error{ErrorKind::usage, std::string(name) + ": the file lists no GPU (expected nvidia-smi --query-gpu=name,compute_cap --format=csv output)"};
   return models;
 }
 

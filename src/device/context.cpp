@@ -31,19 +31,18 @@ void* as_option_value(std::size_t v) {
 // ---- Context ------------------------------------------------------------------------------
 
 Result<Context> Context::primary(DriverPtr driver, int ordinal) {
-  if (!driver) return make_error("no cuda driver: null driver", kNoDriverCode);
-  auto info = driver->device(ordinal);
-  if (!info) return info.error();
+  if (!driver) return make_error(ErrorKind::driver, "no cuda driver: null driver", kNoDriverCode);
+  AG_TRY(auto info, driver->device(ordinal));
   const DriverApi& a = driver->api();
   CUdevice dev = 0;
-  if (auto s = driver->check("cuDeviceGet", a.cuDeviceGet(&dev, ordinal)); !s) return s.error();
+  AG_TRY_STATUS(driver->check("cuDeviceGet", a.cuDeviceGet(&dev, ordinal)));
   ContextHandle ctx = nullptr;
-  const std::string where = "device " + std::to_string(ordinal) + " (" + info->name + "): ";
+  const std::string where = "device " + std::to_string(ordinal) + " (" + info.name + "): ";
   if (auto s = driver->check(where + "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain(&ctx, dev)); !s) {
     return s.error();
   }
-  Context c(std::move(driver), std::move(*info), dev, ctx);
-  if (auto s = c.make_current(); !s) return s.error();  // c releases the retain on return
+  Context c(std::move(driver), std::move(info), dev, ctx);
+  AG_TRY_STATUS(c.make_current());  // c releases the retain on return
   return c;
 }
 
@@ -77,7 +76,7 @@ Status Context::synchronize() const {
 }
 
 Result<Module> Context::load_module(std::span<const std::byte> image, const LoadOptions& options) const {
-  if (image.empty()) return make_error("cuModuleLoadDataEx: empty image", kCuErrorInvalidValue);
+  if (image.empty()) return make_error(ErrorKind::driver, "cuModuleLoadDataEx: empty image", kCuErrorInvalidValue);
   // PTX must be NUL-terminated; cubins and fatbins carry their own sizes, so an extra zero
   // byte after them is harmless. Copy only when the terminator is missing.
   std::vector<std::byte> owned;
@@ -115,7 +114,7 @@ Result<Buffer> Context::allocate(std::size_t bytes) const {
 
 Result<Event> Context::create_event() const {
   EventHandle ev = nullptr;
-  if (auto s = driver_->check("cuEventCreate", driver_->api().cuEventCreate(&ev, 0)); !s) return s.error();
+  AG_TRY_STATUS(driver_->check("cuEventCreate", driver_->api().cuEventCreate(&ev, 0)));
   return Event(driver_, ev);
 }
 
@@ -149,14 +148,14 @@ Result<Function> Module::function(const std::string& name) const {
 }
 
 Status Function::launch(Dim3 grid, Dim3 block, void** args, unsigned shared_bytes, StreamHandle stream) const {
-  if (driver_ == nullptr || fn_ == nullptr) return make_error("cuLaunchKernel: no function", kCuErrorInvalidValue);
+  if (driver_ == nullptr || fn_ == nullptr) return make_error(ErrorKind::driver, "cuLaunchKernel: no function", kCuErrorInvalidValue);
   return driver_->check("cuLaunchKernel(" + name_ + ")",
                         driver_->api().cuLaunchKernel(fn_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                                       shared_bytes, stream, args, nullptr));
 }
 
 Result<int> Function::attribute(int attribute) const {
-  if (driver_ == nullptr || fn_ == nullptr) return make_error("cuFuncGetAttribute: no function", kCuErrorInvalidValue);
+  if (driver_ == nullptr || fn_ == nullptr) return make_error(ErrorKind::driver, "cuFuncGetAttribute: no function", kCuErrorInvalidValue);
   int v = 0;
   if (auto s = driver_->check("cuFuncGetAttribute(" + name_ + ")",
                               driver_->api().cuFuncGetAttribute(&v, attribute, fn_)); !s) {
@@ -187,7 +186,7 @@ Buffer::~Buffer() {
 
 Status Buffer::copy_from_host(std::span<const std::byte> src) const {
   if (src.size() > size_) {
-    return make_error("cuMemcpyHtoD: " + std::to_string(src.size()) + " bytes exceed the buffer of " +
+    return make_error(ErrorKind::driver, "cuMemcpyHtoD: " + std::to_string(src.size()) + " bytes exceed the buffer of " +
                       std::to_string(size_), kCuErrorInvalidValue);
   }
   return driver_->check("cuMemcpyHtoD", driver_->api().cuMemcpyHtoD(ptr_, src.data(), src.size()));
@@ -195,7 +194,7 @@ Status Buffer::copy_from_host(std::span<const std::byte> src) const {
 
 Status Buffer::copy_to_host(std::span<std::byte> dst) const {
   if (dst.size() > size_) {
-    return make_error("cuMemcpyDtoH: " + std::to_string(dst.size()) + " bytes exceed the buffer of " +
+    return make_error(ErrorKind::driver, "cuMemcpyDtoH: " + std::to_string(dst.size()) + " bytes exceed the buffer of " +
                       std::to_string(size_), kCuErrorInvalidValue);
   }
   return driver_->check("cuMemcpyDtoH", driver_->api().cuMemcpyDtoH(dst.data(), ptr_, dst.size()));

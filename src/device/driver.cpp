@@ -51,7 +51,7 @@ Result<std::shared_ptr<const Driver>> Driver::open(const OpenOptions& options) {
   ::dlerror();
   void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
-    return make_error("no cuda driver: dlopen " + lib + " failed: " + dl_error_text(), kNoDriverCode);
+    return make_error(ErrorKind::driver, "no cuda driver: dlopen " + lib + " failed: " + dl_error_text(), kNoDriverCode);
   }
   std::shared_ptr<Driver> d(new Driver());
   d->handle_ = h;
@@ -95,12 +95,12 @@ Result<std::shared_ptr<const Driver>> Driver::open(const OpenOptions& options) {
   need(a.cuEventSynchronize, {"cuEventSynchronize"});
   need(a.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
   if (!missing.empty()) {
-    return make_error("no usable cuda driver: " + lib + " lacks " + missing, kNoDriverCode);
+    return make_error(ErrorKind::driver, "no usable cuda driver: " + lib + " lacks " + missing, kNoDriverCode);
   }
   if (options.init) {
     d->init_status_ = d->check("cuInit", a.cuInit(0));
   } else {
-    d->init_status_ = make_error("cuInit: not called (OpenOptions::init is false)", kCuErrorNotInitialized);
+    d->init_status_ = make_error(ErrorKind::driver, "cuInit: not called (OpenOptions::init is false)", kCuErrorNotInitialized);
   }
   return std::shared_ptr<const Driver>(std::move(d));
 }
@@ -139,7 +139,7 @@ std::string Driver::describe(int cu_result) const {
 }
 
 Error Driver::error(std::string_view what, int cu_result) const {
-  return make_error(std::string(what) + ": " + describe(cu_result), cu_result);
+  return make_error(ErrorKind::driver, std::string(what) + ": " + describe(cu_result), cu_result);
 }
 
 Status Driver::check(std::string_view what, int cu_result) const {
@@ -149,20 +149,19 @@ Status Driver::check(std::string_view what, int cu_result) const {
 
 Result<int> Driver::version() const {
   int v = 0;
-  if (auto s = check("cuDriverGetVersion", api_->cuDriverGetVersion(&v)); !s) return s.error();
+  AG_TRY_STATUS(check("cuDriverGetVersion", api_->cuDriverGetVersion(&v)));
   return v;
 }
 
 Result<Version2> Driver::cuda_version() const {
-  auto v = version();
-  if (!v) return v.error();
-  return Version2{static_cast<unsigned>(*v / 1000), static_cast<unsigned>((*v % 1000) / 10)};
+  AG_TRY(auto v, version());
+  return Version2{static_cast<unsigned>(v / 1000), static_cast<unsigned>((v % 1000) / 10)};
 }
 
 Result<int> Driver::device_count() const {
   if (!init_status_) return init_status_.error();
   int n = 0;
-  if (auto s = check("cuDeviceGetCount", api_->cuDeviceGetCount(&n)); !s) return s.error();
+  AG_TRY_STATUS(check("cuDeviceGetCount", api_->cuDeviceGetCount(&n)));
   return n;
 }
 
@@ -170,11 +169,11 @@ Result<DeviceInfo> Driver::device(int ordinal) const {
   if (!init_status_) return init_status_.error();
   const std::string where = "device " + std::to_string(ordinal) + ": ";
   CUdevice dev = 0;
-  if (auto s = check(where + "cuDeviceGet", api_->cuDeviceGet(&dev, ordinal)); !s) return s.error();
+  AG_TRY_STATUS(check(where + "cuDeviceGet", api_->cuDeviceGet(&dev, ordinal)));
   DeviceInfo info;
   info.ordinal = ordinal;
   char buf[256] = {};
-  if (auto s = check(where + "cuDeviceGetName", api_->cuDeviceGetName(buf, sizeof buf - 1, dev)); !s) return s.error();
+  AG_TRY_STATUS(check(where + "cuDeviceGetName", api_->cuDeviceGetName(buf, sizeof buf - 1, dev)));
   info.name = buf;
   int major = 0, minor = 0, integrated = 0, sms = 0;
   if (auto s = check(where + "cuDeviceGetAttribute(compute capability major)",
@@ -188,21 +187,19 @@ Result<DeviceInfo> Driver::device(int ordinal) const {
   info.cc = Version2{static_cast<unsigned>(major), static_cast<unsigned>(minor)};
   info.integrated = integrated != 0;
   info.multiprocessors = sms;
-  if (auto s = check(where + "cuDeviceTotalMem", api_->cuDeviceTotalMem(&info.total_memory, dev)); !s) return s.error();
+  AG_TRY_STATUS(check(where + "cuDeviceTotalMem", api_->cuDeviceTotalMem(&info.total_memory, dev)));
   char bus[64] = {};
-  if (auto s = check(where + "cuDeviceGetPCIBusId", api_->cuDeviceGetPCIBusId(bus, sizeof bus - 1, dev)); !s) return s.error();
+  AG_TRY_STATUS(check(where + "cuDeviceGetPCIBusId", api_->cuDeviceGetPCIBusId(bus, sizeof bus - 1, dev)));
   info.pci_bus_id = bus;
   return info;
 }
 
 Result<std::vector<DeviceInfo>> Driver::devices() const {
-  auto n = device_count();
-  if (!n) return n.error();
+  AG_TRY(auto n, device_count());
   std::vector<DeviceInfo> out;
-  for (int i = 0; i < *n; ++i) {
-    auto d = device(i);
-    if (!d) return d.error();
-    out.push_back(std::move(*d));
+  for (int i = 0; i < n; ++i) {
+    AG_TRY(auto d, device(i));
+    out.push_back(std::move(d));
   }
   return out;
 }

@@ -42,7 +42,7 @@ Step step_binaries(Session& s, Report& report) {
     auto scan = scan_path(file);
     if (!scan) {
       step.findings.push_back({Level::fail, file, scan.message(), "check the path (a binary, library, archive, "
-                                                                    "wheel or directory)"});
+                                                                    "wheel or directory)", FixKind::other});
       continue;
     }
     for (const auto& e : scan->errors) step.findings.push_back({Level::warn, file, "not read: " + e, ""});
@@ -59,7 +59,7 @@ Step step_binaries(Session& s, Report& report) {
       files_scanned += libs.files_read;
       for (const auto& m : libs.missing)
         step.findings.push_back({Level::warn, file, m.needed + " (needed by " + m.loaded_by + ") is not found on this machine; its device code is not judged",
-                                 "install it or set LD_LIBRARY_PATH as the program runs"});
+                                 "install it or set LD_LIBRARY_PATH as the program runs", FixKind::other});
       for (const auto& n : libs.notes) step.findings.push_back({Level::warn, file, n, ""});
     }
     std::vector<const ObjectFatbins*> with_code;
@@ -85,7 +85,7 @@ Step step_binaries(Session& s, Report& report) {
       step.findings.push_back({Level::skip, file,
                                std::to_string(with_code.size()) +
                                    " object(s) with device code; no visible device to judge them against",
-                               "run `archguard doctor --cc X.Y " + file + "` for the gpu it must run on"});
+                               "run `archguard doctor --cc X.Y " + file + "` for the gpu it must run on", FixKind::other});
       continue;
     }
     for (const auto& d : targets) {
@@ -157,10 +157,12 @@ Step step_binaries(Session& s, Report& report) {
       if (no_kernels > 0) counts += ", " + std::to_string(no_kernels) + " defining no kernel";
       if (failed > 0) {
         std::string fix;
+        FixKind kind = FixKind::environment;
         if (first_error == kErrJitDisabled) fix = "unset CUDA_DISABLE_PTX_JIT";
-        else if (first_error == kErrUnsupportedPtx) fix = "install a newer driver (the ptx is newer than it accepts)";
+        else if (first_error == kErrUnsupportedPtx) fix = "install a newer driver (the ptx is newer than it accepts)", kind = FixKind::driver;
         else if (settings.force_ptx_jit && first_error == kErrNoKernelImage) fix = "unset CUDA_FORCE_PTX_JIT";
         else {
+          kind = FixKind::rebuild;
           std::string units;
           for (std::size_t i = 0; i < rebuild_units.size() && i < 3; ++i) units += (i ? ", " : "") + rebuild_units[i];
           if (rebuild_units.size() > 3) units += " and " + std::to_string(rebuild_units.size() - 3) + " more";
@@ -169,7 +171,7 @@ Step step_binaries(Session& s, Report& report) {
         step.findings.push_back({Level::fail, who,
                                  "cc " + common::version_text(d.cc) + ": " + counts + " (error " + std::to_string(first_error) +
                                      " at first launch): " + failures + (failed > shown ? "; ..." : ""),
-                                 fix});
+                                 fix, kind, d.cc});
       } else {
         step.findings.push_back({jit > 0 ? Level::warn : Level::pass, who,
                                  "cc " + common::version_text(d.cc) + ": " + counts +
@@ -179,7 +181,8 @@ Step step_binaries(Session& s, Report& report) {
                                  jit == 0                 ? ""
                                  : settings.force_ptx_jit ? "unset CUDA_FORCE_PTX_JIT to use the sass"
                                  : jit_own == 0           ? ""
-                                                          : "rebuild for cc " + common::version_text(d.cc) + " to skip the jit"});
+                                                          : "rebuild for cc " + common::version_text(d.cc) + " to skip the jit",
+                                 settings.force_ptx_jit ? FixKind::environment : FixKind::rebuild, d.cc});
       }
     }
   }

@@ -46,12 +46,12 @@ Step step_devices(Session& s, Report& report) {
     fix += "; in a container, run it with the GPU exposed (docker --gpus all)";
     std::string why = driver.message();
     if (why.rfind("no cuda driver: ", 0) == 0) why.erase(0, 16);
-    step.findings.push_back({Level::fail, "driver", "no cuda driver found: " + why, fix});
+    step.findings.push_back({Level::fail, "driver", "no cuda driver found: " + why, fix, FixKind::driver});
     if (machine_gpus(s) > 0)
       step.findings.push_back({Level::warn, "driver",
                                "nvidia-smi/NVML see " + std::to_string(machine_gpus(s)) +
                                    " gpu(s) but libcuda.so.1 could not be loaded by this process",
-                               "add the driver's library directory to the loader path (ldconfig, LD_LIBRARY_PATH)"});
+                               "add the driver's library directory to the loader path (ldconfig, LD_LIBRARY_PATH)", FixKind::driver});
     return step;
   }
   s.driver = *driver;
@@ -70,12 +70,13 @@ Step step_devices(Session& s, Report& report) {
       step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES",
                                "CUDA_VISIBLE_DEVICES='" + *visible + "' hides every gpu: the machine has " +
                                    std::to_string(machine_gpus(s)) + " but cuInit says: " + e.message(),
-                               hidden_fix()});
+                               hidden_fix(), FixKind::environment});
     } else {
+      const bool no_device = e.kind() == ErrorKind::driver && e.code() == device::kCuErrorNoDevice;
       step.findings.push_back({Level::fail, "driver", "cuInit failed: " + e.message(),
-                               e.code() == device::kCuErrorNoDevice
-                                   ? "check that the gpu is visible to this process (nvidia-smi, container --gpus)"
-                                   : "check the driver installation (dmesg, nvidia-smi); reboot after a driver update"});
+                               no_device ? "check that the gpu is visible to this process (nvidia-smi, container --gpus)"
+                                         : "check the driver installation (dmesg, nvidia-smi); reboot after a driver update",
+                               no_device ? FixKind::other : FixKind::driver});
     }
     return step;
   }
@@ -83,7 +84,7 @@ Step step_devices(Session& s, Report& report) {
   auto devices = s.driver->devices();
   if (!devices) {
     step.findings.push_back({Level::fail, "driver", "listing devices failed: " + devices.message(),
-                             "check the driver installation (nvidia-smi)"});
+                             "check the driver installation (nvidia-smi)", FixKind::driver});
     return step;
   }
   if (devices->empty()) {
@@ -91,10 +92,10 @@ Step step_devices(Session& s, Report& report) {
       step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES",
                                "CUDA_VISIBLE_DEVICES='" + *visible + "' hides every gpu (the machine has " +
                                    std::to_string(machine_gpus(s)) + ")",
-                               hidden_fix()});
+                               hidden_fix(), FixKind::environment});
     else
       step.findings.push_back({Level::fail, "devices", "the driver reports no cuda device",
-                               "check that the gpu is visible to this process (nvidia-smi, container --gpus)"});
+                               "check that the gpu is visible to this process (nvidia-smi, container --gpus)", FixKind::other});
     return step;
   }
 
@@ -140,7 +141,7 @@ Step step_devices(Session& s, Report& report) {
       for (std::size_t i = 0; i < agree.size(); ++i) msg += (i ? " and " : "") + agree[i];
       msg += " agree";
     }
-    step.findings.push_back({status, "device " + std::to_string(d.ordinal), msg, fix});
+    step.findings.push_back({status, "device " + std::to_string(d.ordinal), msg, fix, FixKind::driver});
     report.devices.push_back(std::move(f));
   }
   if (machine_gpus(s) > devices->size()) {

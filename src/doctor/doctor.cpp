@@ -81,7 +81,7 @@ Step step_versions(Session& s, Report& report) {
     std::string msg = std::string(name) + " " + common::version_text(*t.version) + " (" + t.where + ")";
     if (rel == nullptr) {
       step.findings.push_back({Level::warn, name, msg + ": a release archguard's table does not know",
-                               "update archguard"});
+                               "update archguard", FixKind::other});
       return;
     }
     msg += ", emits ptx isa " + common::version_text(rel->ptx_isa);
@@ -93,7 +93,8 @@ Step step_versions(Session& s, Report& report) {
                ", so ptx it builds fails to load (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222) unless sass for the gpu is "
                "built too",
            "install driver >= " + (need.empty() ? std::string("the one of cuda ") + common::version_text(*t.version) : need) +
-               ", or build sass for this gpu (see the rebuild fix)"});
+               ", or build sass for this gpu (see the rebuild fix)",
+           FixKind::driver});
     } else {
       step.findings.push_back({Level::pass, name, msg, ""});
     }
@@ -122,7 +123,7 @@ Step step_versions(Session& s, Report& report) {
       }
     }
     if (!first_error.empty()) {
-      step.findings.push_back({Level::fail, file, first_error, "check the path"});
+      step.findings.push_back({Level::fail, file, first_error, "check the path", FixKind::other});
       continue;
     }
     if (elf_files == 0) {
@@ -154,7 +155,7 @@ Step step_versions(Session& s, Report& report) {
         msg += ": covered by the driver (cuda " + common::version_text(*report.driver_cuda) + ")";
       }
     }
-    step.findings.push_back({status, file, msg + note, fix});
+    step.findings.push_back({status, file, msg + note, fix, FixKind::driver});
   }
   return step;
 }
@@ -171,22 +172,16 @@ std::vector<Fix> collect_fixes(const Report& report) {
     for (const Step& step : report.steps) {
       for (const Finding& f : step.findings) {
         if (f.status != wanted || f.fix.empty()) continue;
-        FixKind kind = FixKind::other;
-        if (step.number == 4 || f.fix.rfind("unset ", 0) == 0) kind = FixKind::environment;
-        else if (f.fix.find("driver") != std::string::npos) kind = FixKind::driver;
-        else if (f.fix.rfind("rebuild", 0) == 0) kind = FixKind::rebuild;
         if (step.number == 3 && f.status == Level::fail) {
-          // Step 3's failures name the device; the rebuild fix spells out the targets.
-          std::vector<Version2> ccs = report.assumed_cc;
-          for (const auto& d : report.devices) ccs.push_back(d.cc);
-          for (const auto& cc : ccs) {
-            if (f.message.rfind("cc " + common::version_text(cc) + ":", 0) != 0) continue;
-            Fix rf = rebuild_fix(cc, f.subject);
+          // A failure that judges a compute capability: the rebuild fix spells out its targets and
+          // stands for the finding's own rebuild advice.
+          if (!f.cc.empty()) {
+            Fix rf = rebuild_fix(f.cc, f.subject);
             add(FixKind::rebuild, rf.text, rf.details);
           }
-          if (f.fix.rfind("rebuild", 0) == 0) continue;
+          if (f.fix_kind == FixKind::rebuild) continue;
         }
-        add(kind, f.fix);
+        add(f.fix_kind, f.fix);
       }
     }
   }
@@ -241,6 +236,7 @@ Report run(const Options& options) {
         f.status = Level::fail;
         f.message += "; step 1: the driver sees no gpu through it";
         f.fix = hidden->fix;
+        f.fix_kind = hidden->fix_kind;
       }
     }
   }

@@ -57,7 +57,7 @@ void check_cache(const EnvLookup& env, const common::DriverEnv& driver, Step& st
   if (driver_switch_on(disable)) {
     step.findings.push_back({Level::warn, "CUDA_CACHE_DISABLE",
                              "set to '" + *disable + "': every PTX JIT compile is repeated in each new process",
-                             "unset CUDA_CACHE_DISABLE unless you are testing CUDA_DISABLE_PTX_JIT"});
+                             "unset CUDA_CACHE_DISABLE unless you are testing CUDA_DISABLE_PTX_JIT", FixKind::environment});
   } else {
     step.findings.push_back({Level::pass, "CUDA_CACHE_DISABLE", "not set: JIT results are cached", ""});
   }
@@ -71,12 +71,12 @@ void check_cache(const EnvLookup& env, const common::DriverEnv& driver, Step& st
     if (ec != std::errc() || p != v->data() + v->size()) {
       step.findings.push_back({Level::warn, "CUDA_CACHE_MAXSIZE",
                                "'" + *v + "' is not a byte count; the driver ignores it",
-                               "set CUDA_CACHE_MAXSIZE to a number of bytes (at most 4294967296) or unset it"});
+                               "set CUDA_CACHE_MAXSIZE to a number of bytes (at most 4294967296) or unset it", FixKind::environment});
     } else {
       max_size = parsed;
       if (parsed == 0)
         step.findings.push_back({Level::warn, "CUDA_CACHE_MAXSIZE",
-                                 "0: nothing fits in the JIT cache", "unset CUDA_CACHE_MAXSIZE"});
+                                 "0: nothing fits in the JIT cache", "unset CUDA_CACHE_MAXSIZE", FixKind::environment});
     }
   }
 
@@ -91,7 +91,7 @@ void check_cache(const EnvLookup& env, const common::DriverEnv& driver, Step& st
   } else {
     step.findings.push_back({Level::warn, "CUDA_CACHE_PATH",
                              "neither CUDA_CACHE_PATH nor HOME is set: the driver has nowhere to keep JIT results",
-                             "set CUDA_CACHE_PATH to a writable directory"});
+                             "set CUDA_CACHE_PATH to a writable directory", FixKind::environment});
     return;
   }
   if (driver_switch_on(disable)) return;
@@ -109,13 +109,13 @@ void check_cache(const EnvLookup& env, const common::DriverEnv& driver, Step& st
     }
   } else if (!fs::is_directory(path, ec)) {
     step.findings.push_back({Level::fail, origin, path.string() + " exists but is not a directory",
-                             "remove it or point CUDA_CACHE_PATH at a directory"});
+                             "remove it or point CUDA_CACHE_PATH at a directory", FixKind::environment});
     return;
   }
   if (probe.empty() || ::access(probe.c_str(), W_OK | X_OK) != 0) {
     step.findings.push_back({Level::warn, origin,
                              path.string() + " is not writable: JIT results cannot be cached, every process JIT-compiles again",
-                             "point CUDA_CACHE_PATH at a writable directory"});
+                             "point CUDA_CACHE_PATH at a writable directory", FixKind::environment});
     return;
   }
   std::string msg = path.string() + (exists ? "" : " (created on first use)") + ", writable";
@@ -140,7 +140,7 @@ void check_cache(const EnvLookup& env, const common::DriverEnv& driver, Step& st
       fix = "free space on the file system holding " + path.string() + " or move CUDA_CACHE_PATH";
     }
   }
-  step.findings.push_back({status, origin, msg, fix});
+  step.findings.push_back({status, origin, msg, fix, FixKind::environment});
 }
 
 }  // namespace
@@ -158,7 +158,7 @@ Step check_environment(const EnvLookup& env) {
         {Level::warn, "CUDA_DISABLE_PTX_JIT",
          "set to '" + *disable + "': binaries without sass for this gpu fail instead of jit-compiling their ptx "
          "(cudaErrorJitCompilationDisabled, 223)",
-         "unset CUDA_DISABLE_PTX_JIT"});
+         "unset CUDA_DISABLE_PTX_JIT", FixKind::environment});
   } else {
     step.findings.push_back({Level::pass, "CUDA_DISABLE_PTX_JIT", "not set: ptx can be jit-compiled", ""});
   }
@@ -167,14 +167,14 @@ Step check_environment(const EnvLookup& env) {
         {Level::warn, "CUDA_FORCE_PTX_JIT",
          "set to '" + *force + "': embedded sass is ignored, every kernel is jit-compiled from ptx, and binaries "
          "without ptx fail with 209 (no kernel image is available)",
-         "unset CUDA_FORCE_PTX_JIT"});
+         "unset CUDA_FORCE_PTX_JIT", FixKind::environment});
   } else {
     step.findings.push_back({Level::pass, "CUDA_FORCE_PTX_JIT", "not set: sass is used when it matches", ""});
   }
   if (driver_switch_on(disable) && driver_switch_on(force)) {
     step.findings.push_back({Level::fail, "CUDA_FORCE_PTX_JIT + CUDA_DISABLE_PTX_JIT",
                              "both set: nothing can load (sass ignored, jit disabled)",
-                             "unset both CUDA_FORCE_PTX_JIT and CUDA_DISABLE_PTX_JIT"});
+                             "unset both CUDA_FORCE_PTX_JIT and CUDA_DISABLE_PTX_JIT", FixKind::environment});
   }
 
   check_cache(env, driver, step);
@@ -193,7 +193,7 @@ Step check_environment(const EnvLookup& env) {
     } else {
       step.findings.push_back({Level::warn, "CUDA_MODULE_LOADING",
                                "'" + *v + "' is neither LAZY nor EAGER; the driver falls back to its default",
-                               "set CUDA_MODULE_LOADING=LAZY or EAGER, or unset it"});
+                               "set CUDA_MODULE_LOADING=LAZY or EAGER, or unset it", FixKind::environment});
     }
   } else {
     step.findings.push_back({Level::pass, "CUDA_MODULE_LOADING", "not set: LAZY on Linux since CUDA 12.2", ""});
@@ -203,7 +203,7 @@ Step check_environment(const EnvLookup& env) {
     step.findings.push_back({Level::warn, "CUDA_LAUNCH_BLOCKING",
                              "set to '" + *v + "': every launch is synchronous (fine for finding the failing "
                              "call, slow for real work)",
-                             "unset CUDA_LAUNCH_BLOCKING once the failing launch is found"});
+                             "unset CUDA_LAUNCH_BLOCKING once the failing launch is found", FixKind::environment});
   } else {
     step.findings.push_back({Level::pass, "CUDA_LAUNCH_BLOCKING",
                              "not set: errors of asynchronous launches surface at a later call; set it to 1 "
@@ -214,7 +214,7 @@ Step check_environment(const EnvLookup& env) {
   if (const auto& v = driver.visible_devices) {
     if (v->empty()) {
       step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES", "set but empty: the process sees no gpu",
-                               "unset CUDA_VISIBLE_DEVICES or list the gpus to use (e.g. 0)"});
+                               "unset CUDA_VISIBLE_DEVICES or list the gpus to use (e.g. 0)", FixKind::environment});
     } else {
       // The driver reads the list up to its first entry that is neither an index nor a GPU-/MIG-
       // UUID and ignores the rest; "-1" and "none" are the usual ways to hide every gpu.
@@ -240,11 +240,11 @@ Step check_environment(const EnvLookup& env) {
       if (good == 0)
         step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES",
                                  "'" + *v + "' names no gpu ('" + bad + "' is neither an index nor a GPU-/MIG- uuid): "
-                                 "the process sees no gpu", fix});
+                                 "the process sees no gpu", fix, FixKind::environment});
       else if (!bad.empty())
         step.findings.push_back({Level::warn, "CUDA_VISIBLE_DEVICES",
                                  "'" + *v + "': the driver stops at '" + bad + "' and ignores the entries from there on",
-                                 fix});
+                                 fix, FixKind::environment});
       else
         step.findings.push_back({Level::pass, "CUDA_VISIBLE_DEVICES", "'" + *v + "': only these gpus are visible", ""});
     }

@@ -100,13 +100,11 @@ Result<Report> check_current_process(const Device& device, const DriverSettings&
 }
 
 Result<Report> check_current_process(int ordinal) {
-  auto driver = device::Driver::shared();
-  if (!driver) return driver.error();
-  if (!(*driver)->init_status().ok()) return (*driver)->init_status().error();
-  auto info = (*driver)->device(ordinal);
-  if (!info) return info.error();
-  Device dev = device_for_cc(info->cc);
-  dev.tegra = dev.tegra || info->integrated;
+  AG_TRY(auto driver, device::Driver::shared());
+  if (!driver->init_status().ok()) return driver->init_status().error();
+  AG_TRY(auto info, driver->device(ordinal));
+  Device dev = device_for_cc(info.cc);
+  dev.tegra = dev.tegra || info.integrated;
   DriverSettings settings;
   const common::DriverEnv driver_env = common::read_driver_env();
   settings.force_ptx_jit = driver_env.force_ptx_jit_on();

@@ -17,26 +17,32 @@ namespace archguard::doctor::detail {
 
 /// The fix for a failed load or launch of the smoke fatbin (every SASS the toolkit builds, the
 /// oldest and the newest PTX), attributed to what caused it.
-std::string smoke_fix(int code, const JitEnv& env) {
+Fix smoke_remedy(int code, const JitEnv& env) {
   switch (code) {
     case device::kCuErrorNoBinaryForGpu:
       if (env.force && env.disable)
-        return "unset CUDA_FORCE_PTX_JIT or CUDA_DISABLE_PTX_JIT: together they leave the driver no image to load";
-      if (env.force) return "unset CUDA_FORCE_PTX_JIT (it makes the driver ignore the sass and jit the ptx)";
-      return "this gpu is newer than every architecture of the toolkit that built archguard, and none of its ptx "
-             "targets it: rebuild archguard with a newer cuda toolkit";
+        return {FixKind::environment,
+                "unset CUDA_FORCE_PTX_JIT or CUDA_DISABLE_PTX_JIT: together they leave the driver no image to load", {}};
+      if (env.force)
+        return {FixKind::environment, "unset CUDA_FORCE_PTX_JIT (it makes the driver ignore the sass and jit the ptx)", {}};
+      return {FixKind::other,
+              "this gpu is newer than every architecture of the toolkit that built archguard, and none of its ptx "
+              "targets it: rebuild archguard with a newer cuda toolkit", {}};
     case device::kCuErrorUnsupportedPtxVersion:
     case device::kCuErrorInvalidPtx:
       if (env.force)
-        return "unset CUDA_FORCE_PTX_JIT (the sass runs without a jit); the ptx of the toolkit that built "
-               "archguard is newer than this driver accepts (see step 2)";
-      return "install a driver that accepts the ptx isa of this toolkit (see step 2)";
+        return {FixKind::environment,
+                "unset CUDA_FORCE_PTX_JIT (the sass runs without a jit); the ptx of the toolkit that built "
+                "archguard is newer than this driver accepts (see step 2)", {}};
+      return {FixKind::driver, "install a driver that accepts the ptx isa of this toolkit (see step 2)", {}};
     case device::kCuErrorJitCompilationDisabled:
-      return "unset CUDA_DISABLE_PTX_JIT";
+      return {FixKind::environment, "unset CUDA_DISABLE_PTX_JIT", {}};
     default:
-      return "run with CUDA_LAUNCH_BLOCKING=1 and check dmesg for Xid errors";
+      return {FixKind::other, "run with CUDA_LAUNCH_BLOCKING=1 and check dmesg for Xid errors", {}};
   }
 }
+
+std::string smoke_fix(int code, const JitEnv& env) { return smoke_remedy(code, env).text; }
 
 namespace {
 
@@ -96,15 +102,16 @@ struct DeviceRun {
   std::string who;
   JitEnv env;
   bool ok = true;
-  void fail(const std::string& what, const Error& e, std::string fix = "") {
+  void fail(const std::string& what, const Error& e) {
     ok = false;
-    if (fix.empty()) fix = smoke_fix(e.code, env);
-    step.findings.push_back({Level::fail, who, what + ": " + e.message, fix});
+    // The CUresult says what went wrong only when the driver gave one.
+    Fix fix = smoke_remedy(e.kind == ErrorKind::driver ? e.code : 0, env);
+    step.findings.push_back({Level::fail, who, what + ": " + e.message, std::move(fix.text), fix.kind});
   }
   void mismatch(const std::string& what, const std::string& detail) {
     ok = false;
     step.findings.push_back({Level::fail, who, what + " computed wrong results: " + detail,
-                             "the gpu or driver is faulty: check nvidia-smi -q for ecc errors and dmesg for Xid"});
+                             "the gpu or driver is faulty: check nvidia-smi -q for ecc errors and dmesg for Xid", FixKind::driver});
   }
 };
 
@@ -113,7 +120,7 @@ void run_device(Session& s, int ordinal, Step& step, Report& report) {
   const std::string who = "device " + std::to_string(ordinal);
   if (!ctx) {
     step.findings.push_back({Level::fail, who, "creating the context failed: " + ctx.message(),
-                             "check nvidia-smi for the gpu's state (compute mode, xid errors)"});
+                             "check nvidia-smi for the gpu's state (compute mode, xid errors)", FixKind::other});
     return;
   }
   const common::DriverEnv driver_env = common::read_driver_env(s.env);
@@ -316,7 +323,7 @@ Step step_smoke(Session& s, Report& report) {
   }
   if (smoke_fatbin().empty()) {
     step.findings.push_back({Level::skip, "smoke test", "this archguard was built without nvcc: no smoke-test fatbin",
-                             "rebuild archguard on a machine with the cuda toolkit"});
+                             "rebuild archguard on a machine with the cuda toolkit", FixKind::rebuild});
     return step;
   }
   for (const auto& d : report.devices) run_device(s, d.ordinal, step, report);

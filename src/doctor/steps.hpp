@@ -42,6 +42,8 @@ struct JitEnv {
 /// The fix for a failed load or launch of the smoke fatbin (every SASS of the toolkit plus the
 /// oldest and the newest PTX), attributed to what caused it (CUresult `code`).
 std::string smoke_fix(int code, const JitEnv& env);
+/// smoke_fix's text with its kind.
+Fix smoke_remedy(int code, const JitEnv& env);
 
 /// The embedded smoke-test fatbin (empty when built without nvcc) and the targets it holds.
 std::span<const std::byte> smoke_fatbin();

@@ -13,17 +13,14 @@ namespace archguard::doctor {
 Result<RuntimeNeed> runtime_need(const std::string& path) {
   RuntimeNeed need;
   need.path = path;
-  auto file = map_file(path);
-  if (!file) return file.error();
-  const Bytes bytes = (*file)->bytes();
+  AG_TRY(auto file, map_file(path));
+  const Bytes bytes = file->bytes();
   if (!looks_like_elf(bytes)) return need;
-  auto elf = ElfFile::parse(bytes, path);
-  if (!elf) return elf.error();
-  auto needed = elf->needed();
-  if (!needed) return needed.error();
+  AG_TRY(auto elf, ElfFile::parse(bytes, path));
+  AG_TRY(auto needed, elf.needed());
   need.elf = true;
-  need.needed = std::move(*needed);
-  need.has_device_code = elf->find(".nv_fatbin") != nullptr || elf->find("__nv_relfatbin") != nullptr;
+  need.needed = std::move(needed);
+  need.has_device_code = elf.find(".nv_fatbin") != nullptr || elf.find("__nv_relfatbin") != nullptr;
   for (const std::string& lib : need.needed) {
     constexpr std::string_view prefix = "libcudart.so.";
     if (lib.rfind(prefix, 0) == 0) {

@@ -8,6 +8,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -89,13 +91,13 @@ int open_nonblocking(const std::string& path) { return ::open(path.c_str(), O_RD
 
 Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return Error{path + ": cannot stat: " + errno_text(errno)};
+  if (::fstat(fd, &st) != 0) return errno_error(path + ": cannot stat: " + errno_text(errno), errno);
   if (!S_ISREG(st.st_mode))
-    return Error{path + ": is " + std::string(file_type_text(st.st_mode)) + ", not a regular file: only files are read"};
+    return Error{ErrorKind::unsupported, path + ": is " + std::string(file_type_text(st.st_mode)) + ", not a regular file: only files are read"};
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size == 0) return std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::vector<std::byte>{}));
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (addr == MAP_FAILED) return Error{path + ": cannot map: " + errno_text(errno)};
+  if (addr == MAP_FAILED) return errno_error(path + ": cannot map: " + errno_text(errno), errno);
   // Only headers are read: keep the kernel from reading ahead megabytes around each one.
   ::madvise(addr, size, MADV_RANDOM);
   return std::shared_ptr<const Storage>(std::make_shared<MappedStorage>(addr, size));
@@ -129,7 +131,7 @@ Kind classify(Bytes b) {
 /// Whether an ELF file is of a kind this reader does not handle at all (32-bit, big endian):
 /// such files cannot carry device code a current driver loads, so directory walks skip them.
 bool foreign_elf(Bytes b) {
-  return b.size() < 6 || b[4] != std::byte{2} || b[5] != std::byte{1};
+  return b.size() <= EI_DATA || b[EI_CLASS] != std::byte{ELFCLASS64} || b[EI_DATA] != std::byte{ELFDATA2LSB};
 }
 
 std::string size_text(std::uint64_t v) {
@@ -164,7 +166,7 @@ struct Scanner {
             " times (raise the ratio with --max-ratio or ARCHGUARD_MAX_RATIO)";
     if (why.empty()) return Ok{};
     stopped = true;
-    return Error{member + ": stopped after inflating " + hex(inflated) + " bytes: " + why};
+    return Error{ErrorKind::limit, member + ": stopped after inflating " + hex(inflated) + " bytes: " + why};
   }
 
   void add_elf(Bytes bytes, const std::string& display, const std::string& archive,
@@ -190,14 +192,7 @@ struct Scanner {
       return;
     }
     if (fatbins->empty() && !named_directly) return;
-    ObjectFatbins obj;
-    obj.path = display;
-    obj.archive = archive;
-    obj.member = member;
-    obj.elf_type = elf->type();
-    obj.machine = elf->machine();
-    obj.fatbins = std::move(*fatbins);
-    report.objects.push_back(std::move(obj));
+    report.objects.push_back(ObjectFatbins::of_elf(*elf, display, archive, member, std::move(*fatbins)));
   }
 
   void add_standalone(Bytes bytes, const std::string& display, const std::string& archive, const std::string& member) {
@@ -211,7 +206,8 @@ struct Scanner {
     obj.archive = archive;
     obj.member = member;
     if (looks_like_elf(bytes)) {
-      obj.elf_type = static_cast<std::uint16_t>(std::to_integer<unsigned>(bytes[16]) | std::to_integer<unsigned>(bytes[17]) << 8);
+      constexpr std::size_t at = offsetof(Elf64_Ehdr, e_type);  // read_standalone took it as a 64-bit little-endian cubin
+      obj.elf_type = static_cast<std::uint16_t>(std::to_integer<unsigned>(bytes[at]) | std::to_integer<unsigned>(bytes[at + 1]) << 8);
       obj.machine = kElfMachineCuda;
     }
     obj.fatbins.push_back(std::move(*fb));
@@ -253,12 +249,12 @@ struct Scanner {
     for (;;) {
       // Classified once the 264 bytes classify() looks at have arrived (smaller members: whole).
       la_ssize_t n = archive_read_data(a, chunk, chunk_buf.size());
-      if (n < 0) return fail(Error{name + ": cannot read: " + archive_text(a)});
+      if (n < 0) return fail(Error{ErrorKind::corrupt, name + ": cannot read: " + archive_text(a)});
       if (n == 0) break;
       total += static_cast<std::uint64_t>(n);
       if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
       if (total > options.max_member_size)
-        return fail(Error{name + ": member larger than the limit " + size_text(options.max_member_size)});
+        return fail(Error{ErrorKind::limit, name + ": member larger than the limit " + size_text(options.max_member_size)});
       const auto* p = reinterpret_cast<const std::byte*>(chunk);  // char buffer viewed as bytes
       if (!classified && buf.size() + static_cast<std::size_t>(n) >= 264) {
         classified = true;
@@ -271,7 +267,7 @@ struct Scanner {
           }
           for (;;) {  // a compressed stream: decoded to reach the next member, counted
             n = archive_read_data(a, chunk, chunk_buf.size());
-            if (n < 0) return fail(Error{name + ": cannot read: " + archive_text(a)});
+            if (n < 0) return fail(Error{ErrorKind::corrupt, name + ": cannot read: " + archive_text(a)});
             if (n == 0) return std::shared_ptr<const Storage>{};
             if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
           }
@@ -279,14 +275,14 @@ struct Scanner {
       }
       if (spill == nullptr && buf.size() + static_cast<std::size_t>(n) > options.spill_threshold) {
         spill = std::tmpfile();  // unlinked: disappears with the process
-        if (spill == nullptr) return fail(Error{name + ": cannot create a temporary file: " + errno_text(errno)});
+        if (spill == nullptr) return fail(errno_error(name + ": cannot create a temporary file: " + errno_text(errno), errno));
         if (!buf.empty() && std::fwrite(buf.data(), 1, buf.size(), spill) != buf.size())
-          return fail(Error{name + ": cannot write a temporary file: " + errno_text(errno)});
+          return fail(errno_error(name + ": cannot write a temporary file: " + errno_text(errno), errno));
         buf = {};
       }
       if (spill != nullptr) {
         if (std::fwrite(p, 1, static_cast<std::size_t>(n), spill) != static_cast<std::size_t>(n))
-          return fail(Error{name + ": cannot write a temporary file: " + errno_text(errno)});
+          return fail(errno_error(name + ": cannot write a temporary file: " + errno_text(errno), errno));
       } else {
         buf.insert(buf.end(), p, p + n);
       }
@@ -377,7 +373,7 @@ struct Scanner {
       case Kind::other: break;
     }
     if (named_directly)
-      return Error{display + ": not an elf file, a fatbin or a supported archive (ar, zip, tar), nor a ptx or lto-ir file"};
+      return Error{ErrorKind::unsupported, display + ": not an elf file, a fatbin or a supported archive (ar, zip, tar), nor a ptx or lto-ir file"};
     return Ok{};
   }
 };
@@ -452,7 +448,7 @@ void walk_directory(const std::string& root, std::vector<std::string>& files, st
 
 Result<std::shared_ptr<const Storage>> map_file(const std::string& path) {
   const common::UniqueFd fd(open_nonblocking(path));
-  if (!fd.valid()) return Error{path + ": cannot open: " + errno_text(errno)};
+  if (!fd.valid()) return errno_error(path + ": cannot open: " + errno_text(errno), errno);
   return map_fd(fd.get(), path);
 }
 
@@ -460,15 +456,14 @@ Result<ScanReport> scan_bytes(Bytes bytes, const std::string& name, const ScanOp
   ScanReport report;
   report.input = name;
   Scanner s{options, report};
-  auto st = s.scan(bytes, name, true);
-  if (!st) return st.error();
+  AG_TRY_STATUS(s.scan(bytes, name, true));
   return report;
 }
 
 Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (ec) return Error{path + ": cannot open: " + ec.message()};
+  if (ec) return errno_error(path + ": cannot open: " + ec.message(), ec.value());
   ScanReport report;
   report.input = path;
   if (std::filesystem::is_directory(status)) {
@@ -494,12 +489,10 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     }
     return report;
   }
-  auto storage = map_file(path);
-  if (!storage) return storage.error();
+  AG_TRY(auto storage, map_file(path));
   Scanner s{options, report};
-  auto st = s.scan((*storage)->bytes(), path, true, storage->get(), &path);
-  if (!st) return st.error();
-  report.storage.push_back(*storage);
+  AG_TRY_STATUS(s.scan(storage->bytes(), path, true, storage.get(), &path));
+  report.storage.push_back(storage);
   return report;
 }
 

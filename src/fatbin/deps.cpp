@@ -6,7 +6,7 @@
 #include <archguard/container.hpp>
 #include <archguard/fatbin.hpp>
 
-#include "try.hpp"
+#include <elf.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -19,20 +19,6 @@
 
 namespace archguard {
 namespace {
-
-constexpr std::uint32_t kShtDynamic = 6;
-constexpr std::uint32_t kShtNobits = 8;
-constexpr std::uint64_t kShfAlloc = 0x2;
-constexpr std::uint64_t kShfWrite = 0x1;
-constexpr std::uint64_t kShfExecinstr = 0x4;
-constexpr std::uint64_t kDtNull = 0;
-constexpr std::uint64_t kDtNeeded = 1;
-constexpr std::uint64_t kDtSoname = 14;
-constexpr std::uint64_t kDtRpath = 15;
-constexpr std::uint64_t kDtRunpath = 29;
-constexpr std::uint64_t kDtFlags1 = 0x6ffffffb;
-constexpr std::uint64_t kDf1Nodeflib = 0x800;
-constexpr std::uint64_t kDf1Pie = 0x08000000;
 
 // glibc's sysdeps/generic/ldconfig.h.
 constexpr std::uint32_t kFlagTypeMask = 0x00ff;
@@ -125,8 +111,8 @@ Result<DynamicInfo> read_dynamic(const ElfFile& elf) {
   DynamicInfo info;
   const ElfSection* dynamic = nullptr;
   for (const auto& s : elf.sections())
-    if (s.type == kShtDynamic) { dynamic = &s; break; }
-  if (dynamic == nullptr || dynamic->type == kShtNobits) return info;
+    if (s.type == SHT_DYNAMIC) { dynamic = &s; break; }
+  if (dynamic == nullptr || dynamic->type == SHT_NOBITS) return info;
   const ByteReader r(elf.bytes(), elf.name());
   if (dynamic->link >= elf.sections().size())
     return r.error_at(dynamic->offset, "dynamic section", "string table index " + hex(dynamic->link) + " is out of range");
@@ -135,33 +121,33 @@ Result<DynamicInfo> read_dynamic(const ElfFile& elf) {
   AG_TRY(auto strs, r.sub(strtab.offset, strtab.size, "dynamic string table"));
   for (std::uint64_t o = 0; dynamic->size - o >= 16; o += 16) {
     AG_TRY(auto tag, entries.u64(o, "dynamic entry"));
-    if (tag == kDtNull) break;
+    if (tag == DT_NULL) break;
     AG_TRY(auto value, entries.u64(o + 8, "dynamic entry"));
     switch (tag) {
-      case kDtNeeded: {
+      case DT_NEEDED: {
         AG_TRY(auto s, strs.cstring(value, "DT_NEEDED name"));
         info.needed.emplace_back(s);
         break;
       }
-      case kDtSoname: {
+      case DT_SONAME: {
         AG_TRY(auto s, strs.cstring(value, "DT_SONAME"));
         info.soname = std::string(s);
         break;
       }
-      case kDtRpath: {
+      case DT_RPATH: {
         AG_TRY(auto s, strs.cstring(value, "DT_RPATH"));
         for (auto& e : split_path(s, ":")) info.rpath.push_back(std::move(e));
         break;
       }
-      case kDtRunpath: {
+      case DT_RUNPATH: {
         AG_TRY(auto s, strs.cstring(value, "DT_RUNPATH"));
         info.has_runpath = true;
         for (auto& e : split_path(s, ":")) info.runpath.push_back(std::move(e));
         break;
       }
-      case kDtFlags1:
-        info.nodefaultlib = (value & kDf1Nodeflib) != 0;
-        info.pie = (value & kDf1Pie) != 0;
+      case DT_FLAGS_1:
+        info.nodefaultlib = (value & DF_1_NODEFLIB) != 0;
+        info.pie = (value & DF_1_PIE) != 0;
         break;
       default: break;
     }
@@ -260,7 +246,7 @@ bool may_have_device_code(const ElfFile& elf) {
   static constexpr unsigned char kMagic[4] = {0x50, 0xed, 0x55, 0xba};
   const Bytes all = elf.bytes();
   for (const auto& s : elf.sections()) {
-    if ((s.flags & kShfAlloc) == 0 || (s.flags & (kShfWrite | kShfExecinstr)) != 0 || s.type == kShtNobits) continue;
+    if ((s.flags & SHF_ALLOC) == 0 || (s.flags & (SHF_WRITE | SHF_EXECINSTR)) != 0 || s.type == SHT_NOBITS) continue;
     auto end = checked_add(s.offset, s.size);
     if (!end || *end > all.size()) continue;
     const auto* p = reinterpret_cast<const unsigned char*>(all.data()) + s.offset;  // bounds checked above
@@ -278,9 +264,8 @@ bool may_have_device_code(const ElfFile& elf) {
 }
 
 Result<DependencyWalk> walk_dependencies(const std::string& path, const DependencyOptions& options) {
-  auto root_map = map_file(path);
-  if (!root_map) return root_map.error();
-  AG_TRY(auto root_elf, ElfFile::parse((*root_map)->bytes(), path));
+  AG_TRY(auto root_map, map_file(path));
+  AG_TRY(auto root_elf, ElfFile::parse(root_map->bytes(), path));
   const std::uint16_t machine = root_elf.machine();
 
   DependencyWalk walk;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <archguard/elf.hpp>
 
-#include "try.hpp"
+#include <elf.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,15 +9,6 @@
 namespace archguard {
 namespace {
 
-constexpr std::uint32_t kShtSymtab = 2;
-constexpr std::uint32_t kShtRela = 4;
-constexpr std::uint32_t kShtDynamic = 6;
-constexpr std::uint64_t kDtNull = 0;
-constexpr std::uint64_t kDtNeeded = 1;
-constexpr std::uint32_t kShtNobits = 8;
-constexpr std::uint64_t kShfAlloc = 0x2;
-constexpr std::uint32_t kRelX86Relative = 8;
-constexpr std::uint32_t kRelAarch64Relative = 1027;
 constexpr std::uint64_t kMaxSections = 1u << 20;
 
 }  // namespace
@@ -80,13 +71,11 @@ Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
   }
   if (shstrndx != 0 && shstrndx < shnum) {
     const ElfSection& strtab = elf.sections_[static_cast<std::size_t>(shstrndx)];
-    auto strs = r.sub(strtab.offset, strtab.size, "section name table");
-    if (!strs) return strs.error();
+    AG_TRY(auto strs, r.sub(strtab.offset, strtab.size, "section name table"));
     for (std::size_t i = 0; i < elf.sections_.size(); ++i) {
       if (name_offsets[i] == 0 && i == 0) continue;
-      auto n = strs->cstring(name_offsets[i], "section name");
-      if (!n) return n.error();
-      elf.sections_[i].name = std::string(*n);
+      AG_TRY(auto n, strs.cstring(name_offsets[i], "section name"));
+      elf.sections_[i].name = std::string(n);
     }
   } else if (shstrndx >= shnum) {
     return r.error_at(62, "elf header", "section name table index " + hex(shstrndx) + " is past the count " + hex(shnum));
@@ -101,7 +90,7 @@ const ElfSection* ElfFile::find(std::string_view name) const {
 }
 
 Result<Bytes> ElfFile::section_bytes(const ElfSection& section) const {
-  if (section.type == kShtNobits) return Bytes{};
+  if (section.type == SHT_NOBITS) return Bytes{};
   return reader_.span(section.offset, section.size, "section " + section.name);
 }
 
@@ -109,7 +98,7 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols() const {
   std::vector<ElfSymbol> out;
   const ElfSection* symtab = nullptr;
   for (const auto& s : sections_)
-    if (s.type == kShtSymtab) { symtab = &s; break; }
+    if (s.type == SHT_SYMTAB) { symtab = &s; break; }
   if (symtab == nullptr) return out;
   if (symtab->link >= sections_.size())
     return reader_.error_at(symtab->offset, "symbol table", "string table index " + hex(symtab->link) + " is out of range");
@@ -130,9 +119,8 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols() const {
     AG_TRY(auto size, syms->u64(o + 16, "symbol"));
     ElfSymbol sym;
     if (nm != 0) {
-      auto n = strs->cstring(nm, "symbol name");
-      if (!n) return n.error();
-      sym.name = *n;
+      AG_TRY(auto n, strs->cstring(nm, "symbol name"));
+      sym.name = n;
     }
     sym.info = info; sym.other = other; sym.shndx = shndx; sym.value = value; sym.size = size;
     out.push_back(sym);
@@ -144,21 +132,19 @@ Result<std::vector<std::string>> ElfFile::needed() const {
   std::vector<std::string> out;
   const ElfSection* dynamic = nullptr;
   for (const auto& s : sections_)
-    if (s.type == kShtDynamic) { dynamic = &s; break; }
+    if (s.type == SHT_DYNAMIC) { dynamic = &s; break; }
   if (dynamic == nullptr) return out;
   if (dynamic->link >= sections_.size())
     return reader_.error_at(dynamic->offset, "dynamic section", "string table index " + hex(dynamic->link) + " is out of range");
   const ElfSection& strtab = sections_[dynamic->link];
-  auto entries = reader_.sub(dynamic->offset, dynamic->size, "dynamic section");
-  if (!entries) return entries.error();
-  auto strs = reader_.sub(strtab.offset, strtab.size, "dynamic string table");
-  if (!strs) return strs.error();
+  AG_TRY(auto entries, reader_.sub(dynamic->offset, dynamic->size, "dynamic section"));
+  AG_TRY(auto strs, reader_.sub(strtab.offset, strtab.size, "dynamic string table"));
   for (std::uint64_t o = 0; dynamic->size - o >= 16; o += 16) {
-    AG_TRY(auto tag, entries->u64(o, "dynamic entry"));
-    if (tag == kDtNull) break;
-    if (tag != kDtNeeded) continue;
-    AG_TRY(auto value, entries->u64(o + 8, "dynamic entry"));
-    AG_TRY(auto name, strs->cstring(value, "DT_NEEDED name"));
+    AG_TRY(auto tag, entries.u64(o, "dynamic entry"));
+    if (tag == DT_NULL) break;
+    if (tag != DT_NEEDED) continue;
+    AG_TRY(auto value, entries.u64(o + 8, "dynamic entry"));
+    AG_TRY(auto name, strs.cstring(value, "DT_NEEDED name"));
     out.emplace_back(name);
   }
   return out;
@@ -166,7 +152,7 @@ Result<std::vector<std::string>> ElfFile::needed() const {
 
 std::optional<std::uint64_t> ElfFile::pointer_at(std::uint64_t addr) const {
   for (const auto& s : sections_) {
-    if ((s.flags & kShfAlloc) == 0 || s.type == kShtNobits || addr < s.addr) continue;
+    if ((s.flags & SHF_ALLOC) == 0 || s.type == SHT_NOBITS || addr < s.addr) continue;
     const std::uint64_t rel = addr - s.addr;
     if (rel >= s.size || s.size - rel < 8) continue;
     auto v = reader_.u64(s.offset + rel, "pointer");
@@ -174,9 +160,9 @@ std::optional<std::uint64_t> ElfFile::pointer_at(std::uint64_t addr) const {
     if (*v != 0) return *v;
     break;
   }
-  const std::uint32_t relative = machine_ == kElfMachineAarch64 ? kRelAarch64Relative : kRelX86Relative;
+  const std::uint32_t relative = machine_ == kElfMachineAarch64 ? R_AARCH64_RELATIVE : R_X86_64_RELATIVE;
   for (const auto& s : sections_) {
-    if (s.type != kShtRela || s.entsize != 24) continue;
+    if (s.type != SHT_RELA || s.entsize != 24) continue;
     auto rela = reader_.sub(s.offset, s.size, "relocations");
     if (!rela) continue;
     for (std::uint64_t o = 0; o + 24 <= rela->size(); o += 24) {
@@ -192,14 +178,14 @@ std::optional<std::uint64_t> ElfFile::pointer_at(std::uint64_t addr) const {
 PointerIndex::PointerIndex(const ElfFile& elf) : elf_(elf) {
   for (const auto& s : elf.sections()) {
     ++work_;
-    if ((s.flags & kShfAlloc) != 0 && s.type != kShtNobits && s.size >= 8) sections_.push_back(&s);
+    if ((s.flags & SHF_ALLOC) != 0 && s.type != SHT_NOBITS && s.size >= 8) sections_.push_back(&s);
   }
   std::stable_sort(sections_.begin(), sections_.end(),
                    [](const ElfSection* a, const ElfSection* b) { return a->addr < b->addr; });
-  const std::uint32_t relative = elf.machine() == kElfMachineAarch64 ? kRelAarch64Relative : kRelX86Relative;
+  const std::uint32_t relative = elf.machine() == kElfMachineAarch64 ? R_AARCH64_RELATIVE : R_X86_64_RELATIVE;
   ByteReader reader(elf.bytes(), elf.name());
   for (const auto& s : elf.sections()) {
-    if (s.type != kShtRela || s.entsize != 24) continue;
+    if (s.type != SHT_RELA || s.entsize != 24) continue;
     auto rela = reader.sub(s.offset, s.size, "relocations");
     if (!rela) continue;
     for (std::uint64_t o = 0; o + 24 <= rela->size(); o += 24) {

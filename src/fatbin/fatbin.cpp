@@ -2,7 +2,7 @@
 // Fatbin and entry-header parsing. Field offsets: docs/fatbin-format.md.
 #include <archguard/fatbin.hpp>
 
-#include "try.hpp"
+#include <elf.h>
 
 #include <algorithm>
 #include <cstring>
@@ -26,27 +26,33 @@ std::string padded_string(Bytes bytes) {
   return s;
 }
 
+// The declared layouts are whole: each header's last field ends where the header does.
+static_assert(FatbinHeaderLayout::fat_size.offset + FatbinHeaderLayout::fat_size.size == FatbinHeaderLayout::size);
+static_assert(EntryHeaderLayout::uncompressed_size.offset + EntryHeaderLayout::uncompressed_size.size ==
+              EntryHeaderLayout::min_size);
+
 /// Decodes the entry at `e` (absolute in `r`), which must end by `end`.
 Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint64_t end,
                                 std::size_t fatbin_index, std::size_t index) {
+  using H = EntryHeaderLayout;
   const std::string what = entry_what(fatbin_index, index);
   if (end - e < kEntryHeaderMinSize)
     return r.error_at(e, what, "entry header of 0x40 bytes runs past the fatbin end " + hex(r.base() + end));
   FatbinEntry x;
   x.index = index;
   x.offset = r.base() + e;
-  AG_TRY(x.raw_kind, r.u16(e + 0x00, what));
-  AG_TRY(x.header_size, r.u32(e + 0x04, what));
-  AG_TRY(x.stored_size, r.u64(e + 0x08, what));
-  AG_TRY(x.compressed_size, r.u32(e + 0x10, what));
-  AG_TRY(const std::uint32_t options_at, r.u32(e + 0x14, what));
-  AG_TRY(const std::uint16_t minor, r.u16(e + 0x18, what));
-  AG_TRY(const std::uint16_t major, r.u16(e + 0x1A, what));
-  AG_TRY(const std::uint32_t arch, r.u32(e + 0x1C, what));
-  AG_TRY(const std::uint32_t id_offset, r.u32(e + 0x20, what));
-  AG_TRY(const std::uint32_t id_length, r.u32(e + 0x24, what));
-  AG_TRY(x.flags, r.u64(e + 0x28, what));
-  AG_TRY(x.uncompressed_size, r.u64(e + 0x38, what));
+  AG_TRY(x.raw_kind, r.u16(e + H::kind.offset, what));
+  AG_TRY(x.header_size, r.u32(e + H::header_size.offset, what));
+  AG_TRY(x.stored_size, r.u64(e + H::stored_size.offset, what));
+  AG_TRY(x.compressed_size, r.u32(e + H::compressed_size.offset, what));
+  AG_TRY(const std::uint32_t options_at, r.u32(e + H::options_offset.offset, what));
+  AG_TRY(const std::uint16_t minor, r.u16(e + H::minor.offset, what));
+  AG_TRY(const std::uint16_t major, r.u16(e + H::major.offset, what));
+  AG_TRY(const std::uint32_t arch, r.u32(e + H::arch.offset, what));
+  AG_TRY(const std::uint32_t id_offset, r.u32(e + H::identifier_offset.offset, what));
+  AG_TRY(const std::uint32_t id_length, r.u32(e + H::identifier_length.offset, what));
+  AG_TRY(x.flags, r.u64(e + H::flags.offset, what));
+  AG_TRY(x.uncompressed_size, r.u64(e + H::uncompressed_size.offset, what));
 
   switch (x.raw_kind) {
     case kEntryKindPtx: x.kind = CodeKind::ptx; break;
@@ -57,29 +63,29 @@ Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint6
       return r.error_at(e, what, "unknown image kind " + hex(x.raw_kind) + " (expected 0x1 ptx, 0x2 elf, 0x8 lto-ir)");
   }
   if (x.header_size < kEntryHeaderMinSize)
-    return r.error_at(e + 4, what, "entry header size " + hex(x.header_size) + " is below the minimum 0x40");
+    return r.error_at(e + H::header_size.offset, what, "entry header size " + hex(x.header_size) + " is below the minimum 0x40");
   const auto payload_at = checked_add(e, x.header_size);
   if (!payload_at || *payload_at > end)
-    return r.error_at(e + 4, what, "entry header size " + hex(x.header_size) + " runs past the fatbin end " + hex(r.base() + end));
+    return r.error_at(e + H::header_size.offset, what, "entry header size " + hex(x.header_size) + " runs past the fatbin end " + hex(r.base() + end));
   const auto entry_end = checked_add(*payload_at, x.stored_size);
   if (!entry_end || *entry_end > end)
-    return r.error_at(e + 8, what, "payload size " + hex(x.stored_size) + " runs past the fatbin end " + hex(r.base() + end));
-  if (x.stored_size == 0) return r.error_at(e + 8, what, "payload size is 0");
+    return r.error_at(e + H::stored_size.offset, what, "payload size " + hex(x.stored_size) + " runs past the fatbin end " + hex(r.base() + end));
+  if (x.stored_size == 0) return r.error_at(e + H::stored_size.offset, what, "payload size is 0");
   if (x.compressed_size > x.stored_size)
-    return r.error_at(e + 0x10, what, "compressed size " + hex(x.compressed_size) + " exceeds the stored size " + hex(x.stored_size));
+    return r.error_at(e + H::compressed_size.offset, what, "compressed size " + hex(x.compressed_size) + " exceeds the stored size " + hex(x.stored_size));
 
   const bool lz4 = (x.flags & kEntryFlagLz4) != 0;
   const bool zstd = (x.flags & kEntryFlagZstd) != 0;
-  if (lz4 && zstd) return r.error_at(e + 0x28, what, "flags " + hex(x.flags) + " claim both lz4 and zstd compression");
+  if (lz4 && zstd) return r.error_at(e + H::flags.offset, what, "flags " + hex(x.flags) + " claim both lz4 and zstd compression");
   x.compression = lz4 ? Compression::lz4 : zstd ? Compression::zstd : Compression::none;
   if (x.compression != Compression::none && x.uncompressed_size == 0)
-    return r.error_at(e + 0x38, what, "compressed entry has an uncompressed size of 0");
+    return r.error_at(e + H::uncompressed_size.offset, what, "compressed entry has an uncompressed size of 0");
   x.debug = (x.flags & kEntryFlagDebug) != 0;
 
   const bool a = (x.flags & kEntryFlagArchSpecific) != 0;
   const bool f = (x.flags & kEntryFlagFamilySpecific) != 0;
-  if (a && f) return r.error_at(e + 0x28, what, "flags " + hex(x.flags) + " claim both 'a' and 'f' targets");
-  if (arch == 0 || arch > 0xffff) return r.error_at(e + 0x1C, what, "architecture " + hex(arch) + " is not valid");
+  if (a && f) return r.error_at(e + H::flags.offset, what, "flags " + hex(x.flags) + " claim both 'a' and 'f' targets");
+  if (arch == 0 || arch > 0xffff) return r.error_at(e + H::arch.offset, what, "architecture " + hex(arch) + " is not valid");
   x.arch = Arch{arch, a ? Suffix::a : f ? Suffix::f : Suffix::none};
   x.version = Version2{major, minor};
 
@@ -87,7 +93,7 @@ Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint6
   if (id_offset != 0) {
     const auto id_end = checked_add(id_offset, id_length);
     if (!id_end || *id_end > entry_size)
-      return r.error_at(e + 0x20, what, "identifier at +" + hex(id_offset) + " of " + hex(id_length) +
+      return r.error_at(e + H::identifier_offset.offset, what, "identifier at +" + hex(id_offset) + " of " + hex(id_length) +
                                             " bytes runs past the entry end +" + hex(entry_size));
     AG_TRY(Bytes id, r.span(e + id_offset, id_length, what));
     x.identifier = padded_string(id);
@@ -95,7 +101,7 @@ Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint6
   if (options_at != 0) {
     const auto rec_end = checked_add(options_at, 8);
     if (!rec_end || *rec_end > x.header_size)
-      return r.error_at(e + 0x14, what, "options record at +" + hex(options_at) + " lies outside the entry header of " + hex(x.header_size) + " bytes");
+      return r.error_at(e + H::options_offset.offset, what, "options record at +" + hex(options_at) + " lies outside the entry header of " + hex(x.header_size) + " bytes");
     AG_TRY(const std::uint32_t opt_offset, r.u32(e + options_at, what));
     AG_TRY(const std::uint32_t opt_length, r.u32(e + options_at + 4, what));
     const auto opt_end = checked_add(opt_offset, opt_length);
@@ -160,21 +166,22 @@ std::string_view to_string(FatbinSection s) {
 
 Result<Fatbin> Fatbin::parse(const ByteReader& r, std::uint64_t offset, std::size_t index) {
   const std::string what = "fatbin " + std::to_string(index);
-  AG_TRY(const std::uint32_t magic, r.u32(offset, what));
+  using H = FatbinHeaderLayout;
+  AG_TRY(const std::uint32_t magic, r.u32(offset + H::magic.offset, what));
   if (magic != kFatbinMagic)
     return r.error_at(offset, what, "bad magic " + hex(magic) + " (expected " + hex(kFatbinMagic) + ")");
   Fatbin fb;
   fb.index = index;
   fb.offset = r.base() + offset;
-  AG_TRY(fb.version, r.u16(offset + 4, what));
-  AG_TRY(const std::uint16_t header_size, r.u16(offset + 6, what));
-  AG_TRY(const std::uint64_t fat_size, r.u64(offset + 8, what));
+  AG_TRY(fb.version, r.u16(offset + H::version.offset, what));
+  AG_TRY(const std::uint16_t header_size, r.u16(offset + H::header_size.offset, what));
+  AG_TRY(const std::uint64_t fat_size, r.u64(offset + H::fat_size.offset, what));
   if (header_size < kFatbinHeaderSize)
-    return r.error_at(offset + 6, what, "header size " + hex(header_size) + " is below 0x10");
+    return r.error_at(offset + H::header_size.offset, what, "header size " + hex(header_size) + " is below 0x10");
   const auto first = checked_add(offset, header_size);
   const auto end = first ? checked_add(*first, fat_size) : std::nullopt;
   if (!end || *end > r.size())
-    return r.error_at(offset + 8, what, "size " + hex(fat_size) + " runs past the section end " + hex(r.base() + r.size()));
+    return r.error_at(offset + H::fat_size.offset, what, "size " + hex(fat_size) + " runs past the section end " + hex(r.base() + r.size()));
   fb.size = *end - offset;
   std::uint64_t e = *first;
   while (e < *end) {
@@ -207,11 +214,6 @@ Result<std::vector<Fatbin>> Fatbin::parse_all(Bytes bytes, std::string name, Fat
 
 namespace {
 
-constexpr std::uint64_t kShfAllocFlag = 0x2;
-constexpr std::uint64_t kShfExecFlag = 0x4;
-constexpr std::uint32_t kShtProgbitsType = 1;
-constexpr std::uint8_t kSttFile = 4;
-constexpr std::uint8_t kStbLocal = 0;
 constexpr std::uint32_t kEmbeddedEntryVersion = 0x0101;
 constexpr std::uint32_t kMaxEntryHeaderSize = 0x1000;
 
@@ -224,19 +226,21 @@ bool plausible_fatbin(Bytes b, std::uint64_t at) {
   auto u64 = [&b](std::uint64_t o) { std::uint64_t v; std::memcpy(&v, b.data() + o, 8); return v; };
   const std::uint64_t size = b.size();
   if (size - at < kFatbinHeaderSize + kEntryHeaderMinSize) return false;
-  if (u16(at + 4) != 1 || u16(at + 6) != kFatbinHeaderSize) return false;
-  const std::uint64_t fat_size = u64(at + 8);
+  using F = FatbinHeaderLayout;
+  using H = EntryHeaderLayout;
+  if (u16(at + F::version.offset) != 1 || u16(at + F::header_size.offset) != kFatbinHeaderSize) return false;
+  const std::uint64_t fat_size = u64(at + F::fat_size.offset);
   if (fat_size < kEntryHeaderMinSize || fat_size > size - at - kFatbinHeaderSize) return false;
   const std::uint64_t end = at + kFatbinHeaderSize + fat_size;
   std::uint64_t e = at + kFatbinHeaderSize;
   while (e < end) {
     if (end - e < kEntryHeaderMinSize) return false;
-    const std::uint16_t kind = u16(e);
+    const std::uint16_t kind = u16(e + H::kind.offset);
     if (kind != kEntryKindPtx && kind != kEntryKindElf && kind != kEntryKindOldCubin && kind != kEntryKindLtoIr) return false;
-    if (u16(e + 2) != kEmbeddedEntryVersion) return false;
-    const std::uint32_t hs = u32(e + 4);
+    if (u16(e + H::version.offset) != kEmbeddedEntryVersion) return false;
+    const std::uint32_t hs = u32(e + H::header_size.offset);
     if (hs < kEntryHeaderMinSize || hs > kMaxEntryHeaderSize || hs % 8 != 0 || hs > end - e) return false;
-    const std::uint64_t stored = u64(e + 8);
+    const std::uint64_t stored = u64(e + H::stored_size.offset);
     if (stored == 0 || stored > end - e - hs) return false;
     e += hs + stored;
   }
@@ -283,11 +287,11 @@ void attribute_translation_units(const ElfFile& elf, std::vector<Fatbin>& fbs) {
   std::map<std::pair<std::uint16_t, std::uint64_t>, std::string> at;
   std::string_view file;
   for (const auto& s : *syms) {
-    if (s.type() == kSttFile) {
+    if (s.type() == STT_FILE) {
       file = s.name;
       continue;
     }
-    if ((s.info >> 4) != kStbLocal || s.name != "fatbinData") continue;
+    if ((s.info >> 4) != STB_LOCAL || s.name != "fatbinData") continue;
     if (std::string tu = tu_from_file_symbol(file); !tu.empty()) at.emplace(std::pair{s.shndx, s.value}, std::move(tu));
   }
   if (at.empty()) return;
@@ -339,6 +343,18 @@ std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, 
     if (release) release(base + window, std::min(pos, window_end) - window);
   }
   return out;
+}
+
+ObjectFatbins ObjectFatbins::of_elf(const ElfFile& elf, std::string path, std::string archive, std::string member,
+                                    std::vector<Fatbin> fatbins) {
+  ObjectFatbins obj;
+  obj.path = std::move(path);
+  obj.archive = std::move(archive);
+  obj.member = std::move(member);
+  obj.elf_type = elf.type();
+  obj.machine = elf.machine();
+  obj.fatbins = std::move(fatbins);
+  return obj;
 }
 
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch) {
@@ -393,7 +409,7 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
   if (elf.machine() == kElfMachineCuda) return out;
   for (const auto& s : elf.sections()) {
     // Loaded data (SHT_PROGBITS, SHF_ALLOC, not SHF_EXECINSTR); unwind tables and the GOT hold none.
-    if (s.type != kShtProgbitsType || (s.flags & kShfAllocFlag) == 0 || (s.flags & kShfExecFlag) != 0) continue;
+    if (s.type != SHT_PROGBITS || (s.flags & SHF_ALLOC) == 0 || (s.flags & SHF_EXECINSTR) != 0) continue;
     if (s.name == ".nv_fatbin" || s.name == "__nv_relfatbin" || s.size < kFatbinHeaderSize + kEntryHeaderMinSize) continue;
     if (s.name.starts_with(".eh_frame") || s.name.starts_with(".gcc_except_table") || s.name.starts_with(".got")) continue;
     auto bytes = elf.section_bytes(s);

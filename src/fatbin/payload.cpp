@@ -2,9 +2,8 @@
 // Payloads on demand: bounded decompression and kernel entry points.
 #include <archguard/fatbin.hpp>
 
-#include "try.hpp"
-
 #include <cxxabi.h>
+#include <elf.h>
 #ifndef ARCHGUARD_NO_COMPRESSION  // the dependency-free verifier (tools/archguard-verify) decodes no payload
 #include <lz4.h>
 #include <zstd.h>
@@ -18,8 +17,7 @@
 namespace archguard {
 namespace {
 
-constexpr std::uint8_t kSttFunc = 2;
-constexpr std::uint8_t kStoCudaEntry = 0x10;
+constexpr std::uint8_t kStoCudaEntry = 0x10;  // st_other bit of a CUDA kernel entry (no <elf.h> name)
 
 std::string entry_where(std::string_view name, const FatbinEntry& e) {
   return std::string(name) + ": entry " + std::to_string(e.index) + " at " + hex(e.offset);
@@ -50,17 +48,17 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
       e.compression == Compression::none ? e.stored_size
                                          : (e.compressed_size != 0 ? e.compressed_size : e.stored_size);
   if (e.compression == Compression::none && e.stored_size > limit)
-    return Error{where + ": image size " + hex(e.stored_size) + " exceeds the limit " + hex(limit)};
+    return Error{ErrorKind::limit, where + ": image size " + hex(e.stored_size) + " exceeds the limit " + hex(limit)};
   if (e.compression != Compression::none && e.uncompressed_size > limit)
-    return Error{where + ": claimed uncompressed size " + hex(e.uncompressed_size) + " exceeds the limit " + hex(limit)};
+    return Error{ErrorKind::limit, where + ": claimed uncompressed size " + hex(e.uncompressed_size) + " exceeds the limit " + hex(limit)};
   if (in_size > e.payload.size())
-    return Error{where + ": payload size " + hex(in_size) + " runs past the stored bytes " + hex(e.payload.size())};
+    return Error{ErrorKind::corrupt, where + ": payload size " + hex(in_size) + " runs past the stored bytes " + hex(e.payload.size())};
   std::vector<std::byte> in(static_cast<std::size_t>(in_size));
   if (!copy_guarded(in.data(), e.payload.data(), in.size()))
-    return Error{where + ": the file shrank while it was being read (truncated by another process?)"};
+    return Error{ErrorKind::io, where + ": the file shrank while it was being read (truncated by another process?)"};
   if (e.compression == Compression::none) return in;
 #ifdef ARCHGUARD_NO_COMPRESSION
-  return Error{where + ": " + std::string(to_string(e.compression)) + " payload not decoded (built without compression libraries)"};
+  return Error{ErrorKind::unsupported, where + ": " + std::string(to_string(e.compression)) + " payload not decoded (built without compression libraries)"};
 #else
   const std::uint64_t claim = e.uncompressed_size;
   if (e.compression == Compression::lz4) {
@@ -68,17 +66,17 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
     // refusing it here keeps a 1-byte payload from allocating what its header says.
     const std::uint64_t most = in_size * 255 + 64;
     if (in_size > INT_MAX || claim > INT_MAX)
-      return Error{where + ": lz4 sizes " + hex(in_size) + " / " + hex(claim) + " exceed what lz4 handles"};
+      return Error{ErrorKind::unsupported, where + ": lz4 sizes " + hex(in_size) + " / " + hex(claim) + " exceed what lz4 handles"};
     if (claim > most)
-      return Error{where + ": lz4 payload of " + hex(in_size) + " bytes cannot decompress to the claimed " + hex(claim) +
+      return Error{ErrorKind::corrupt, where + ": lz4 payload of " + hex(in_size) + " bytes cannot decompress to the claimed " + hex(claim) +
                    " bytes (at most " + hex(most) + ")"};
     std::vector<std::byte> out(static_cast<std::size_t>(claim));
     const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()),  // bytes as chars
                                       reinterpret_cast<char*>(out.data()), static_cast<int>(in_size),
                                       static_cast<int>(claim));
-    if (n < 0) return Error{where + ": lz4 payload of " + hex(in_size) + " bytes is corrupt"};
+    if (n < 0) return Error{ErrorKind::corrupt, where + ": lz4 payload of " + hex(in_size) + " bytes is corrupt"};
     if (static_cast<std::uint64_t>(n) != claim)
-      return Error{where + ": lz4 payload decompresses to " + hex(static_cast<std::uint64_t>(n)) +
+      return Error{ErrorKind::corrupt, where + ": lz4 payload decompresses to " + hex(static_cast<std::uint64_t>(n)) +
                    " bytes, the header claims " + hex(claim)};
     return out;
   }
@@ -86,15 +84,15 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
   if (e.compressed_size == 0) {
     frame = ZSTD_findFrameCompressedSize(in.data(), in.size());
     if (ZSTD_isError(frame) != 0)
-      return Error{where + ": zstd payload is corrupt (" + ZSTD_getErrorName(frame) + ")"};
+      return Error{ErrorKind::corrupt, where + ": zstd payload is corrupt (" + ZSTD_getErrorName(frame) + ")"};
   }
   const unsigned long long content = ZSTD_getFrameContentSize(in.data(), frame);
-  if (content == ZSTD_CONTENTSIZE_ERROR) return Error{where + ": payload is not a zstd frame"};
+  if (content == ZSTD_CONTENTSIZE_ERROR) return Error{ErrorKind::corrupt, where + ": payload is not a zstd frame"};
   if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != claim)
-    return Error{where + ": zstd frame holds " + hex(content) + " bytes, the header claims " + hex(claim)};
+    return Error{ErrorKind::corrupt, where + ": zstd frame holds " + hex(content) + " bytes, the header claims " + hex(claim)};
   // Streamed into a buffer that grows with the output actually produced, never past the claim.
   std::unique_ptr<ZSTD_DCtx, std::size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  if (!dctx) return Error{where + ": cannot create a zstd decoder"};
+  if (!dctx) return Error{ErrorKind::io, where + ": cannot create a zstd decoder"};
   std::vector<std::byte> out(static_cast<std::size_t>(std::min<std::uint64_t>(claim, std::uint64_t{1} << 16)));
   ZSTD_inBuffer src{in.data(), frame, 0};
   std::size_t produced = 0;
@@ -105,10 +103,10 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
         std::byte probe[1];
         ZSTD_outBuffer extra{probe, sizeof probe, 0};
         const std::size_t rc = ZSTD_decompressStream(dctx.get(), &extra, &src);
-        if (ZSTD_isError(rc) != 0) return Error{where + ": zstd payload is corrupt (" + ZSTD_getErrorName(rc) + ")"};
+        if (ZSTD_isError(rc) != 0) return Error{ErrorKind::corrupt, where + ": zstd payload is corrupt (" + ZSTD_getErrorName(rc) + ")"};
         if (extra.pos != 0)
-          return Error{where + ": zstd payload decompresses to more than the " + hex(claim) + " bytes the header claims"};
-        if (rc != 0) return Error{where + ": zstd payload is truncated (the frame does not end)"};
+          return Error{ErrorKind::corrupt, where + ": zstd payload decompresses to more than the " + hex(claim) + " bytes the header claims"};
+        if (rc != 0) return Error{ErrorKind::corrupt, where + ": zstd payload is truncated (the frame does not end)"};
         break;
       }
       out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(claim, std::uint64_t{out.size()} * 2)));
@@ -116,15 +114,15 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
     ZSTD_outBuffer dst{out.data(), out.size(), produced};
     const std::size_t consumed = src.pos;
     const std::size_t rc = ZSTD_decompressStream(dctx.get(), &dst, &src);
-    if (ZSTD_isError(rc) != 0) return Error{where + ": zstd payload is corrupt (" + ZSTD_getErrorName(rc) + ")"};
+    if (ZSTD_isError(rc) != 0) return Error{ErrorKind::corrupt, where + ": zstd payload is corrupt (" + ZSTD_getErrorName(rc) + ")"};
     const bool progressed = dst.pos != produced;
     produced = dst.pos;
     if (rc == 0) break;  // frame complete
     if (!progressed && src.pos == consumed && produced < out.size())
-      return Error{where + ": zstd payload is truncated (the frame does not end)"};
+      return Error{ErrorKind::corrupt, where + ": zstd payload is truncated (the frame does not end)"};
   }
   if (produced != claim)
-    return Error{where + ": zstd payload decompresses to " + hex(produced) + " bytes, the header claims " + hex(claim)};
+    return Error{ErrorKind::corrupt, where + ": zstd payload decompresses to " + hex(produced) + " bytes, the header claims " + hex(claim)};
   out.resize(produced);
   return out;
 #endif
@@ -137,7 +135,7 @@ Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std:
     AG_TRY(ElfFile cubin, ElfFile::parse(image, entry_where(name, e) + ": cubin"));
     AG_TRY(std::vector<ElfSymbol> syms, cubin.symbols());
     for (const auto& s : syms) {
-      if (s.type() != kSttFunc || (s.other & kStoCudaEntry) == 0 || s.name.empty()) continue;
+      if (s.type() != STT_FUNC || (s.other & kStoCudaEntry) == 0 || s.name.empty()) continue;
       out.push_back(Kernel{std::string(s.name), demangle(s.name)});
     }
     return out;

@@ -3,8 +3,6 @@
 // one synthetic entry so that kernels and coverage are read from it as from any fatbin.
 #include <archguard/fatbin.hpp>
 
-#include "try.hpp"
-
 #include <algorithm>
 #include <cctype>
 

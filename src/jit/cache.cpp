@@ -28,7 +28,6 @@ namespace {
 constexpr char kMagic[8] = {'A', 'G', 'J', 'I', 'T', 'v', '1', '\0'};
 constexpr std::size_t kHeaderSize = 8 + 8 + 32 + 32;  // magic, record size, key, sha256(record)
 constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 31;
-constexpr int kCorrupt = 1;  // Error::code of read_entry when the entry is damaged
 constexpr std::int64_t kAbandonedTempSeconds = 3600;
 
 using common::errno_text;
@@ -41,16 +40,16 @@ using Fd = common::UniqueFd;
 // Ownership and mode rules for a directory we trust. Read-only layers may also belong to root.
 Status check_dir(int fd, const std::string& path, bool readonly_layer) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return make_error("cache dir " + path + ": fstat failed: " + errno_text(errno), errno);
-  if (!S_ISDIR(st.st_mode)) return make_error("cache dir " + path + " is not a directory");
+  if (::fstat(fd, &st) != 0) return errno_error("cache dir " + path + ": fstat failed: " + errno_text(errno), errno);
+  if (!S_ISDIR(st.st_mode)) return make_error(ErrorKind::usage, "cache dir " + path + " is not a directory");
   const uid_t me = ::geteuid();
   if (st.st_uid != me && !(readonly_layer && st.st_uid == 0)) {
-    return make_error("cache dir " + path + " is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
+    return make_error(ErrorKind::usage, "cache dir " + path + " is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
                       std::to_string(me) + "): refusing to trust it; use a directory of your own " +
                       "(ARCHGUARD_CACHE_DIR) or ARCHGUARD_CACHE_DISABLE=1");
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return make_error("cache dir " + path + " is writable by group or others (mode " + octal_mode(st.st_mode) +
+    return make_error(ErrorKind::usage, "cache dir " + path + " is writable by group or others (mode " + octal_mode(st.st_mode) +
                       "): refusing to trust it; run chmod go-w " + path + " (archguard creates it with 0700)");
   }
   return Ok{};
@@ -58,25 +57,25 @@ Status check_dir(int fd, const std::string& path, bool readonly_layer) {
 
 // mkdir -p with mode 0700 for the components it creates.
 Status make_dirs(const std::string& path) {
-  if (path.empty()) return make_error("cache dir: empty path");
-  if (auto s = common::make_dirs(path, 0700); !s) return make_error("cache dir " + path + ": " + s.message(), s.code());
+  if (path.empty()) return make_error(ErrorKind::usage, "cache dir: empty path");
+  if (auto s = common::make_dirs(path, 0700); !s) return rewrap(s.error(), "cache dir " + path + ": " + s.message());
   return Ok{};
 }
 
 // Opens (creating when `create`) a sub-directory of a trusted directory without following links.
 Result<Fd> open_subdir(int parent, const char* name, const std::string& path, bool create, bool readonly_layer) {
   if (create && ::mkdirat(parent, name, 0700) != 0 && errno != EEXIST) {
-    return make_error("cache dir " + path + ": mkdir failed: " + errno_text(errno), errno);
+    return errno_error("cache dir " + path + ": mkdir failed: " + errno_text(errno), errno);
   }
   Fd fd(::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
     const int e = errno;
     if (e == ELOOP || e == ENOTDIR) {
-      return make_error("cache dir " + path + " is a symbolic link or not a directory: refusing to follow it", e);
+      return errno_error("cache dir " + path + " is a symbolic link or not a directory: refusing to follow it", e);
     }
-    return make_error("cache dir " + path + ": open failed: " + errno_text(e), e);
+    return errno_error("cache dir " + path + ": open failed: " + errno_text(e), e);
   }
-  if (auto s = check_dir(fd.get(), path, readonly_layer); !s) return s.error();
+  AG_TRY_STATUS(check_dir(fd.get(), path, readonly_layer));
   return fd;
 }
 
@@ -121,14 +120,14 @@ class EntryLock {
   static Result<EntryLock> acquire(int shard_fd, const std::string& name, const std::string& path, bool wait) {
     for (int attempt = 0; attempt < 100; ++attempt) {
       Fd fd(::openat(shard_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (!fd.valid()) return make_error(path + ": open failed: " + errno_text(errno), errno);
+      if (!fd.valid()) return errno_error(path + ": open failed: " + errno_text(errno), errno);
       int r;
       do {
         r = ::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB));
       } while (r != 0 && errno == EINTR);
       if (r != 0) {
         if (errno == EWOULDBLOCK) return EntryLock();
-        return make_error(path + ": flock failed: " + errno_text(errno), errno);
+        return errno_error(path + ": flock failed: " + errno_text(errno), errno);
       }
       struct stat a {}, b {};
       if (::fstat(fd.get(), &a) == 0 && ::fstatat(shard_fd, name.c_str(), &b, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -138,7 +137,7 @@ class EntryLock {
         return l;
       }
     }
-    return make_error(path + ": lock file keeps disappearing");
+    return make_error(ErrorKind::io, path + ": lock file keeps disappearing");
   }
   bool held() const { return fd_.valid(); }
 
@@ -166,7 +165,7 @@ Result<CacheOptions> CacheOptions::from_environment() {
       const std::string home = env("HOME");
       if (home.empty()) {
         if (!o.disabled) {
-          return make_error("cache dir: neither ARCHGUARD_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; set one or "
+          return make_error(ErrorKind::usage, "cache dir: neither ARCHGUARD_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; set one or "
                             "ARCHGUARD_CACHE_DISABLE=1");
         }
       } else {
@@ -179,7 +178,7 @@ Result<CacheOptions> CacheOptions::from_environment() {
     // Checked: 17179869184G does not fit in 64 bits and is refused (it used to wrap to 0).
     auto v = parse_byte_size(max);
     if (!v) {
-      return make_error("ARCHGUARD_CACHE_MAX_BYTES: '" + max +
+      return make_error(ErrorKind::usage, "ARCHGUARD_CACHE_MAX_BYTES: '" + max +
                         "' is not a size that fits in 64 bits (bytes, or with K, M, G or T)");
     }
     o.max_bytes = *v;
@@ -220,7 +219,7 @@ void Cache::count(std::uint64_t CacheCounters::*field) {
 }
 
 Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
-  if (options.disabled) return make_error("cache: disabled (ARCHGUARD_CACHE_DISABLE)");
+  if (options.disabled) return make_error(ErrorKind::usage, "cache: disabled (ARCHGUARD_CACHE_DISABLE)");
   std::unique_ptr<Cache> c(new Cache());
   c->dir_ = options.dir;
   while (c->dir_.size() > 1 && c->dir_.back() == '/') c->dir_.pop_back();
@@ -232,32 +231,29 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     layer->root = root;
     layer->readonly = readonly;
     if (!readonly) {
-      if (auto s = make_dirs(root); !s) return s.error();
+      AG_TRY_STATUS(make_dirs(root));
     }
     // The root itself may be reached through links the user set up (a moved ~/.cache);
     // below it nothing is followed.
     layer->root_fd = Fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!layer->root_fd.valid()) {
-      return make_error("cache dir " + root + ": open failed: " + errno_text(errno), errno);
+      return errno_error("cache dir " + root + ": open failed: " + errno_text(errno), errno);
     }
-    if (auto s = check_dir(layer->root_fd.get(), root, readonly); !s) return s.error();
+    AG_TRY_STATUS(check_dir(layer->root_fd.get(), root, readonly));
     auto v1 = open_subdir(layer->root_fd.get(), "v1", root + "/v1", !readonly, readonly);
     if (!v1) return v1.error();
-    auto entries = open_subdir(v1->get(), "entries", root + "/v1/entries", !readonly, readonly);
-    if (!entries) return entries.error();
-    layer->entries_fd = std::move(*entries);
+    AG_TRY(auto entries, open_subdir(v1->get(), "entries", root + "/v1/entries", !readonly, readonly));
+    layer->entries_fd = std::move(entries);
     if (!readonly) {
-      auto tmp = open_subdir(v1->get(), "tmp", root + "/v1/tmp", true, false);
-      if (!tmp) return tmp.error();
-      layer->tmp_fd = std::move(*tmp);
+      AG_TRY(auto tmp, open_subdir(v1->get(), "tmp", root + "/v1/tmp", true, false));
+      layer->tmp_fd = std::move(tmp);
     }
     return layer;
   };
 
-  if (c->dir_.empty()) return make_error("cache dir: empty path");
-  auto w = open_layer(c->dir_, false);
-  if (!w) return w.error();
-  c->layers_.push_back(std::move(*w));
+  if (c->dir_.empty()) return make_error(ErrorKind::usage, "cache dir: empty path");
+  AG_TRY(auto w, open_layer(c->dir_, false));
+  c->layers_.push_back(std::move(w));
   for (const std::string& ro : options.readonly_dirs) {
     auto l = open_layer(ro, true);
     if (!l) {
@@ -275,7 +271,7 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
   const std::string hex = to_hex(key);
   auto shard = layer.shard(hex, false);
   if (!shard) {
-    if (shard.code() == ENOENT) return std::optional<CacheHit>{};
+    if (shard.kind() == ErrorKind::not_found) return std::optional<CacheHit>{};
     return shard.error();
   }
   const std::string name = hex + ".bin";
@@ -284,31 +280,30 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
   if (!fd.valid()) {
     const int e = errno;
     if (e == ENOENT) return std::optional<CacheHit>{};
-    if (e == ELOOP) return make_error(path + ": is a symbolic link", kCorrupt);
-    return make_error(path + ": open failed: " + errno_text(e), e);
+    if (e == ELOOP) return make_error(ErrorKind::corrupt, path + ": is a symbolic link", ELOOP);
+    return errno_error(path + ": open failed: " + errno_text(e), e);
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return make_error(path + ": fstat failed: " + errno_text(errno), errno);
-  if (!S_ISREG(st.st_mode)) return make_error(path + ": not a regular file", kCorrupt);
+  if (::fstat(fd.get(), &st) != 0) return errno_error(path + ": fstat failed: " + errno_text(errno), errno);
+  if (!S_ISREG(st.st_mode)) return make_error(ErrorKind::corrupt, path + ": not a regular file");
   if (st.st_uid != ::geteuid() && !(layer.readonly && st.st_uid == 0)) {
-    return make_error(path + ": owned by uid " + std::to_string(st.st_uid) + ", not by you", kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": owned by uid " + std::to_string(st.st_uid) + ", not by you");
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return make_error(path + ": writable by group or others (mode " + octal_mode(st.st_mode) + "): not trusted",
-                      kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": writable by group or others (mode " + octal_mode(st.st_mode) + "): not trusted");
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size < kHeaderSize || size > kMaxEntryBytes) {
     char buf[96];
     std::snprintf(buf, sizeof buf, ": size 0x%llx is not a valid entry (header is 0x%zx bytes)",
                   static_cast<unsigned long long>(size), kHeaderSize);  // NOLINT(runtime/int)
-    return make_error(path + buf, kCorrupt);
+    return make_error(ErrorKind::corrupt, path + buf);
   }
   auto bytes = read_all(fd.get(), static_cast<std::size_t>(size), path);
   if (!bytes) return bytes.error();
   const std::byte* p = bytes->data();
   if (bytes->size() != size || std::memcmp(p, kMagic, sizeof kMagic) != 0) {
-    return make_error(path + ": bad magic at 0x0 (not an archguard cache entry)", kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": bad magic at 0x0 (not an archguard cache entry)");
   }
   // Read through the checked reader: the size was checked above, so this read cannot fail.
   const std::uint64_t record_size = ByteReader(*bytes, path).u64(8, "record size").value();
@@ -317,18 +312,18 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
     std::snprintf(buf, sizeof buf, ": record size 0x%llx at 0x8 does not match the file (0x%llx bytes after the header)",
                   static_cast<unsigned long long>(record_size),                 // NOLINT(runtime/int)
                   static_cast<unsigned long long>(size - kHeaderSize));          // NOLINT(runtime/int)
-    return make_error(path + buf, kCorrupt);
+    return make_error(ErrorKind::corrupt, path + buf);
   }
   if (std::memcmp(p + 16, key.data(), key.size()) != 0) {
-    return make_error(path + ": key at 0x10 does not match the file name", kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": key at 0x10 does not match the file name");
   }
   const std::span<const std::byte> record(p + kHeaderSize, static_cast<std::size_t>(record_size));
   const Digest sum = sha256(record);
   if (std::memcmp(p + 48, sum.data(), sum.size()) != 0) {
-    return make_error(path + ": checksum at 0x30 does not match the record (corrupt or truncated)", kCorrupt);
+    return make_error(ErrorKind::corrupt, path + ": checksum at 0x30 does not match the record (corrupt or truncated)");
   }
   auto rec = decode_record(record, path);
-  if (!rec) return make_error(rec.message(), kCorrupt);
+  if (!rec) return make_error(ErrorKind::corrupt, rec.message(), rec.code());
   if (stamp && !layer.readonly) {
     // The explicit last-used stamp for LRU eviction: the entry's mtime, set on every hit.
     const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
@@ -352,26 +347,24 @@ Result<std::optional<CacheHit>> Cache::lookup(const Digest& key) {
       }
       continue;
     }
-    if (r.code() != kCorrupt) return r.error();
+    if (r.kind() != ErrorKind::corrupt) return r.error();
     if (layer.readonly) {
       warn("read-only cache layer: " + r.message());
       continue;
     }
     // Damaged entry: evict it under its lock unless someone replaced it meanwhile.
     const std::string hex = to_hex(key);
-    auto shard = layer.shard(hex, true);
-    if (!shard) return shard.error();
-    auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
-    if (!lock) return lock.error();
+    AG_TRY(auto shard, layer.shard(hex, true));
+    AG_TRY(auto lock, EntryLock::acquire(shard.get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true));
     auto again = read_entry(layer, key, true);
     if (again.ok() && again->has_value()) {
       count(&CacheCounters::hits);
       return again;
     }
-    if (!again.ok() && again.code() != kCorrupt) return again.error();
+    if (!again.ok() && again.kind() != ErrorKind::corrupt) return again.error();
     if (!again.ok()) {
-      ::unlinkat(shard->get(), (hex + ".bin").c_str(), 0);
-      ::unlinkat(shard->get(), (hex + ".json").c_str(), 0);
+      ::unlinkat(shard.get(), (hex + ".bin").c_str(), 0);
+      ::unlinkat(shard.get(), (hex + ".json").c_str(), 0);
       count(&CacheCounters::corrupt_evicted);
       warn("evicted a corrupt cache entry: " + again.message());
     }
@@ -385,8 +378,7 @@ Result<std::optional<CacheHit>> Cache::lookup(const Digest& key) {
 Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record, std::string_view metadata,
                       std::uint64_t* written) {
   const std::string hex = to_hex(key);
-  auto shard = layer.shard(hex, true);
-  if (!shard) return shard.error();
+  AG_TRY(auto shard, layer.shard(hex, true));
   const std::vector<std::byte> body = encode_record(record);
   std::vector<std::byte> file(kHeaderSize);
   std::memcpy(file.data(), kMagic, sizeof kMagic);
@@ -405,9 +397,9 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
   auto write_tmp = [&](const std::string& name, std::span<const std::byte> bytes, bool sync) -> Status {
     const std::string path = layer.root + "/v1/tmp/" + name;
     Fd fd(::openat(layer.tmp_fd.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) return make_error(path + ": create failed: " + errno_text(errno), errno);
+    if (!fd.valid()) return errno_error(path + ": create failed: " + errno_text(errno), errno);
     if (auto s = write_all(fd.get(), bytes, path); !s) return s;
-    if (sync && ::fsync(fd.get()) != 0) return make_error(path + ": fsync failed: " + errno_text(errno), errno);
+    if (sync && ::fsync(fd.get()) != 0) return errno_error(path + ": fsync failed: " + errno_text(errno), errno);
     return Ok{};
   };
   auto cleanup = [&] {
@@ -424,11 +416,11 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
     return s;
   }
   // Metadata first: a published .bin always has its .json beside it.
-  if (::renameat(layer.tmp_fd.get(), tmp_json.c_str(), shard->get(), (hex + ".json").c_str()) != 0 ||
-      ::renameat(layer.tmp_fd.get(), tmp_bin.c_str(), shard->get(), (hex + ".bin").c_str()) != 0) {
+  if (::renameat(layer.tmp_fd.get(), tmp_json.c_str(), shard.get(), (hex + ".json").c_str()) != 0 ||
+      ::renameat(layer.tmp_fd.get(), tmp_bin.c_str(), shard.get(), (hex + ".bin").c_str()) != 0) {
     const int e = errno;
     cleanup();
-    return make_error(layer.path_of(shard_of(hex), hex + ".bin") + ": rename failed: " + errno_text(e), e);
+    return errno_error(layer.path_of(shard_of(hex), hex + ".bin") + ": rename failed: " + errno_text(e), e);
   }
   count(&CacheCounters::stores);
   if (written != nullptr) *written = file.size() + metadata.size();
@@ -438,12 +430,10 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
 Status Cache::store(const Digest& key, const CacheRecord& record, std::string_view metadata) {
   Layer& layer = *layers_.front();
   const std::string hex = to_hex(key);
-  auto shard = layer.shard(hex, true);
-  if (!shard) return shard.error();
+  AG_TRY(auto shard, layer.shard(hex, true));
   std::uint64_t written = 0;
   {
-    auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
-    if (!lock) return lock.error();
+    AG_TRY(auto lock, EntryLock::acquire(shard.get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true));
     if (auto s = publish(layer, key, record, metadata, &written); !s) return s;
   }
   return after_store(written);
@@ -457,12 +447,11 @@ Result<CacheHit> Cache::get_or_build(const Digest& key, const Builder& build, bo
 
   Layer& layer = *layers_.front();
   const std::string hex = to_hex(key);
-  auto shard = layer.shard(hex, true);
-  if (!shard) return shard.error();
+  AG_TRY(auto shard, layer.shard(hex, true));
   CacheHit out;
   std::uint64_t written = 0;
   {
-    auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
+    auto lock = EntryLock::acquire(shard.get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
     if (!lock) return lock.error();
     // Someone may have built it while we waited for the lock.
     auto again = read_entry(layer, key, true);
@@ -470,16 +459,15 @@ Result<CacheHit> Cache::get_or_build(const Digest& key, const Builder& build, bo
       count(&CacheCounters::hits);
       return std::move(**again);
     }
-    if (!again.ok() && again.code() != kCorrupt) return again.error();
+    if (!again.ok() && again.kind() != ErrorKind::corrupt) return again.error();
     std::string metadata;
-    auto rec = build(metadata);
-    if (!rec) return rec.error();
+    AG_TRY(auto rec, build(metadata));
     if (built != nullptr) *built = true;
-    if (auto s = publish(layer, key, *rec, metadata, &written); !s) return s.error();
-    out.record = std::move(*rec);
+    AG_TRY_STATUS(publish(layer, key, rec, metadata, &written));
+    out.record = std::move(rec);
     out.layer = layer.root;
   }
-  if (auto s = after_store(written); !s) return s.error();
+  AG_TRY_STATUS(after_store(written));
   return out;
 }
 
@@ -487,9 +475,8 @@ Status Cache::evict(const Digest& key) {
   Layer& layer = *layers_.front();
   const std::string hex = to_hex(key);
   auto shard = layer.shard(hex, false);
-  if (!shard) return shard.code() == ENOENT ? Status(Ok{}) : Status(shard.error());
-  auto lock = EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true);
-  if (!lock) return lock.error();
+  if (!shard) return shard.kind() == ErrorKind::not_found ? Status(Ok{}) : Status(shard.error());
+  AG_TRY(auto lock, EntryLock::acquire(shard->get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true));
   ::unlinkat(shard->get(), (hex + ".bin").c_str(), 0);
   ::unlinkat(shard->get(), (hex + ".json").c_str(), 0);
   ::unlinkat(shard->get(), (hex + ".lock").c_str(), 0);
@@ -640,8 +627,8 @@ Result<std::vector<CacheEntryInfo>> Cache::verify(bool evict_bad) {
     auto r = read_entry(*layer, *key, false);
     if (r.ok()) continue;
     e.problem = r.message();
-    if (evict_bad && !layer->readonly && r.code() == kCorrupt) {
-      if (auto s = evict(*key); !s) return s.error();
+    if (evict_bad && !layer->readonly && r.kind() == ErrorKind::corrupt) {
+      AG_TRY_STATUS(evict(*key));
     }
   }
   return entries;

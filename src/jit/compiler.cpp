@@ -46,7 +46,7 @@ bool is_arch_option(const std::string& o) {
 Status check_options(const CompileRequest& request) {
   for (const std::string& o : request.options) {
     if (is_arch_option(o)) {
-      return make_error(request.name + ": option '" + o +
+      return make_error(ErrorKind::usage, request.name + ": option '" + o +
                         "': give the architecture as the request's target, not as an nvrtc option");
     }
   }
@@ -87,14 +87,14 @@ Result<Target> choose_target(const Device& device, std::span<const unsigned> sup
     if (a <= dev_sm) best = std::max(best, a);
   }
   if (best == 0) {
-    return make_error("no target for a device of compute capability " + common::version_text(device.cc) +
+    return make_error(ErrorKind::unsupported, "no target for a device of compute capability " + common::version_text(device.cc) +
                       ": this nvrtc supports " + arch_list(supported) + ", none of which is <= sm_" +
                       std::to_string(dev_sm) + "; use an nvrtc from an older CUDA release");
   }
   const Arch arch{best, Suffix::none};
   if (best / 10 == device.cc.major && sass_runs_on(arch, device)) return Target{arch, CodeKind::sass};
   if (!driver_ptx_isa.empty() && !nvrtc_ptx_isa.empty() && nvrtc_ptx_isa > driver_ptx_isa) {
-    return make_error("no target for a device of compute capability " + common::version_text(device.cc) + ": sass from this nvrtc (" +
+    return make_error(ErrorKind::unsupported, "no target for a device of compute capability " + common::version_text(device.cc) + ": sass from this nvrtc (" +
                       arch_list(supported) + ") cannot run on it, and its ptx (isa " + common::version_text(nvrtc_ptx_isa) +
                       ") is newer than the driver accepts (isa " + common::version_text(driver_ptx_isa) +
                       "); update the driver or use an nvrtc whose ptx isa is <= " + common::version_text(driver_ptx_isa));
@@ -126,18 +126,16 @@ Compiler::~Compiler() = default;
 Result<std::unique_ptr<Compiler>> Compiler::create(const CompilerOptions& options) {
   std::unique_ptr<Compiler> c(new Compiler());
   c->impl_ = std::make_unique<Impl>();
-  auto nv = options.nvrtc_library.empty() ? shared_nvrtc() : load_nvrtc(options.nvrtc_library);
-  if (!nv) return nv.error();
-  c->impl_->nvrtc = *nv;
+  AG_TRY(auto nv, options.nvrtc_library.empty() ? shared_nvrtc() : load_nvrtc(options.nvrtc_library));
+  c->impl_->nvrtc = nv;
   c->impl_->pch = options.pch;
   if (options.use_cache) {
     CacheOptions co;
     if (options.cache) {
       co = *options.cache;
     } else {
-      auto env = CacheOptions::from_environment();
-      if (!env) return env.error();
-      co = *env;
+      AG_TRY(auto env, CacheOptions::from_environment());
+      co = env;
     }
     if (!co.disabled) {
       auto cache = Cache::open(co);
@@ -153,7 +151,7 @@ Cache* Compiler::cache() const { return impl_->cache.get(); }
 const std::string& Compiler::cache_problem() const { return impl_->cache_problem; }
 
 Result<KeyInfo> Compiler::key(const CompileRequest& request) const {
-  if (auto s = check_options(request); !s) return s.error();
+  AG_TRY_STATUS(check_options(request));
   const NvrtcInfo& nv = impl_->nvrtc->info();
   const detail::IncludeScan scan = detail::scan_includes(request);
   Hasher h;
@@ -213,13 +211,12 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
   out.target = request.target;
   const std::vector<std::string> options = impl_->final_options(request);
   auto uncached = [&](std::string note) -> Result<Compiled> {
-    if (auto s = check_options(request); !s) return s.error();
-    auto r = impl_->nvrtc->compile(request, options);
-    if (!r) return r.error();
-    out.image = std::move(r->image);
-    out.lowered_names = std::move(r->lowered);
-    out.log = std::move(r->log);
-    out.compile_ms = r->ms;
+    AG_TRY_STATUS(check_options(request));
+    AG_TRY(auto r, impl_->nvrtc->compile(request, options));
+    out.image = std::move(r.image);
+    out.lowered_names = std::move(r.lowered);
+    out.log = std::move(r.log);
+    out.compile_ms = r.ms;
     out.cache_note = std::move(note);
     return out;
   };
@@ -227,12 +224,11 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
   auto key = this->key(request);
   if (!key) return key.error();
   if (!key->cacheable) {
-    auto r = impl_->nvrtc->compile(request, options);
-    if (!r) return r.error();
-    out.image = std::move(r->image);
-    out.lowered_names = std::move(r->lowered);
-    out.log = std::move(r->log);
-    out.compile_ms = r->ms;
+    AG_TRY(auto r, impl_->nvrtc->compile(request, options));
+    out.image = std::move(r.image);
+    out.lowered_names = std::move(r.lowered);
+    out.log = std::move(r.log);
+    out.compile_ms = r.ms;
     out.cache_note = key->note;
     return out;
   }
@@ -282,7 +278,7 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
     return uncached(note);
   }
   if (hit->record.kind != kind_code(request.target.kind)) {
-    return make_error("cache entry " + key->hex + " holds a different kind of image than its key says");
+    return make_error(ErrorKind::corrupt, "cache entry " + key->hex + " holds a different kind of image than its key says");
   }
   out.key = key->hex;
   out.from_cache = !built;
@@ -309,7 +305,7 @@ Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest r
   std::optional<Version2> driver_cuda;
   if (auto v = ctx.driver()->cuda_version(); v) driver_cuda = *v;
   auto target = target_for(dev, driver_cuda);
-  if (!target) return make_error(ctx.device().name + ": " + target.message());
+  if (!target) return rewrap(target.error(), ctx.device().name + ": " + target.message());
   request.target = *target;
   request.driver_cuda = driver_cuda;
   auto compiled = compile(request);
@@ -326,15 +322,14 @@ Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest r
     mod = ctx.load_module(compiled->image);
     reloads = 1;
     if (!mod) {
-      return make_error(request.name + ": the driver refuses the " + tname + " image even after evicting the cached one (" +
-                            first + ") and compiling again: " + mod.message(),
-                        mod.code());
+      return rewrap(mod.error(), request.name + ": the driver refuses the " + tname + " image even after evicting the cached one (" +
+                                        first + ") and compiling again: " + mod.message());
     }
   }
-  if (!mod) return make_error(request.name + ": loading the " + tname + " image: " + mod.message(), mod.code());
+  if (!mod) return rewrap(mod.error(), request.name + ": loading the " + tname + " image: " + mod.message());
   const std::string* lowered = compiled->lowered(kernel);
   auto fn = mod->function(lowered != nullptr ? *lowered : kernel);
-  if (!fn) return make_error(request.name + ": " + fn.message(), fn.code());
+  if (!fn) return rewrap(fn.error(), request.name + ": " + fn.message());
   LoadedKernel lk{std::move(*mod), std::move(*fn), std::move(*compiled), LaunchPath::jit, {}, reloads};
   lk.reason = "jit-compiled " + tname + " for " + ctx.device().name + " (cc " + common::version_text(ctx.device().cc) + ")" +
               (lk.compiled.from_cache ? " from the cache" : "") + (reloads ? " after evicting a refused cached image" : "");
@@ -342,16 +337,15 @@ Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest r
 }
 
 Result<Prebuilt> Prebuilt::from_fatbin(std::span<const std::byte> bytes, const std::string& name) {
-  auto fatbins = Fatbin::parse_all(bytes, name);
-  if (!fatbins) return fatbins.error();
+  AG_TRY(auto fatbins, Fatbin::parse_all(bytes, name));
   Prebuilt p;
   p.image = bytes;
-  for (const Fatbin& f : *fatbins) {
+  for (const Fatbin& f : fatbins) {
     if (f.device_link) continue;
     const std::vector<Image> im = f.images();
     p.images.insert(p.images.end(), im.begin(), im.end());
   }
-  if (p.images.empty()) return make_error(name + ": no images in its fatbins");
+  if (p.images.empty()) return make_error(ErrorKind::not_found, name + ": no images in its fatbins");
   return p;
 }
 
@@ -387,7 +381,7 @@ Result<LoadedKernel> Compiler::load_with_fallback(const device::Context& ctx, co
           (verdict.reason.empty() ? "no images" : verdict.reason);
   }
   auto lk = load(ctx, std::move(source), kernel);
-  if (!lk) return make_error(why + "; jit fallback failed: " + lk.message(), lk.code());
+  if (!lk) return rewrap(lk.error(), why + "; jit fallback failed: " + lk.message());
   lk->path = LaunchPath::jit;
   lk->reason = why + "; " + lk->reason;
   return lk;

@@ -118,7 +118,7 @@ class Cursor {
     std::snprintf(buf, sizeof buf, ": %.*s at 0x%llx needs 0x%llx bytes but only 0x%llx remain",
                   static_cast<int>(field.size()), field.data(), static_cast<unsigned long long>(off_),  // NOLINT(runtime/int)
                   static_cast<unsigned long long>(need), static_cast<unsigned long long>(left()));  // NOLINT(runtime/int)
-    return make_error(std::string(what_) + buf);
+    return make_error(ErrorKind::corrupt, std::string(what_) + buf);
   }
   ByteReader r_;
   std::string_view what_;
@@ -144,39 +144,33 @@ std::vector<std::byte> encode_record(const CacheRecord& r) {
 Result<CacheRecord> decode_record(std::span<const std::byte> bytes, std::string_view what) {
   Cursor c(bytes, what);
   CacheRecord r;
-  auto kind = c.uint(4, "kind");
-  if (!kind) return kind.error();
-  r.kind = static_cast<std::uint32_t>(*kind);
-  auto n = c.uint(4, "name count");
-  if (!n) return n.error();
+  AG_TRY(auto kind, c.uint(4, "kind"));
+  r.kind = static_cast<std::uint32_t>(kind);
+  AG_TRY(auto n, c.uint(4, "name count"));
   // Each name pair takes at least its two 4-byte lengths.
-  if (auto need = checked_mul(*n, 8); !need || *need > c.left()) {
+  if (auto need = checked_mul(n, 8); !need || *need > c.left()) {
     char buf[96];
     std::snprintf(buf, sizeof buf, ": name count 0x%llx exceeds what the record can hold",
-                  static_cast<unsigned long long>(*n));  // NOLINT(runtime/int)
-    return make_error(std::string(what) + buf);
+                  static_cast<unsigned long long>(n));  // NOLINT(runtime/int)
+    return make_error(ErrorKind::corrupt, std::string(what) + buf);
   }
-  for (std::uint64_t i = 0; i < *n; ++i) {
+  for (std::uint64_t i = 0; i < n; ++i) {
     std::string pair[2];
     for (auto& s : pair) {
-      auto len = c.uint(4, "name length");
-      if (!len) return len.error();
-      auto body = c.take(*len, "name");
-      if (!body) return body.error();
-      s.assign(reinterpret_cast<const char*>(body->data()), body->size());
+      AG_TRY(auto len, c.uint(4, "name length"));
+      AG_TRY(auto body, c.take(len, "name"));
+      s.assign(reinterpret_cast<const char*>(body.data()), body.size());
     }
     r.names.emplace_back(std::move(pair[0]), std::move(pair[1]));
   }
-  auto img_len = c.uint(8, "image length");
-  if (!img_len) return img_len.error();
-  auto img = c.take(*img_len, "image");
-  if (!img) return img.error();
-  r.image.assign(img->begin(), img->end());
+  AG_TRY(auto img_len, c.uint(8, "image length"));
+  AG_TRY(auto img, c.take(img_len, "image"));
+  r.image.assign(img.begin(), img.end());
   if (c.left() != 0) {
     char buf[96];
     std::snprintf(buf, sizeof buf, ": 0x%llx unexpected bytes after the image at 0x%llx",
                   static_cast<unsigned long long>(c.left()), static_cast<unsigned long long>(c.offset()));  // NOLINT(runtime/int)
-    return make_error(std::string(what) + buf);
+    return make_error(ErrorKind::corrupt, std::string(what) + buf);
   }
   return r;
 }

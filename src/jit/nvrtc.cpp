@@ -144,7 +144,7 @@ Result<NvrtcPtr> load_nvrtc(const std::string& library) {
     tried += c + " (" + (e != nullptr ? e : "unknown error") + ")";
   }
   if (h == nullptr) {
-    return make_error("no nvrtc: tried " + tried + "; install the CUDA toolkit's nvrtc or set ARCHGUARD_NVRTC");
+    return make_error(ErrorKind::nvrtc, "no nvrtc: tried " + tried + "; install the CUDA toolkit's nvrtc or set ARCHGUARD_NVRTC");
   }
   std::shared_ptr<Nvrtc> n(new Nvrtc());
   n->handle_ = h;
@@ -168,24 +168,24 @@ Result<NvrtcPtr> load_nvrtc(const std::string& library) {
   need(a.nvrtcGetProgramLog, "nvrtcGetProgramLog");
   need(a.nvrtcAddNameExpression, "nvrtcAddNameExpression");
   need(a.nvrtcGetLoweredName, "nvrtcGetLoweredName");
-  if (!missing.empty()) return make_error("no usable nvrtc: " + used + " lacks " + missing);
+  if (!missing.empty()) return make_error(ErrorKind::nvrtc, "no usable nvrtc: " + used + " lacks " + missing);
   resolve(h, a.nvrtcGetLTOIRSize, "nvrtcGetLTOIRSize");
   resolve(h, a.nvrtcGetLTOIR, "nvrtcGetLTOIR");
 
   NvrtcInfo& info = n->info_;
   int major = 0, minor = 0;
   if (int r = a.nvrtcVersion(&major, &minor); r != 0) {
-    return make_error("nvrtc " + used + ": nvrtcVersion failed: " + n->describe(r), r);
+    return make_error(ErrorKind::nvrtc, "nvrtc " + used + ": nvrtcVersion failed: " + n->describe(r), r);
   }
   info.version = Version2{static_cast<unsigned>(major), static_cast<unsigned>(minor)};
   int count = 0;
   if (int r = a.nvrtcGetNumSupportedArchs(&count); r != 0 || count < 0 || count > 1024) {
-    return make_error("nvrtc " + used + ": nvrtcGetNumSupportedArchs failed: " + n->describe(r), r);
+    return make_error(ErrorKind::nvrtc, "nvrtc " + used + ": nvrtcGetNumSupportedArchs failed: " + n->describe(r), r);
   }
   std::vector<int> archs(static_cast<std::size_t>(count));
   if (count > 0) {
     if (int r = a.nvrtcGetSupportedArchs(archs.data()); r != 0) {
-      return make_error("nvrtc " + used + ": nvrtcGetSupportedArchs failed: " + n->describe(r), r);
+      return make_error(ErrorKind::nvrtc, "nvrtc " + used + ": nvrtcGetSupportedArchs failed: " + n->describe(r), r);
     }
   }
   for (int v : archs) {
@@ -224,7 +224,7 @@ Result<Nvrtc::Output> Nvrtc::compile(const CompileRequest& request, const std::v
   if (int r = a.nvrtcCreateProgram(&prog, request.source.c_str(), request.name.c_str(),
                                    static_cast<int>(hdr_src.size()), hdr_src.data(), hdr_names.data());
       r != 0) {
-    return make_error(what + ": nvrtcCreateProgram failed: " + describe(r), r);
+    return make_error(ErrorKind::nvrtc, what + ": nvrtcCreateProgram failed: " + describe(r), r);
   }
   struct Destroy {
     const NvrtcApi& a;
@@ -234,7 +234,7 @@ Result<Nvrtc::Output> Nvrtc::compile(const CompileRequest& request, const std::v
 
   for (const std::string& e : request.name_expressions) {
     if (int r = a.nvrtcAddNameExpression(prog, e.c_str()); r != 0) {
-      return make_error(what + ": name expression '" + e + "': " + describe(r), r);
+      return make_error(ErrorKind::nvrtc, what + ": name expression '" + e + "': " + describe(r), r);
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -262,16 +262,16 @@ Result<Nvrtc::Output> Nvrtc::compile(const CompileRequest& request, const std::v
                       join_options(options) + "\nlog:\n" + (out.log.empty() ? "(empty)" : out.log);
     const std::string lines = quoted_lines(out.log, request.name, request.source);
     if (!lines.empty()) msg += "\nsource lines:\n" + lines.substr(0, lines.size() - 1);
-    return make_error(std::move(msg), rc);
+    return make_error(ErrorKind::nvrtc, std::move(msg), rc);
   }
   auto fetch = [&](int (*size_fn)(NvrtcApi::Program, std::size_t*), int (*get_fn)(NvrtcApi::Program, char*),
                    const char* kind) -> Status {
     std::size_t n = 0;
-    if (int r = size_fn(prog, &n); r != 0) return make_error(what + ": getting the " + kind + " size: " + describe(r), r);
+    if (int r = size_fn(prog, &n); r != 0) return make_error(ErrorKind::nvrtc, what + ": getting the " + kind + " size: " + describe(r), r);
     std::vector<std::byte> buf(n);
     if (n > 0) {
       if (int r = get_fn(prog, reinterpret_cast<char*>(buf.data())); r != 0) {
-        return make_error(what + ": getting the " + kind + ": " + describe(r), r);
+        return make_error(ErrorKind::nvrtc, what + ": getting the " + kind + ": " + describe(r), r);
       }
     }
     out.image = std::move(buf);
@@ -281,7 +281,7 @@ Result<Nvrtc::Output> Nvrtc::compile(const CompileRequest& request, const std::v
                     std::find(options.begin(), options.end(), "--dlink-time-opt") != options.end();
   Status got = Ok{};
   if (dlto) {
-    if (a.nvrtcGetLTOIRSize == nullptr) return make_error(what + ": this nvrtc cannot return LTO-IR");
+    if (a.nvrtcGetLTOIRSize == nullptr) return make_error(ErrorKind::unsupported, what + ": this nvrtc cannot return LTO-IR");
     got = fetch(a.nvrtcGetLTOIRSize, a.nvrtcGetLTOIR, "LTO-IR");
   } else if (arch.rfind("sm_", 0) == 0) {
     got = fetch(a.nvrtcGetCUBINSize, a.nvrtcGetCUBIN, "cubin");
@@ -290,11 +290,11 @@ Result<Nvrtc::Output> Nvrtc::compile(const CompileRequest& request, const std::v
     while (!out.image.empty() && out.image.back() == std::byte{0}) out.image.pop_back();
   }
   if (!got) return got.error();
-  if (out.image.empty()) return make_error(what + ": nvrtc produced an empty image for " + arch);
+  if (out.image.empty()) return make_error(ErrorKind::nvrtc, what + ": nvrtc produced an empty image for " + arch);
   for (const std::string& e : request.name_expressions) {
     const char* lowered = nullptr;
     if (int r = a.nvrtcGetLoweredName(prog, e.c_str(), &lowered); r != 0 || lowered == nullptr) {
-      return make_error(what + ": lowered name of '" + e + "': " + describe(r), r);
+      return make_error(ErrorKind::nvrtc, what + ": lowered name of '" + e + "': " + describe(r), r);
     }
     out.lowered.emplace_back(e, lowered);
   }

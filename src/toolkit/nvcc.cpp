@@ -75,7 +75,7 @@ bool NvccInfo::supports(Target target) const {
 Result<std::string> find_nvcc(std::string_view explicit_path) {
   if (!explicit_path.empty()) {
     std::string path(explicit_path);
-    if (!is_executable_file(path)) return make_error("nvcc '" + path + "' does not exist or is not an executable file");
+    if (!is_executable_file(path)) return make_error(ErrorKind::not_found, "nvcc '" + path + "' does not exist or is not an executable file");
     return path;
   }
   std::vector<std::string> looked;
@@ -97,26 +97,26 @@ Result<std::string> find_nvcc(std::string_view explicit_path) {
   looked.push_back("/usr/local/cuda/bin");
   std::string where;
   for (const std::string& l : looked) where += (where.empty() ? "" : " and ") + l;
-  return make_error("nvcc not found (looked in " + where +
+  return make_error(ErrorKind::not_found, "nvcc not found (looked in " + where +
                     "); install the CUDA toolkit or give the path of nvcc explicitly");
 }
 
 Result<Version2> parse_nvcc_version(std::string_view text, std::string* build) {
   const std::size_t at = text.find("release ");
   if (at == std::string_view::npos) {
-    return make_error("nvcc --version: no 'release X.Y' in its output (first line: '" + first_line(text) + "')");
+    return make_error(ErrorKind::process, "nvcc --version: no 'release X.Y' in its output (first line: '" + first_line(text) + "')");
   }
   std::string_view rest = text.substr(at + 8);
   unsigned major = 0, minor = 0;
   std::size_t i = 0;
   while (i < rest.size() && is_digit(rest[i]) && i < 3) major = major * 10 + static_cast<unsigned>(rest[i++] - '0');
-  if (i == 0 || i >= rest.size() || rest[i] != '.') return make_error("nvcc --version: malformed release number");
+  if (i == 0 || i >= rest.size() || rest[i] != '.') return make_error(ErrorKind::process, "nvcc --version: malformed release number");
   ++i;
   const std::size_t minor_start = i;
   while (i < rest.size() && is_digit(rest[i]) && i - minor_start < 3) {
     minor = minor * 10 + static_cast<unsigned>(rest[i++] - '0');
   }
-  if (i == minor_start) return make_error("nvcc --version: malformed release number");
+  if (i == minor_start) return make_error(ErrorKind::process, "nvcc --version: malformed release number");
   if (build != nullptr) {
     build->clear();
     const std::size_t v = rest.find(", V");
@@ -142,12 +142,12 @@ Result<std::vector<Arch>> parse_nvcc_list(std::string_view text, CodeKind kind) 
     if (line.empty()) continue;
     std::optional<Arch> arch = arch_from_name(line, prefix);
     if (!arch) {
-      return make_error("nvcc list output line " + std::to_string(line_no) + ": '" + std::string(line) +
+      return make_error(ErrorKind::process, "nvcc list output line " + std::to_string(line_no) + ": '" + std::string(line) +
                         "' is not a " + std::string(prefix) + "XY name");
     }
     out.push_back(*arch);
   }
-  if (out.empty()) return make_error("nvcc printed no " + std::string(prefix) + "XY names");
+  if (out.empty()) return make_error(ErrorKind::process, "nvcc printed no " + std::string(prefix) + "XY names");
   sort_unique(out);
   return out;
 }
@@ -156,13 +156,13 @@ Result<std::vector<Target>> parse_nvcc_help_arch_values(std::string_view help) {
   // The section starts at a line beginning with "--gpu-architecture" and ends at the next
   // option, a line beginning with "--".
   std::size_t start = help.starts_with("--gpu-architecture") ? 0 : help.find("\n--gpu-architecture");
-  if (start == std::string_view::npos) return make_error("nvcc --help: no --gpu-architecture section");
+  if (start == std::string_view::npos) return make_error(ErrorKind::process, "nvcc --help: no --gpu-architecture section");
   std::string_view section = help.substr(start + 1);
   const std::size_t end = section.find("\n--");
   if (end != std::string_view::npos) section = section.substr(0, end);
   const std::size_t allowed = section.find("Allowed values for this option:");
   if (allowed == std::string_view::npos) {
-    return make_error("nvcc --help: the --gpu-architecture section lists no 'Allowed values'");
+    return make_error(ErrorKind::process, "nvcc --help: the --gpu-architecture section lists no 'Allowed values'");
   }
   section.remove_prefix(allowed);
   std::vector<Target> out;
@@ -170,7 +170,7 @@ Result<std::vector<Target>> parse_nvcc_help_arch_values(std::string_view help) {
     const std::size_t open = section.find('\'');
     if (open == std::string_view::npos) break;
     const std::size_t close = section.find('\'', open + 1);
-    if (close == std::string_view::npos) return make_error("nvcc --help: unterminated quoted value");
+    if (close == std::string_view::npos) return make_error(ErrorKind::process, "nvcc --help: unterminated quoted value");
     const std::string_view value = section.substr(open + 1, close - open - 1);
     section.remove_prefix(close + 1);
     if (std::optional<Arch> a = arch_from_name(value, "sm_")) {
@@ -182,50 +182,44 @@ Result<std::vector<Target>> parse_nvcc_help_arch_values(std::string_view help) {
     }
     // 'all', 'all-major', 'native' are shorthands, not targets.
   }
-  if (out.empty()) return make_error("nvcc --help: no sm_/compute_ values under --gpu-architecture");
+  if (out.empty()) return make_error(ErrorKind::process, "nvcc --help: no sm_/compute_ values under --gpu-architecture");
   canonicalize(out);
   return out;
 }
 
 Result<NvccInfo> query_nvcc(std::string_view nvcc_path, std::chrono::milliseconds timeout) {
-  Result<std::string> path = find_nvcc(nvcc_path);
-  if (!path) return path.error();
+  AG_TRY(std::string path, find_nvcc(nvcc_path));
   auto run = [&](const char* flag) -> Result<std::string> {
-    Result<common::ProcessOutput> r = common::run_capture(*path, {flag}, timeout);
-    if (!r) return r.error();
-    if (r->exit_code != 0) {
-      return make_error("'" + *path + " " + flag + "' failed (" +
-                        (r->signal != 0 ? "signal " + std::to_string(r->signal)
-                                        : "exit status " + std::to_string(r->exit_code)) +
-                        "): " + first_line(r->output));
+    AG_TRY(common::ProcessOutput r, common::run_capture(path, {flag}, timeout));
+    if (r.exit_code != 0) {
+      return make_error(ErrorKind::process, "'" + path + " " + flag + "' failed (" +
+                        (r.signal != 0 ? "signal " + std::to_string(r.signal)
+                                        : "exit status " + std::to_string(r.exit_code)) +
+                        "): " + first_line(r.output));
     }
-    return std::move(r->output);
+    return std::move(r.output);
   };
   NvccInfo info;
-  info.path = *path;
-  Result<std::string> version = run("--version");
-  if (!version) return version.error();
-  Result<Version2> release = parse_nvcc_version(*version, &info.build);
-  if (!release) return make_error(*path + ": " + release.message());
+  info.path = path;
+  AG_TRY(std::string version, run("--version"));
+  Result<Version2> release = parse_nvcc_version(version, &info.build);
+  if (!release) return rewrap(release.error(), path + ": " + release.message());
   info.release = *release;
 
-  Result<std::string> codes = run("--list-gpu-code");
-  if (!codes) return codes.error();
-  Result<std::vector<Arch>> sass = parse_nvcc_list(*codes, CodeKind::sass);
-  if (!sass) return make_error(*path + " --list-gpu-code: " + sass.message());
+  AG_TRY(std::string codes, run("--list-gpu-code"));
+  Result<std::vector<Arch>> sass = parse_nvcc_list(codes, CodeKind::sass);
+  if (!sass) return rewrap(sass.error(), path + " --list-gpu-code: " + sass.message());
   info.sass = std::move(*sass);
 
-  Result<std::string> arches = run("--list-gpu-arch");
-  if (!arches) return arches.error();
-  Result<std::vector<Arch>> ptx = parse_nvcc_list(*arches, CodeKind::ptx);
-  if (!ptx) return make_error(*path + " --list-gpu-arch: " + ptx.message());
+  AG_TRY(std::string arches, run("--list-gpu-arch"));
+  Result<std::vector<Arch>> ptx = parse_nvcc_list(arches, CodeKind::ptx);
+  if (!ptx) return rewrap(ptx.error(), path + " --list-gpu-arch: " + ptx.message());
   info.ptx = std::move(*ptx);
 
   // The lists hold the plain targets only; the a/f variants appear in --help.
-  Result<std::string> help = run("--help");
-  if (!help) return help.error();
-  Result<std::vector<Target>> values = parse_nvcc_help_arch_values(*help);
-  if (!values) return make_error(*path + ": " + values.message());
+  AG_TRY(std::string help, run("--help"));
+  Result<std::vector<Target>> values = parse_nvcc_help_arch_values(help);
+  if (!values) return rewrap(values.error(), path + ": " + values.message());
   for (const Target& t : *values) {
     if (t.kind == CodeKind::ltoir) {
       info.ltoir.push_back(t.arch);

@@ -13,6 +13,8 @@
 #include <archguard/elf.hpp>
 #include <archguard/fatbin.hpp>
 
+#include <elf.h>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -35,7 +37,7 @@ struct Inputs {
 void add_elf(Inputs& in, Bytes bytes, const std::string& display, const std::string& archive,
              const std::string& member) {
   // As archguard: an archive member that is not a 64-bit little-endian ELF carries nothing.
-  if (!archive.empty() && (bytes.size() < 6 || bytes[4] != std::byte{2} || bytes[5] != std::byte{1})) return;
+  if (!archive.empty() && (bytes.size() <= EI_DATA || bytes[EI_CLASS] != std::byte{ELFCLASS64} || bytes[EI_DATA] != std::byte{ELFDATA2LSB})) return;
   auto elf = ElfFile::parse(bytes, display);
   if (!elf) {
     in.errors.push_back(elf.message());
@@ -47,14 +49,7 @@ void add_elf(Inputs& in, Bytes bytes, const std::string& display, const std::str
     return;
   }
   if (fatbins->empty() && !archive.empty()) return;
-  ObjectFatbins obj;
-  obj.path = display;
-  obj.archive = archive;
-  obj.member = member;
-  obj.elf_type = elf->type();
-  obj.machine = elf->machine();
-  obj.fatbins = std::move(*fatbins);
-  in.objects.push_back(std::move(obj));
+  in.objects.push_back(ObjectFatbins::of_elf(*elf, display, archive, member, std::move(*fatbins)));
 }
 
 std::string trim_right(std::string s) {

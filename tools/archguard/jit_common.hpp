@@ -32,13 +32,12 @@ inline Result<std::unique_ptr<jit::Compiler>> make_compiler(const std::string& c
   jit::CompilerOptions o;
   o.use_cache = !no_cache;
   if (!no_cache) {
-    auto env = jit::CacheOptions::from_environment();
-    if (!env) return env.error();
+    AG_TRY(auto env, jit::CacheOptions::from_environment());
     if (!cache_dir.empty()) {
-      env->dir = cache_dir;
-      env->disabled = false;
+      env.dir = cache_dir;
+      env.disabled = false;
     }
-    o.cache = *env;
+    o.cache = env;
   }
   return jit::Compiler::create(o);
 }
@@ -58,25 +57,25 @@ inline Result<std::vector<TargetChoice>> parse_targets(const std::vector<std::st
   for (const std::string& a : archs) {
     if (a == "auto") {
       auto drv = device::Driver::shared();
-      if (!drv) return make_error("--arch auto: " + drv.message());
+      if (!drv) return rewrap(drv.error(), "--arch auto: " + drv.message());
       auto info = (*drv)->device(0);
-      if (!info) return make_error("--arch auto: " + info.message());
+      if (!info) return rewrap(info.error(), "--arch auto: " + info.message());
       std::optional<Version2> cuda;
       if (auto v = (*drv)->cuda_version(); v) cuda = *v;
       auto t = compiler.target_for(device_for_cc(info->cc), cuda);
-      if (!t) return make_error("--arch auto: " + t.message());
+      if (!t) return rewrap(t.error(), "--arch auto: " + t.message());
       out.push_back({*t, cuda,
                      "auto: " + info->name + " (cc " + version_or_dash(info->cc) + ", driver cuda " + (cuda ? version_or_dash(*cuda) : "?") +
                          ") -> " + target_name(*t)});
       continue;
     }
     auto parsed = parse_token(a);
-    if (!parsed) return make_error("--arch " + a + ": " + parsed.message());
+    if (!parsed) return rewrap(parsed.error(), "--arch " + a + ": " + parsed.message());
     for (const Target& t : *parsed) {
       if (std::find(supported.begin(), supported.end(), t.arch.sm) == supported.end()) {
         std::string list;
         for (unsigned s : supported) list += (list.empty() ? "" : " ") + std::to_string(s);
-        return make_error("--arch " + a + ": nvrtc " + version_or_dash(compiler.nvrtc().version) + " does not support " +
+        return make_error(ErrorKind::unsupported, "--arch " + a + ": nvrtc " + version_or_dash(compiler.nvrtc().version) + " does not support " +
                           target_name(t) + " (it supports " + list + ")");
       }
       out.push_back({t, std::nullopt, ""});

@@ -25,14 +25,13 @@ struct Common {
 };
 
 archguard::Result<std::unique_ptr<archguard::jit::Cache>> open_cache(const Common& c) {
-  auto o = archguard::jit::CacheOptions::from_environment();
-  if (!o) return o.error();
+  AG_TRY(auto o, archguard::jit::CacheOptions::from_environment());
   if (!c.cache_dir.empty()) {
-    o->dir = c.cache_dir;
-    o->disabled = false;
+    o.dir = c.cache_dir;
+    o.disabled = false;
   }
-  if (o->disabled) return archguard::make_error("the cache is disabled (ARCHGUARD_CACHE_DISABLE); pass --cache-dir");
-  return archguard::jit::Cache::open(*o);
+  if (o.disabled) return archguard::make_error(archguard::ErrorKind::usage, "the cache is disabled (ARCHGUARD_CACHE_DISABLE); pass --cache-dir");
+  return archguard::jit::Cache::open(o);
 }
 
 void print_warnings(const archguard::jit::Cache& cache) {

@@ -48,7 +48,7 @@ Result<Version2> parse_cc(std::string_view text) {
     warn_inferred(*targets);
     return cc_of_sm(targets->front().arch.sm);
   }
-  return Error{"--cc '" + std::string(text) + "' is not a compute capability such as 9.0"};
+  return Error{ErrorKind::usage, "--cc '" + std::string(text) + "' is not a compute capability such as 9.0"};
 }
 
 std::string error_name(int code) {
@@ -121,10 +121,10 @@ std::string summary_text(const ObjectVerdict& v, const ObjectJudgement& j) {
 /// The visible GPUs, grouped by model, for `check` without --cc: what this machine would run on.
 Result<std::vector<Gpu>> visible_gpus() {
   auto drv = device::Driver::shared();
-  if (!drv) return Error{"no GPU visible here (" + drv.message() + ")"};
+  if (!drv) return rewrap(drv.error(), "no GPU visible here (" + drv.message() + ")");
   auto list = (*drv)->devices();
-  if (!list) return Error{"no GPU visible here (" + list.message() + ")"};
-  if (list->empty()) return Error{"no GPU visible here (the driver lists none)"};
+  if (!list) return rewrap(list.error(), "no GPU visible here (" + list.message() + ")");
+  if (list->empty()) return Error{ErrorKind::driver, "no GPU visible here (the driver lists none)"};
   std::vector<Gpu> out;
   for (const auto& d : *list) {
     auto same = std::find_if(out.begin(), out.end(), [&](const Gpu& g) { return g.name == d.name && g.device.cc == d.cc; });

@@ -75,16 +75,16 @@ inline Result<ScanOptions> scan_options(const ReadLimits& l) {
     }
     auto v = parse_byte_size(text);
     if (!v || (plain && text.find_first_not_of("0123456789") != std::string::npos))
-      return Error{who + ": '" + text + "' is not " +
+      return Error{ErrorKind::usage, who + ": '" + text + "' is not " +
                    (plain ? std::string("a whole number") : std::string("a size (bytes, or with K, M, G or T)")) +
                    " that fits in 64 bits"};
     out = *v;
     return Ok{};
   };
-  if (auto st = pick(l.max_inflated, "--max-inflated", "ARCHGUARD_MAX_INFLATED", false, o.budget.per_input); !st) return st.error();
+  AG_TRY_STATUS(pick(l.max_inflated, "--max-inflated", "ARCHGUARD_MAX_INFLATED", false, o.budget.per_input));
   if (auto st = pick(l.max_inflated_total, "--max-inflated-total", "ARCHGUARD_MAX_INFLATED_TOTAL", false, o.budget.per_run); !st)
     return st.error();
-  if (auto st = pick(l.max_ratio, "--max-ratio", "ARCHGUARD_MAX_RATIO", true, o.budget.max_ratio); !st) return st.error();
+  AG_TRY_STATUS(pick(l.max_ratio, "--max-ratio", "ARCHGUARD_MAX_RATIO", true, o.budget.max_ratio));
   return o;
 }
 

@@ -41,9 +41,9 @@ struct CompileOptions {
 // Writes a file the user named with -o (never one of the cache's files).
 archguard::Status write_output(const std::string& path, const std::vector<std::byte>& bytes) {
   archguard::common::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return archguard::make_error(path + ": cannot create: " + archguard::common::errno_text(errno), errno);
+  if (!fd.valid()) return archguard::errno_error(path + ": cannot create: " + archguard::common::errno_text(errno), errno);
   if (auto s = archguard::common::write_all(fd.get(), bytes, path); !s) return s.error();
-  if (const int e = fd.close(); e != 0) return archguard::make_error(path + ": close failed: " + archguard::common::errno_text(e), e);
+  if (const int e = fd.close(); e != 0) return archguard::errno_error(path + ": close failed: " + archguard::common::errno_text(e), e);
   return archguard::Ok{};
 }
 

@@ -9,6 +9,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <random>
 #include <string>
@@ -518,4 +519,45 @@ TEST_CASE("standalone cubins: the architecture from e_flags, ELF ABI v7 and v8",
   Buf host = cubin(8, 0);
   put_at(host, 18, 62, 2);  // x86-64: not device code by itself
   CHECK(classify_device_file(host) == DeviceFileKind::none);
+}
+
+TEST_CASE("errors carry a kind, and the native number beside it", "[fatbin][errors]") {
+  // Bytes that stop inside the first entry header: corrupt, no native number.
+  Buf truncated = make_fatbin({spec(1, 80, 0x11, 9, 0, bytes_of(kPtx))});
+  truncated.resize(16 + 0x20);
+  auto bad = Fatbin::parse_all(truncated, "short.fatbin");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.kind() == ErrorKind::corrupt);
+  CHECK(bad.code() == 0);
+  CHECK(bad.message().rfind("short.fatbin: ", 0) == 0);
+
+  // A file that is not there: not_found, with errno ENOENT beside it.
+  auto missing = map_file("/nonexistent-archguard-dir/none.so");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.kind() == ErrorKind::not_found);
+  CHECK(missing.code() == ENOENT);
+  CHECK(missing.message() == "/nonexistent-archguard-dir/none.so: cannot open: No such file or directory");
+
+  // A directory named as a file: a well-formed input this reader does not handle.
+  auto dir = map_file("/");
+  REQUIRE_FALSE(dir.ok());
+  CHECK(dir.kind() == ErrorKind::unsupported);
+
+  // An image larger than the caller's limit: limit, not corrupt (the bytes may be fine).
+  const Buf fb = make_fatbin({spec(1, 80, 0x11, 9, 0, bytes_of(kPtx))});
+  auto fbs = Fatbin::parse_all(fb, "big.fatbin");
+  REQUIRE(fbs.ok());
+  REQUIRE(fbs->size() == 1);
+  REQUIRE(fbs->front().entries.size() == 1);
+  auto payload = decompress(fbs->front().entries.front(), "big.fatbin", 8);
+  REQUIRE_FALSE(payload.ok());
+  CHECK(payload.kind() == ErrorKind::limit);
+
+  // A token the grammar does not know: usage.
+  auto token = parse_token("sm_9x");
+  REQUIRE_FALSE(token.ok());
+  CHECK(token.kind() == ErrorKind::usage);
+
+  CHECK(to_string(ErrorKind::not_found) == "not_found");
+  CHECK(to_string(ErrorKind::nvrtc) == "nvrtc");
 }

@@ -271,7 +271,7 @@ TEST_CASE("the same key is built once by concurrent threads", "[jit][cache]") {
 TEST_CASE("a failed build stores nothing", "[jit][cache]") {
   TempDir t;
   auto c = open_cache(t.path + "/c");
-  auto r = c->get_or_build(key_of(8), [](std::string&) -> Result<CacheRecord> { return make_error("boom", 6); });
+  auto r = c->get_or_build(key_of(8), [](std::string&) -> Result<CacheRecord> { return make_error(ErrorKind::nvrtc, "boom", 6); });
   REQUIRE_FALSE(r.ok());
   CHECK(r.message() == "boom");
   CHECK(r.code() == 6);

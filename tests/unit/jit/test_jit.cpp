@@ -267,6 +267,7 @@ TEST_CASE("a failed compile carries the log, the options and the numbered source
   r.options = {"-std=c++17"};
   auto e = c->compile(r);
   REQUIRE_FALSE(e.ok());
+  CHECK(e.kind() == ErrorKind::nvrtc);
   CHECK(e.code() == 6);  // NVRTC_ERROR_COMPILATION
   CHECK(e.message().rfind("nvrtc: broken.cu: compiling for sm_90 failed: NVRTC_ERROR_COMPILATION (6)", 0) == 0);
   CHECK(e.message().find("options: -std=c++17 -arch=sm_90") != std::string::npos);
