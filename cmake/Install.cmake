@@ -78,6 +78,9 @@ install(FILES "${PROJECT_BINARY_DIR}/cmake-install/CudaArchGuardConfig.cmake"
 # The sources of archguard-verify, so that an installed module can build its verify tool
 # without the archguard tool (see CudaArchGuardVerify.cmake).
 file(STRINGS "${PROJECT_SOURCE_DIR}/cmake/Modules/CudaArchGuard/verifier-sources.txt" _cag_verifier_files REGEX "^[^#]")
+# An edited list reconfigures, so the install rules never name a file that has gone.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             "${PROJECT_SOURCE_DIR}/cmake/Modules/CudaArchGuard/verifier-sources.txt")
 foreach(_cag_f IN LISTS _cag_verifier_files)
   get_filename_component(_cag_d "${_cag_f}" DIRECTORY)
   install(FILES "${PROJECT_SOURCE_DIR}/${_cag_f}"
