@@ -29,7 +29,7 @@ Status make_dirs(const std::string& path, mode_t mode) {
     const std::string cur = path.substr(0, next == std::string::npos ? path.size() : next);
     if (!cur.empty() && ::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) {
       const int e = errno;
-      return make_error("mkdir " + cur + " failed: " + errno_text(e), e);
+      return errno_error("mkdir " + cur + " failed: " + errno_text(e), e);
     }
     if (next == std::string::npos) break;
     pos = next + 1;
@@ -44,7 +44,7 @@ Status write_all(int fd, std::span<const std::byte> bytes, const std::string& wh
     if (n < 0) {
       if (errno == EINTR) continue;
       const int e = errno;
-      return make_error(what + ": write failed: " + errno_text(e), e);
+      return errno_error(what + ": write failed: " + errno_text(e), e);
     }
     done += static_cast<std::size_t>(n);
   }
@@ -59,7 +59,7 @@ Result<std::vector<std::byte>> read_all(int fd, std::size_t size, const std::str
     if (n < 0) {
       if (errno == EINTR) continue;
       const int e = errno;
-      return make_error(what + ": read failed: " + errno_text(e), e);
+      return errno_error(what + ": read failed: " + errno_text(e), e);
     }
     if (n == 0) break;
     done += static_cast<std::size_t>(n);
@@ -72,11 +72,11 @@ Result<std::string> read_file(const std::string& path, bool regular_only) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     const int e = errno;
-    return make_error(path + ": cannot open: " + errno_text(e), e);
+    return errno_error(path + ": cannot open: " + errno_text(e), e);
   }
   if (regular_only) {
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return make_error(path + ": not a regular file");
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return make_error(ErrorKind::unsupported, path + ": not a regular file");
   }
   std::string data;
   char buf[65536];
@@ -85,7 +85,7 @@ Result<std::string> read_file(const std::string& path, bool regular_only) {
     if (n < 0) {
       if (errno == EINTR) continue;
       const int e = errno;
-      return make_error(path + ": read failed: " + errno_text(e), e);
+      return errno_error(path + ": read failed: " + errno_text(e), e);
     }
     if (n == 0) break;
     data.append(buf, static_cast<std::size_t>(n));
