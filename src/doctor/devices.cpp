@@ -37,12 +37,23 @@ Step step_devices(Session& s, Report& report) {
     report.driver_found = false;
     report.driver_problem = driver.message();
     std::string fix = "install the NVIDIA driver";
-    // The newest release the table knows a minimum driver for.
-    for (auto it = release_rows().rbegin(); it != release_rows().rend(); ++it)
-      if (*it->min_driver != '\0') {
-        fix += " (CUDA " + common::version_text(it->cuda) + " binaries need >= " + it->min_driver + ")";
-        break;
-      }
+    // The first release of the newest major the table knows a minimum driver for: with minor-version
+    // compatibility, binaries of every CUDA M.x run on the driver of M.0 (their PTX may need more).
+    const ReleaseRow* newest = nullptr;
+    for (auto it = release_rows().rbegin(); it != release_rows().rend() && newest == nullptr; ++it)
+      if (*it->min_driver != '\0') newest = &*it;
+    if (newest != nullptr) {
+      const ReleaseRow* first = newest;
+      for (const auto& r : release_rows())
+        if (r.cuda.major == newest->cuda.major && *r.min_driver != '\0') {
+          first = &r;
+          break;
+        }
+      fix += " (CUDA " + std::to_string(first->cuda.major) + ".x binaries need >= " + first->min_driver;
+      if (first != newest)
+        fix += "; PTX of CUDA " + common::version_text(newest->cuda) + " is JIT-compiled from " + newest->min_driver;
+      fix += ")";
+    }
     fix += "; in a container, run it with the GPU exposed (docker --gpus all)";
     std::string why = driver.message();
     if (why.rfind("no cuda driver: ", 0) == 0) why.erase(0, 16);

@@ -70,6 +70,19 @@ grep -q 'FAIL' "$tmp/step3" || fail "doctor step 3 is not FAIL"
 grep -q '0 native, 0 through ptx jit, 0 without a usable image, 1 with some kernels without an image' "$tmp/step3" ||
   fail "doctor step 3 counts"
 names "doctor step 3" "$tmp/step3"
+# The same run as JSON: the failing finding carries its fix kind, and the fix list has the rebuild.
+"$ag" doctor --no-smoke --cc 9.0 --json "$tmp/app" > "$tmp/doctor.json" 2>/dev/null
+python3 - "$tmp/doctor.json" <<'PY' || fail "doctor --json: fix kinds"
+import json, sys
+j = json.load(open(sys.argv[1]))
+step3 = next(s for s in j["steps"] if s["number"] == 3)
+fails = [f for f in step3["findings"] if f["status"] == "fail"]
+assert fails and all(f["fix_kind"] == "rebuild" for f in fails), fails
+assert all(f["fix_kind"] is None for s in j["steps"] for f in s["findings"] if not f["fix"]), "fix_kind without a fix"
+assert any(f["kind"] == "rebuild" and "9.0" in f["text"] for f in j["fixes"]), j["fixes"]
+assert j["schema"] == "archguard.doctor/1", j.get("schema")
+assert j["verdict"] == "fail" and j["exit_code"] in (1, 3), (j["verdict"], j["exit_code"])
+PY
 
 cmake -DTARGET=app "-DFILES=$tmp/app" "-DREQUIRE=sass:80|sass:86|sass:90" "-DARCHGUARD=$ag" -DREASON=ARCH_POLICY \
   -P "$modules/CudaArchGuardVerify.cmake" > "$tmp/cmake" 2>&1 && fail "the verify step passed"

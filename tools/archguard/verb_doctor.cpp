@@ -33,6 +33,7 @@ std::string badge(Level s, bool colour) {
 
 nlohmann::json to_json(const Report& r, int exit_code) {
   nlohmann::json j;
+  j["schema"] = "archguard.doctor/1";
   j["driver_found"] = r.driver_found;
   if (!r.driver_found) j["driver_problem"] = r.driver_problem;
   j["driver_version"] = r.driver_version ? nlohmann::json(format_driver_version(*r.driver_version)) : nlohmann::json();
@@ -52,7 +53,8 @@ nlohmann::json to_json(const Report& r, int exit_code) {
     sj["findings"] = nlohmann::json::array();
     for (const auto& f : s.findings)
       sj["findings"].push_back(
-          {{"status", to_string(f.status)}, {"subject", f.subject}, {"message", f.message}, {"fix", f.fix}});
+          {{"status", to_string(f.status)}, {"subject", f.subject}, {"message", f.message}, {"fix", f.fix},
+           {"fix_kind", f.fix.empty() ? nlohmann::json() : nlohmann::json(to_string(f.fix_kind))}});
     j["steps"].push_back(sj);
   }
   j["timings"] = nlohmann::json::array();
