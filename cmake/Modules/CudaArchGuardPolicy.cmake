@@ -41,8 +41,9 @@ Policies:
   current directory), so the automatic re-configure of ``cmake --build`` finds it again. With
   ``ARCH_MIN``, GPUs below it are left out with a warning.
 ``<list>``
-  Any dialect ``CudaArchGuardTokens`` parses (``80;90a;120``, ``8.0;9.0+PTX``,
-  ``sm_80,sm_90``). A bare number names a GPU to cover: SASS, with PTX decided by ``ARCH_PTX``;
+  Any dialect ``CudaArchGuardTokens`` reads (``80;90a;120``, ``8.0;9.0+PTX``,
+  ``sm_80,sm_90``; nvcc flags such as ``-gencode arch=compute_80,code=sm_80`` through the
+  archguard tool). A bare number names a GPU to cover: SASS, with PTX decided by ``ARCH_PTX``;
   explicit PTX (``compute_90``, ``90-virtual``, ``+PTX``) is kept. With ``EXACT`` the list is
   taken literally in CMake's meaning (``90`` = SASS + PTX) and ``PTX``/``MIN`` do not apply.
 
@@ -76,7 +77,10 @@ this file runs the same:
 ``ARCH_MIN``, ``EXACT``, ``NVCC`` (default: nvcc on ``PATH``, then ``$CUDA_PATH/bin``,
 ``/usr/local/cuda/bin``), ``NVIDIA_SMI``, ``CACHE_DIR`` and ``QUIET`` may be given. The result
 goes to stdout, the summary and warnings to stderr. ``NORMALIZE=<list>`` instead prints the
-canonical CMake form of a token list (or ``ERROR: <why>``) without asking nvcc.
+canonical CMake form of a token list (or ``ERROR: <why>``) without asking nvcc. A list in nvcc
+flag syntax is read by the archguard tool: ``ARCHGUARD=<archguard or archguard-verify>``, else
+archguard-verify built once from the module's sources (``CudaArchGuardVerifier``; kept under
+``$XDG_CACHE_HOME`` or ``~/.cache``, or ``CudaArchGuard_VERIFIER_DIR``).
 #]=======================================================================]
 if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE AND NOT _CAG_SCRIPT)
   include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuard/policy-script.cmake")  # the script mode lives there
@@ -552,14 +556,10 @@ function(_cag_policy_list policy exact who out_items)
                         "use ${CMAKE_MATCH_2} and set the target's CUDA_ARCHITECTURES / -dlto flags yourself")
   endif()
   if(NOT exact)
-    _cag_tok_split_words("${policy}" _words _err)
-    set(_text "")
-    foreach(_w IN LISTS _words)
-      if(NOT _w MATCHES "^-" AND NOT _w MATCHES "^[aA][rR][cC][hH]=")
-        string(REGEX REPLACE "(^|,)([1-9][0-9][0-9]?[aAfF]?)(,|$)" "\\1\\2-real\\3" _w "${_w}")
-        string(REGEX REPLACE "(^|,)([1-9][0-9][0-9]?[aAfF]?)(,|$)" "\\1\\2-real\\3" _w "${_w}")
-      endif()
-      list(APPEND _text "${_w}")
+    # Bare numbers as the user wrote them (between blanks, ';' and ','): nvcc flags hold none.
+    set(_text "${policy}")
+    foreach(_twice 1 2)  # a separator ends one match and starts the next
+      string(REGEX REPLACE "(^|[ \t\r\n;,])([1-9][0-9][0-9]?[aAfF]?)([ \t\r\n;,]|$)" "\\1\\2-real\\3" _text "${_text}")
     endforeach()
     _cag_tokens_parse("${_text}" _items _err)
     if(_err)

@@ -3,34 +3,46 @@
 CudaArchGuardTokens
 -------------------
 
-Parses the architecture tokens users write, in every dialect, into *items*, and formats items
-back into CMake, nvcc, PyTorch and TensorFlow syntax. The CMake-side twin of
-``archguard::parse_list`` / ``archguard arch normalize``; a scenario test runs both over the
-same corpus. Table facts (which SMs exist, which have ``a``/``f`` variants, codenames) come from
-``CudaArchGuardTable``; nothing here knows an architecture by heart.
+Parses the architecture tokens users write into *items*, and formats items back into CMake,
+nvcc, PyTorch and TensorFlow syntax. The token grammar has one owner, the C++ parser
+(``src/arch/tokens.cpp``: ``archguard::parse_list``, ``archguard arch normalize``). This module
+reads itself only the dialects people type in ``ARCH_POLICY`` and ``CUDA_ARCHITECTURES``, which
+configure time needs without any tool; nvcc flag syntax goes to the C++ grammar through
+``archguard arch normalize`` (or ``archguard-verify arch normalize``, built from the sources
+shipped with the module, see ``CudaArchGuardVerifier``), which gives it back in CMake's form.
+A scenario test runs both over the same corpus. Table facts (which SMs exist, which have
+``a``/``f`` variants, codenames) come from ``CudaArchGuardTable``; nothing here knows an
+architecture by heart.
 
 An *item* is ``<kind>:<sm><suffix>`` with kind ``sass``, ``ptx`` or ``lto``: ``sass:90a``,
-``ptx:120``, ``lto_80`` (LTO-IR, which has no CMake spelling and no policy use).
+``ptx:120``, ``lto:80`` (LTO-IR, which has no CMake spelling and no policy use).
 
 .. code-block:: cmake
 
   _cag_tokens_parse(<text> <out_items> <out_error>)
   _cag_tokens_format(<items> <format> <out_var>)   # format: cmake gencode torch tf
 
-Accepted spellings (words separated by blanks or ``;``; ``,`` separates TensorFlow items):
+Read here (words separated by blanks or ``;``; ``,`` separates TensorFlow items):
 
 ``90``, ``90-real``, ``90-virtual``, ``90a-real``, ``100f``
   CMake: a bare number is SASS + PTX, ``-real`` SASS, ``-virtual`` PTX.
 ``sm_90a``, ``compute_120f``, ``lto_80``
   nvcc names: SASS, PTX, LTO-IR.
-``-arch=sm_86``, ``-arch compute_80 -code sm_80,compute_80``, ``-gencode arch=compute_80,code=[sm_80,compute_80]``, ``arch=compute_80,code=sm_80``
-  nvcc flags, with nvcc's rules: ``-arch=sm_XY`` alone is ``sm_XY`` + ``compute_XY`` (+ plain
-  ``compute_XY`` for a suffixed ``sm_XYa``), a code must be compatible with its virtual arch.
 ``8.6``, ``9.0a``, ``12.0+PTX``
   PyTorch / TensorFlow capabilities: SASS, ``+PTX`` adds PTX.
 ``Hopper``, ``Ampere+Tegra``
   Family names from the table's codename column: the non-Tegra capabilities (or, with
   ``+Tegra`` or for a Tegra-only family, the integrated ones), PTX for the highest non-Tegra one.
+
+Read by the C++ grammar (a list holding a word that starts with ``-`` and a letter, or with
+``arch=``, or any quote or bracket):
+
+``-arch=sm_86``, ``-arch compute_80 -code sm_80,compute_80``, ``-gencode arch=compute_80,code=[sm_80,compute_80]``, ``arch=compute_80,code=sm_80``
+  nvcc flags, with nvcc's rules: ``-arch=sm_XY`` alone is ``sm_XY`` + ``compute_XY`` (+ plain
+  ``compute_XY`` for a suffixed ``sm_XYa``), a code must be compatible with its virtual arch.
+  Without the tool (``CudaArchGuard_BUILTIN_VERIFIER=OFF`` and no archguard, or no C++
+  compiler) such a list is an error that says so. The tool's CMake form is then read here, so an
+  architecture nvcc lists but the table lacks is accepted the same way in both paths.
 
 Errors name the token and say why, listing valid neighbours in the token's own spelling
 (``86a: no 'a' variant below 9.0; valid 8.x targets: 80, 86, 87, 88, 89``), worded as the C++
@@ -46,6 +58,7 @@ Example:
 include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)  # this file's own policy scope (include() pushes one)
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTable.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardVerifier.cmake")  # _cag_arch_tool
 
 # How a token was spelled decides how neighbours are written in its error message.
 # style: cmake (90a), sass (sm_90a), ptx (compute_90a), lto (lto_90a), capability (9.0a).
@@ -350,184 +363,51 @@ function(_cag_tok_word word out_items out_err)
   endif()
 endfunction()
 
-# The words of a list: split at blanks and ';', not inside [...] or quotes (which are dropped);
-# blanks inside [...] are dropped ("code=[sm_80, compute_80]"). Sets <out_words>, <out_err>.
-function(_cag_tok_split_words text out_words out_err)
+# nvcc flag syntax (-gencode arch=compute_80,code=[sm_80,compute_80], -arch=sm_90 -code ...,
+# arch=compute_80,code=sm_80), quotes and brackets: what this module hands to the C++ grammar.
+set(_CAG_TOK_FLAG_SYNTAX "(^|[ \t\r\n;])(-[^0-9]|[aA][rR][cC][hH]=)|[][\"']")
+
+# <text> holding nvcc flags, read by the archguard tool's grammar (src/arch/tokens.cpp) and
+# given back in CMake's form (<out_text>), or <out_err>. Memoised per text.
+function(_cag_tokens_from_tool text out_text out_err)
+  set(${out_text} "" PARENT_SCOPE)
   set(${out_err} "" PARENT_SCOPE)
-  set(_words "")
-  # Fast path: nothing that needs the character loop.
-  if(NOT text MATCHES "[][\"']")
-    string(REGEX REPLACE "[ \t\r\n;]+" ";" _w "${text}")
-    foreach(_x IN LISTS _w)
-      if(NOT _x STREQUAL "")
-        list(APPEND _words "${_x}")
-      endif()
-    endforeach()
-    set(${out_words} "${_words}" PARENT_SCOPE)
+  string(MD5 _key "${text}")
+  get_property(_memo GLOBAL PROPERTY _CAG_TOKENS_TOOL_${_key} SET)
+  if(_memo)
+    get_property(_t GLOBAL PROPERTY _CAG_TOKENS_TOOL_${_key})
+    get_property(_e GLOBAL PROPERTY _CAG_TOKENS_TOOL_ERR_${_key})
+    set(${out_text} "${_t}" PARENT_SCOPE)
+    set(${out_err} "${_e}" PARENT_SCOPE)
     return()
   endif()
-  string(LENGTH "${text}" _n)
-  set(_cur "")
-  set(_depth 0)
-  set(_quote "")
-  set(_i 0)
-  while(_i LESS _n)
-    string(SUBSTRING "${text}" ${_i} 1 _c)
-    math(EXPR _i "${_i} + 1")
-    if(NOT _quote STREQUAL "")
-      if(_c STREQUAL _quote)
-        set(_quote "")
-      else()
-        string(APPEND _cur "${_c}")
-      endif()
-      continue()
-    endif()
-    if(_c STREQUAL "\"" OR _c STREQUAL "'")
-      set(_quote "${_c}")
-      continue()
-    endif()
-    if(_c STREQUAL "[")
-      math(EXPR _depth "${_depth} + 1")
-    elseif(_c STREQUAL "]")
-      math(EXPR _depth "${_depth} - 1")
-    endif()
-    if(_depth LESS 0)
-      set(${out_err} "${text}: unbalanced ']'" PARENT_SCOPE)
-      return()
-    endif()
-    if(_depth EQUAL 0 AND _c MATCHES "^[ \t\r\n;]$")
-      if(NOT _cur STREQUAL "")
-        list(APPEND _words "${_cur}")
-      endif()
-      set(_cur "")
-    elseif(_depth GREATER 0 AND _c MATCHES "^[ \t]$")
-      continue()
+  _cag_arch_tool(_cmd _why)
+  set(_t "")
+  set(_e "")
+  if(NOT _cmd)
+    string(CONCAT _e "nvcc flag syntax (-gencode, -arch, -code) is read by the archguard tool, which is "
+           "not available here (${_why}); write the list as CMake does (e.g. 80-real;90) or name the tool with "
+           "CudaArchGuard_EXECUTABLE")
+  else()
+    execute_process(COMMAND ${_cmd} "${text}" RESULT_VARIABLE _rc OUTPUT_VARIABLE _t ERROR_VARIABLE _e
+                    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
+    if(_rc EQUAL 0 AND NOT _t STREQUAL "")
+      set(_e "")
+    elseif(_rc EQUAL 2 AND _e MATCHES "^archguard(-verify)?: ([^\n]*)")
+      set(_t "")
+      set(_e "${CMAKE_MATCH_2}")  # the grammar's own message
     else()
-      string(APPEND _cur "${_c}")
+      string(REPLACE ";" " " _c "${_cmd}")
+      set(_e "${text}: the archguard tool failed to read it (${_c}: exit ${_rc}): ${_t}${_e}")
+      set(_t "")
     endif()
-  endwhile()
-  if(NOT _quote STREQUAL "")
-    set(${out_err} "${text}: unterminated quote" PARENT_SCOPE)
-    return()
   endif()
-  if(NOT _depth EQUAL 0)
-    set(${out_err} "${text}: unbalanced '['" PARENT_SCOPE)
-    return()
-  endif()
-  if(NOT _cur STREQUAL "")
-    list(APPEND _words "${_cur}")
-  endif()
-  set(${out_words} "${_words}" PARENT_SCOPE)
-endfunction()
-
-# Whether nvcc accepts <code> under the virtual architecture <arch> (nvcc 13.0's rules: PTX must
-# repeat the arch; from an 'a' arch only the same 'a'; from an 'f' arch the same family at or
-# above it; from a plain arch anything at or above it).
-function(_cag_tok_code_ok asm asfx ckind csm csfx out_var)
-  _cag_table_import()
-  set(_ok OFF)
-  if(ckind STREQUAL "ptx")
-    if(csm EQUAL asm AND "${csfx}" STREQUAL "${asfx}")
-      set(_ok ON)
-    endif()
-  elseif(asfx STREQUAL "a")
-    if(csm EQUAL asm AND csfx STREQUAL "a")
-      set(_ok ON)
-    endif()
-  elseif(asfx STREQUAL "f")
-    set(_fa "${CudaArchGuard_ARCH_${asm}_FAMILY}")
-    set(_fc "-")
-    if(csm IN_LIST CudaArchGuard_TABLE_SMS)
-      set(_fc "${CudaArchGuard_ARCH_${csm}_FAMILY}")
-    endif()
-    if(NOT _fa STREQUAL "-" AND _fa STREQUAL _fc AND NOT csm LESS asm)
-      set(_ok ON)
-    endif()
-  elseif(NOT csm LESS asm)
-    set(_ok ON)
-  endif()
-  set(${out_var} ${_ok} PARENT_SCOPE)
-endfunction()
-
-# nvcc's -arch value alone (<codes> = "<none>") or with a -code list. Appends to <out_items>.
-function(_cag_tok_arch_code arch_value codes out_items out_err)
-  set(${out_err} "" PARENT_SCOPE)
-  _cag_tok_nvcc_name("${arch_value}" _a)
-  if(_a_ERR)
-    set(${out_err} "${_a_ERR}" PARENT_SCOPE)
-    return()
-  endif()
-  if(_a_KIND STREQUAL "lto")
-    set(${out_err} "${arch_value}: an lto_ name is a -code value, not an -arch value" PARENT_SCOPE)
-    return()
-  endif()
-  set(_cag_ac_items "")
-  if(codes STREQUAL "<none>")
-    # Shorthand: -arch=sm_XY is sm_XY + compute_XY; -arch=compute_XY the PTX alone. nvcc 13.0
-    # also embeds the plain compute_XY for a suffixed sm_XYa / sm_XYf (seen in --dryrun).
-    if(_a_KIND STREQUAL "sass")
-      list(APPEND _cag_ac_items "sass:${_a_SM}${_a_SFX}")
-      if(NOT _a_SFX STREQUAL "")
-        list(APPEND _cag_ac_items "ptx:${_a_SM}")
-      endif()
-    endif()
-    list(APPEND _cag_ac_items "ptx:${_a_SM}${_a_SFX}")
-    set(${out_items} "${${out_items}};${_cag_ac_items}" PARENT_SCOPE)
-    return()
-  endif()
-  if(NOT _a_KIND STREQUAL "ptx")
-    set(${out_err} "arch=${arch_value}: with a code list the arch must be virtual (compute_${_a_SM}${_a_SFX})" PARENT_SCOPE)
-    return()
-  endif()
-  if(codes MATCHES "^\\[(.*)\\]$")
-    set(codes "${CMAKE_MATCH_1}")
-  endif()
-  if(codes STREQUAL "")
-    set(${out_err} "arch=${arch_value}: empty code list" PARENT_SCOPE)
-    return()
-  endif()
-  string(REPLACE "," ";" _codes "${codes}")
-  if(codes MATCHES ",$")
-    list(APPEND _codes "")  # a trailing comma names an empty code
-  endif()
-  foreach(_c IN LISTS _codes)
-    _cag_tok_nvcc_name("${_c}" _k)
-    if(_k_ERR)
-      set(${out_err} "${_k_ERR}" PARENT_SCOPE)
-      return()
-    endif()
-    _cag_tok_code_ok(${_a_SM} "${_a_SFX}" ${_k_KIND} ${_k_SM} "${_k_SFX}" _ok)
-    if(NOT _ok)
-      set(${out_err} "incompatible code generation: arch=${arch_value} cannot produce ${_c}" PARENT_SCOPE)
-      return()
-    endif()
-    list(APPEND _cag_ac_items "${_k_KIND}:${_k_SM}${_k_SFX}")
-  endforeach()
-  set(${out_items} "${${out_items}};${_cag_ac_items}" PARENT_SCOPE)
-endfunction()
-
-# A -gencode value: "arch=compute_80,code=[sm_80,compute_80]".
-function(_cag_tok_gencode value out_items out_err)
-  set(${out_err} "" PARENT_SCOPE)
-  string(TOLOWER "${value}" _lc)
-  if(NOT _lc MATCHES "^arch=")
-    set(${out_err} "-gencode ${value}: expected arch=compute_XY,code=..." PARENT_SCOPE)
-    return()
-  endif()
-  string(SUBSTRING "${value}" 5 -1 _rest)
-  string(FIND "${_rest}" ",code=" _at)
-  if(_at LESS 0)
-    set(${out_err} "-gencode ${value}: missing ',code='" PARENT_SCOPE)
-    return()
-  endif()
-  string(SUBSTRING "${_rest}" 0 ${_at} _arch)
-  math(EXPR _from "${_at} + 6")
-  string(SUBSTRING "${_rest}" ${_from} -1 _codes)
-  set(_cag_gc_items "${${out_items}}")
-  _cag_tok_arch_code("${_arch}" "${_codes}" _cag_gc_items _e)
+  set_property(GLOBAL PROPERTY _CAG_TOKENS_TOOL_${_key} "${_t}")
+  set_property(GLOBAL PROPERTY _CAG_TOKENS_TOOL_ERR_${_key} "${_e}")
+  set(${out_text} "${_t}" PARENT_SCOPE)
   set(${out_err} "${_e}" PARENT_SCOPE)
-  set(${out_items} "${_cag_gc_items}" PARENT_SCOPE)
 endfunction()
+
 # Sorts and de-duplicates items: by SM, then plain < a < f, then sass < ptx < lto.
 function(_cag_items_sort items out_var)
   set(_keyed "")
@@ -566,8 +446,8 @@ function(_cag_items_sort items out_var)
   set(${out_var} "${_keyed}" PARENT_SCOPE)
 endfunction()
 
-# Parses a whole list in any dialect (the twin of archguard::parse_list). On error <out_error>
-# says which token and why, and the items are empty.
+# Parses a whole list (see the dialects above). On error <out_error> says which token and why,
+# and the items are empty.
 function(_cag_tokens_parse text out_items out_error)
   set(${out_items} "" PARENT_SCOPE)
   string(STRIP "${text}" text)
@@ -575,101 +455,19 @@ function(_cag_tokens_parse text out_items out_error)
     set(${out_error} "empty architecture token" PARENT_SCOPE)
     return()
   endif()
-  _cag_tok_split_words("${text}" _words _err)
-  if(_err)
-    set(${out_error} "${_err}" PARENT_SCOPE)
-    return()
+  set(_read_from "")
+  if(text MATCHES "${_CAG_TOK_FLAG_SYNTAX}")
+    _cag_tokens_from_tool("${text}" _normal _err)
+    if(_err)
+      set(${out_error} "${_err}" PARENT_SCOPE)
+      return()
+    endif()
+    set(_read_from " (read from '${text}')")
+    set(text "${_normal}")
   endif()
+  string(REGEX REPLACE "[ \t\r\n;]+" ";" _words "${text}")
   set(_out "")
-  set(_pending "")
-  list(LENGTH _words _nw)
-  set(_i 0)
-  while(_i LESS _nw)
-    list(GET _words ${_i} _word)
-    math(EXPR _i "${_i} + 1")
-    if(_word MATCHES "^-[^0-9]")
-      set(_name "${_word}")
-      set(_has_value OFF)
-      set(_value "")
-      string(FIND "${_word}" "=" _eq)
-      if(_eq GREATER -1)
-        string(SUBSTRING "${_word}" 0 ${_eq} _name)
-        math(EXPR _from "${_eq} + 1")
-        string(SUBSTRING "${_word}" ${_from} -1 _value)
-        set(_has_value ON)
-      endif()
-      if(_name STREQUAL "-gencode" OR _name STREQUAL "--generate-code")
-        set(_flag gencode)
-      elseif(_name STREQUAL "-arch" OR _name STREQUAL "--gpu-architecture")
-        set(_flag arch)
-      elseif(_name STREQUAL "-code" OR _name STREQUAL "--gpu-code")
-        set(_flag code)
-      else()
-        set(${out_error} "${_word}: not an architecture flag; expected -gencode, --generate-code, -arch, --gpu-architecture, -code or --gpu-code" PARENT_SCOPE)
-        return()
-      endif()
-      if(NOT _has_value)
-        if(NOT _i LESS _nw)
-          set(${out_error} "${_word}: missing value" PARENT_SCOPE)
-          return()
-        endif()
-        list(GET _words ${_i} _value)
-        math(EXPR _i "${_i} + 1")
-      endif()
-      if(_value STREQUAL "")
-        set(${out_error} "${_word}: empty value" PARENT_SCOPE)
-        return()
-      endif()
-      if(_flag STREQUAL "gencode" OR _flag STREQUAL "arch")
-        if(NOT _pending STREQUAL "")
-          _cag_tok_arch_code("${_pending}" "<none>" _out _err)
-          set(_pending "")
-          if(_err)
-            set(${out_error} "${_err}" PARENT_SCOPE)
-            return()
-          endif()
-        endif()
-      endif()
-      if(_flag STREQUAL "gencode")
-        _cag_tok_gencode("${_value}" _out _err)
-      elseif(_flag STREQUAL "arch")
-        string(TOLOWER "${_value}" _lv)
-        if(_lv MATCHES "^(all|all-major|native)$")
-          _cag_tok_word("${_value}" _ignored _err)
-        else()
-          set(_pending "${_value}")
-        endif()
-      else()
-        if(_pending STREQUAL "")
-          set(_err "${_word}: -code needs a preceding -arch=compute_XY")
-        else()
-          _cag_tok_arch_code("${_pending}" "${_value}" _out _err)
-          set(_pending "")
-        endif()
-      endif()
-      if(_err)
-        set(${out_error} "${_err}" PARENT_SCOPE)
-        return()
-      endif()
-      continue()
-    endif()
-    if(NOT _pending STREQUAL "")
-      _cag_tok_arch_code("${_pending}" "<none>" _out _err)
-      set(_pending "")
-      if(_err)
-        set(${out_error} "${_err}" PARENT_SCOPE)
-        return()
-      endif()
-    endif()
-    string(TOLOWER "${_word}" _lw)
-    if(_lw MATCHES "^arch=")
-      _cag_tok_gencode("${_word}" _out _err)
-      if(_err)
-        set(${out_error} "${_err}" PARENT_SCOPE)
-        return()
-      endif()
-      continue()
-    endif()
+  foreach(_word IN LISTS _words)
     string(REPLACE "," ";" _pieces "${_word}")  # TensorFlow writes "sm_80,compute_90"
     foreach(_p IN LISTS _pieces)
       if(_p STREQUAL "")
@@ -677,20 +475,12 @@ function(_cag_tokens_parse text out_items out_error)
       endif()
       _cag_tok_word("${_p}" _wi _err)
       if(_err)
-        set(${out_error} "${_err}" PARENT_SCOPE)
+        set(${out_error} "${_err}${_read_from}" PARENT_SCOPE)
         return()
       endif()
       list(APPEND _out ${_wi})
     endforeach()
-  endwhile()
-  if(NOT _pending STREQUAL "")
-    _cag_tok_arch_code("${_pending}" "<none>" _out _err)
-    if(_err)
-      set(${out_error} "${_err}" PARENT_SCOPE)
-      return()
-    endif()
-  endif()
-  list(FILTER _out EXCLUDE REGEX "^$")
+  endforeach()
   if(NOT _out)
     set(${out_error} "no architecture targets in '${text}'" PARENT_SCOPE)
     return()

@@ -54,6 +54,7 @@ include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTokens.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardPolicy.cmake")  # cuda_arch_guard_resolve_policy
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardVerifier.cmake")  # _cag_verifier_build
 
 # ---- configure-time side ------------------------------------------------------------------
 
@@ -81,92 +82,6 @@ function(_cag_target_has_cuda target out_var)
   if(ARGC GREATER 2)
     set(${ARGV2} ${_n} PARENT_SCOPE)
   endif()
-endfunction()
-
-# archguard-verify, the dependency-free verify tool (tools/archguard-verify: the project's own ELF,
-# fatbin and coverage sources, no compression or archive library, no CLI11), built once per build
-# tree with try_compile from the sources shipped with the module and reused while its sources and
-# the C++ compiler stay the same. Sets <out_var> to its path, or "" (with <out_why>) when it cannot
-# be built: CXX not enabled, sources not found, or a compile error.
-function(_cag_verifier_build out_var out_why)
-  set(${out_var} "" PARENT_SCOPE)
-  get_property(_known GLOBAL PROPERTY _CAG_VERIFIER SET)
-  if(_known)
-    get_property(_exe GLOBAL PROPERTY _CAG_VERIFIER)
-    get_property(_why GLOBAL PROPERTY _CAG_VERIFIER_WHY)
-    set(${out_var} "${_exe}" PARENT_SCOPE)
-    set(${out_why} "${_why}" PARENT_SCOPE)
-    return()
-  endif()
-  set(_exe "")
-  set(_why "")
-  set(_list "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verifier-sources.txt")
-  if(EXISTS "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verifier/tools/archguard-verify/main.cpp")
-    set(_root "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/verifier")        # installed
-  else()
-    get_filename_component(_root "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../.." ABSOLUTE)  # the source tree
-  endif()
-  get_property(_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
-  if(NOT "CXX" IN_LIST _langs)
-    set(_why "the project does not enable CXX, which builds the verify tool")
-  elseif(NOT EXISTS "${_list}" OR NOT EXISTS "${_root}/tools/archguard-verify/main.cpp")
-    set(_why "its sources are not beside the module (${_root})")
-  else()
-    file(STRINGS "${_list}" _files REGEX "^[^#]")
-    set(_key "${CMAKE_CXX_COMPILER};${CMAKE_CXX_COMPILER_VERSION}")
-    set(_srcs "")
-    foreach(_f IN LISTS _files)
-      file(MD5 "${_root}/${_f}" _h)
-      string(APPEND _key ";${_h}")
-      if(_f MATCHES "\\.cpp$")
-        list(APPEND _srcs "${_root}/${_f}")
-      endif()
-    endforeach()
-    file(MD5 "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/architectures.txt" _h)
-    string(MD5 _key "${_key};${_h}")
-    # CudaArchGuard_VERIFIER_DIR: where to build and keep it (default: this build tree); several
-    # build trees may share one, each build is keyed by its sources and compiler and locked.
-    set(_dir "${CMAKE_BINARY_DIR}/CMakeFiles/CudaArchGuard/verifier")
-    if(CudaArchGuard_VERIFIER_DIR)
-      string(SUBSTRING "${_key}" 0 12 _short)
-      set(_dir "${CudaArchGuard_VERIFIER_DIR}/${_short}")
-    endif()
-    file(MAKE_DIRECTORY "${_dir}")
-    file(LOCK "${_dir}" DIRECTORY GUARD FUNCTION TIMEOUT 600)
-    set(_exe "${_dir}/archguard-verify${CMAKE_EXECUTABLE_SUFFIX}")
-    set(_old "")
-    if(EXISTS "${_dir}/key.txt" AND EXISTS "${_exe}")
-      file(READ "${_dir}/key.txt" _old)
-    endif()
-    if(NOT _old STREQUAL _key)
-      message(CHECK_START "CudaArchGuard: building the verify tool archguard-verify")
-      file(REMOVE_RECURSE "${_dir}/build" "${_dir}/gen")
-      execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${_dir}/gen/archguard/generated/arch_table.hpp"
-                              -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/table-script.cmake"
-                      RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
-      if(_rc EQUAL 0)
-        try_compile(_ok "${_dir}/build" SOURCES ${_srcs}
-          COMPILE_DEFINITIONS -DARCHGUARD_NO_COMPRESSION "-I${_root}/include" "-I${_root}/src" "-I${_dir}/gen"
-          CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON
-          OUTPUT_VARIABLE _out COPY_FILE "${_exe}" COPY_FILE_ERROR _copy_err)
-      else()
-        set(_ok OFF)
-      endif()
-      if(_ok AND NOT _copy_err AND EXISTS "${_exe}")
-        file(WRITE "${_dir}/key.txt" "${_key}")
-        message(CHECK_PASS "${_exe}")
-      else()
-        file(WRITE "${_dir}/error.log" "${_out}\n${_copy_err}\n")
-        set(_why "compiling it failed (log: ${_dir}/error.log)")
-        set(_exe "")
-        message(CHECK_FAIL "failed; see ${_dir}/error.log")
-      endif()
-    endif()
-  endif()
-  set_property(GLOBAL PROPERTY _CAG_VERIFIER "${_exe}")
-  set_property(GLOBAL PROPERTY _CAG_VERIFIER_WHY "${_why}")
-  set(${out_var} "${_exe}" PARENT_SCOPE)
-  set(${out_why} "${_why}" PARENT_SCOPE)
 endfunction()
 
 # The tool the verify step runs: sets <out_prefix>_CMD (command words), <out_prefix>_DEP (target

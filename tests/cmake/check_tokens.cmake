@@ -11,10 +11,15 @@ disagreement, including an error message that lacks the corpus's fragment. The C
 
 .. code-block:: console
 
-  cmake -DCORPUS=tests/data/tokens.txt -DMODULE_DIR=cmake/Modules -P check_tokens.cmake
+  cmake -DCORPUS=tests/data/tokens.txt -DMODULE_DIR=cmake/Modules [-DARCHGUARD=<tool>] -P check_tokens.cmake
 #]=======================================================================]
 cmake_policy(VERSION 3.18)
 include("${MODULE_DIR}/CudaArchGuardTokens.cmake")
+# nvcc flag syntax goes to the C++ grammar: ARCHGUARD names the tool that reads it (archguard or
+# archguard-verify), as in the policy's script mode.
+if(ARCHGUARD)
+  set(CudaArchGuard_EXECUTABLE "${ARCHGUARD}")
+endif()
 include("${CMAKE_CURRENT_LIST_DIR}/corpus_lines.cmake")
 _cag_corpus_lines("${CORPUS}" _lines)  # the corpus has unbalanced '[' and ']'
 set(_n 0)

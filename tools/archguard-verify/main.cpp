@@ -8,7 +8,12 @@
 //
 //   archguard-verify [verify] FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible]
 //                    [--strict] [-q|--quiet]
+//   archguard-verify arch normalize TEXT...
 // Exit codes as archguard verify: 0 ok, 1 an architecture is missing, 2 bad usage or input.
+// "arch normalize" is archguard arch normalize with its default (CMake) format: the CMake module
+// hands it the nvcc flag syntax (-gencode, -arch/-code) it does not parse itself, so that the
+// token grammar has one owner (src/arch/tokens.cpp).
+#include <archguard/arch.hpp>
 #include <archguard/coverage.hpp>
 #include <archguard/elf.hpp>
 #include <archguard/fatbin.hpp>
@@ -133,13 +138,29 @@ void read_input(Inputs& in, const std::string& path) {
 
 int usage(const char* msg) {
   std::fprintf(stderr, "archguard-verify: %s\nusage: archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] "
-                       "[--allow-compatible] [--strict] [-q|--quiet]\n", msg);
+                       "[--allow-compatible] [--strict] [-q|--quiet]\n       archguard-verify arch normalize TEXT...\n", msg);
   return kExitUsage;
+}
+
+// archguard arch normalize's default: the words joined by blanks, parsed as one list, printed
+// in CMake's form (lto_XY as itself), the error on stderr with exit 2.
+int normalize(int argc, char** argv, int first) {
+  std::string text;
+  for (int i = first; i < argc; ++i) text += (text.empty() ? "" : " ") + std::string(argv[i]);
+  if (text.empty()) return usage("arch normalize: give at least one target, e.g. 'archguard-verify arch normalize 80 sm_90a'");
+  const auto targets = parse_list(text);
+  if (!targets) {
+    std::fprintf(stderr, "archguard-verify: %s\n", targets.message().c_str());
+    return kExitUsage;
+  }
+  std::printf("%s\n", format_targets(*targets, Dialect::cmake).c_str());
+  return kExitOk;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "arch" && std::string(argv[2]) == "normalize") return normalize(argc, argv, 3);
   std::vector<std::string> files;
   std::string require, ptx;
   bool have_require = false, allow_compatible = false, strict = false, quiet = false;
@@ -164,7 +185,9 @@ int main(int argc, char** argv) {
       quiet = true;
     } else if (a == "-h" || a == "--help") {
       std::printf("archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible] [--strict] [-q]\n"
-                  "Fails (exit 1) unless every kernel-bearing fatbin carries the required SASS and PTX.\n");
+                  "Fails (exit 1) unless every kernel-bearing fatbin carries the required SASS and PTX.\n"
+                  "archguard-verify arch normalize TEXT...\n"
+                  "Prints targets in any dialect, nvcc flags included, in CMake's form (as archguard arch normalize).\n");
       return kExitOk;
     } else if (a.rfind("-", 0) == 0) {
       return usage(("unknown option '" + a + "'").c_str());

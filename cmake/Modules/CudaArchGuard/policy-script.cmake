@@ -2,6 +2,7 @@
 # Script mode of CudaArchGuardPolicy: resolves ARCH_POLICY with the nvcc here and prints it
 # (see CudaArchGuardPolicy's documentation and docs/policy.md, "Outside a CMake project").
 #   cmake -DARCH_POLICY=all-major -DFORMAT=gencode -P CudaArchGuardPolicy.cmake
+#   cmake -DARCH_POLICY="-gencode arch=compute_90,code=sm_90" [-DARCHGUARD=<tool>] -P CudaArchGuardPolicy.cmake
 cmake_policy(VERSION 3.18...4.4)
 set(_CAG_SCRIPT ON)
 get_filename_component(_cag_modules "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
@@ -16,7 +17,7 @@ foreach(_cag_i RANGE 1 ${_cag_last})
       set(${CMAKE_MATCH_1} "${CMAKE_MATCH_3}")
     elseif(NOT _cag_a STREQUAL "--")
       message(FATAL_ERROR "CudaArchGuardPolicy: unknown argument '${_cag_a}'; give settings as -D<name>=<value> "
-                          "(ARCH_POLICY, ARCH_PTX, ARCH_MIN, EXACT, FORMAT, NVCC, NVIDIA_SMI, CACHE_DIR, QUIET, NORMALIZE)")
+                          "(ARCH_POLICY, ARCH_PTX, ARCH_MIN, EXACT, FORMAT, NVCC, NVIDIA_SMI, CACHE_DIR, QUIET, NORMALIZE, ARCHGUARD)")
     endif()
   elseif(_cag_a STREQUAL "-P")
     math(EXPR _cag_skip "${_cag_i} + 1")
@@ -24,6 +25,11 @@ foreach(_cag_i RANGE 1 ${_cag_last})
     set(_cag_after ON)  # the script's own path; what follows is ours
   endif()
 endforeach()
+# nvcc flag syntax in a list is read by the archguard tool: ARCHGUARD=<archguard or
+# archguard-verify>, else archguard-verify built from the module's sources (CudaArchGuardVerifier).
+if(ARCHGUARD)
+  set(CudaArchGuard_EXECUTABLE "${ARCHGUARD}")
+endif()
 if(DEFINED NORMALIZE)
   _cag_tokens_parse("${NORMALIZE}" _items _err)
   if(_err)
