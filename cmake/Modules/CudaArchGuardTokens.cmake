@@ -8,8 +8,9 @@ nvcc, PyTorch and TensorFlow syntax. The token grammar has one owner, the C++ pa
 (``src/arch/tokens.cpp``: ``archguard::parse_list``, ``archguard arch normalize``). This module
 reads itself only the dialects people type in ``ARCH_POLICY`` and ``CUDA_ARCHITECTURES``, which
 configure time needs without any tool; nvcc flag syntax goes to the C++ grammar through
-``archguard arch normalize`` (or ``archguard-verify arch normalize``, built from the sources
-shipped with the module, see ``CudaArchGuardVerifier``), which gives it back in CMake's form.
+``archguard arch normalize --format codes`` (or ``archguard-verify arch normalize``, built from
+the sources shipped with the module, see ``CudaArchGuardVerifier``), which gives it back as nvcc
+names (``sm_80;compute_80;lto_80``).
 A scenario test runs both over the same corpus. Table facts (which SMs exist, which have
 ``a``/``f`` variants, codenames) come from ``CudaArchGuardTable``; nothing here knows an
 architecture by heart.
@@ -41,7 +42,7 @@ Read by the C++ grammar (a list holding a word that starts with ``-`` and a lett
   nvcc flags, with nvcc's rules: ``-arch=sm_XY`` alone is ``sm_XY`` + ``compute_XY`` (+ plain
   ``compute_XY`` for a suffixed ``sm_XYa``), a code must be compatible with its virtual arch.
   Without the tool (``CudaArchGuard_BUILTIN_VERIFIER=OFF`` and no archguard, or no C++
-  compiler) such a list is an error that says so. The tool's CMake form is then read here, so an
+  compiler) such a list is an error that says so. The tool's answer is then read here, so an
   architecture nvcc lists but the table lacks is accepted the same way in both paths.
 
 Errors name the token and say why, listing valid neighbours in the token's own spelling
@@ -368,7 +369,7 @@ endfunction()
 set(_CAG_TOK_FLAG_SYNTAX "(^|[ \t\r\n;])(-[^0-9]|[aA][rR][cC][hH]=)|[][\"']")
 
 # <text> holding nvcc flags, read by the archguard tool's grammar (src/arch/tokens.cpp) and
-# given back in CMake's form (<out_text>), or <out_err>. Memoised per text.
+# given back as nvcc names, sm_80;compute_80;lto_80 (<out_text>), or <out_err>. Memoised per text.
 function(_cag_tokens_from_tool text out_text out_err)
   set(${out_text} "" PARENT_SCOPE)
   set(${out_err} "" PARENT_SCOPE)

@@ -22,9 +22,9 @@ script mode ``$XDG_CACHE_HOME/archguard/cmake-verifier`` or ``~/.cache/archguard
 several build trees may share one, each build keyed by its sources and compiler and locked.
 ``<out_exe>`` is ``""`` (with ``<out_why>``) when it cannot be built.
 
-``_cag_arch_tool`` gives the command words of ``arch normalize`` (``archguard arch normalize``
-or ``archguard-verify arch normalize``, which print any token list, nvcc flags included, in
-CMake's form): the archguard tool when ``CudaArchGuard_EXECUTABLE`` names an existing file, else
+``_cag_arch_tool`` gives the command words of ``arch normalize --format codes``
+(``archguard arch normalize`` or ``archguard-verify arch normalize``, which print any token
+list, nvcc flags included, as ``sm_80;compute_80;lto_80``, nothing lost): the archguard tool when ``CudaArchGuard_EXECUTABLE`` names an existing file, else
 ``archguard-verify`` built here (unless ``CudaArchGuard_BUILTIN_VERIFIER`` is ``OFF``).
 #]=======================================================================]
 include_guard(GLOBAL)
@@ -192,11 +192,11 @@ function(_cag_arch_tool out_cmd out_why)
   set(_cmd "")
   set(_why "")
   if(_exe AND NOT TARGET "${_exe}" AND EXISTS "${_exe}" AND NOT IS_DIRECTORY "${_exe}")
-    set(_cmd "${_exe}" arch normalize)
+    set(_cmd "${_exe}" arch normalize --format codes)
   elseif(NOT DEFINED CudaArchGuard_BUILTIN_VERIFIER OR CudaArchGuard_BUILTIN_VERIFIER)
     _cag_verifier_build(_v _why)
     if(_v)
-      set(_cmd "${_v}" arch normalize)
+      set(_cmd "${_v}" arch normalize --format codes)
     else()
       set(_why "archguard-verify: ${_why}")
     endif()

@@ -68,6 +68,8 @@ enum class Dialect : std::uint8_t {
   nvcc,     ///< sm_90a, compute_120f, -gencode arch=compute_80,code=[sm_80,compute_80], -arch=sm_86
   torch,    ///< 8.6, 9.0a, 12.0+PTX, Hopper
   tf,       ///< compute_86, 8.6
+  codes,    ///< sm_80;compute_80;lto_80: every code by its nvcc name, nothing lost (output only,
+            ///< for tools: the CMake module reads nvcc flag syntax back this way)
 };
 
 // ---- table queries ---------------------------------------------------------------------

@@ -522,7 +522,8 @@ Result<Dialect> parse_dialect(std::string_view name) {
   if (low == "gencode" || low == "nvcc") return Dialect::nvcc;
   if (low == "torch" || low == "pytorch") return Dialect::torch;
   if (low == "tf" || low == "tensorflow") return Dialect::tf;
-  return make_error(ErrorKind::usage, "unknown format '" + std::string(name) + "'; use cmake, gencode, torch or tf");
+  if (low == "codes") return Dialect::codes;
+  return make_error(ErrorKind::usage, "unknown format '" + std::string(name) + "'; use cmake, gencode, torch, tf or codes");
 }
 
 namespace {
@@ -576,11 +577,17 @@ std::string format_targets(std::span<const Target> targets, Dialect dialect) {
         if (g.sass) items.push_back(nvcc_name(arch, CodeKind::sass));
         if (g.ptx) items.push_back(nvcc_name(arch, CodeKind::ptx));
         break;
+      case Dialect::codes:
+        if (g.sass) items.push_back(nvcc_name(arch, CodeKind::sass));
+        if (g.ptx) items.push_back(nvcc_name(arch, CodeKind::ptx));
+        if (g.lto) items.push_back(nvcc_name(arch, CodeKind::ltoir));
+        break;
     }
   }
   switch (dialect) {
     case Dialect::cmake:
-    case Dialect::torch: return join(items, ";");
+    case Dialect::torch:
+    case Dialect::codes: return join(items, ";");
     case Dialect::nvcc: return join(items, " ");
     case Dialect::tf: return join(items, ",");
   }
@@ -589,7 +596,7 @@ std::string format_targets(std::span<const Target> targets, Dialect dialect) {
 
 Status check_expressible(std::span<const Target> targets, Dialect dialect) {
   for (const auto& [arch, g] : group_by_arch(targets)) {
-    if (g.lto && dialect != Dialect::nvcc) {
+    if (g.lto && dialect != Dialect::nvcc && dialect != Dialect::codes) {
       return make_error(ErrorKind::usage, nvcc_name(arch, CodeKind::ltoir) +
                         ": LTO-IR has no spelling in this format; use the gencode format");
     }

@@ -90,10 +90,6 @@ std::string unique_suffix() {
   return buf;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 }  // namespace
 
 struct Cache::Layer {
@@ -501,7 +497,7 @@ std::vector<Found> scan_entries(int entries_fd) {
     Fd sd(::openat(entries_fd, s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sd.valid()) continue;
     for (const std::string& n : list_dir(sd.get())) {
-      if (!ends_with(n, ".bin") || n.size() != 68) continue;
+      if (!n.ends_with(".bin") || n.size() != 68) continue;
       struct stat st {};
       if (::fstatat(sd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       Found f;
@@ -666,7 +662,7 @@ void Cache::remove_stale(Layer& layer, bool everything_unheld) {
     Fd sd(::openat(layer.entries_fd.get(), sh.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sd.valid()) continue;
     for (const std::string& n : list_dir(sd.get())) {
-      if (!ends_with(n, ".json") && !ends_with(n, ".lock")) continue;
+      if (!n.ends_with(".json") && !n.ends_with(".lock")) continue;
       const std::string hex = n.substr(0, n.size() - 5);
       struct stat st {};
       if (::fstatat(sd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;

@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   archguard::canonicalize(*targets);
-  for (auto d : {archguard::Dialect::cmake, archguard::Dialect::nvcc, archguard::Dialect::torch, archguard::Dialect::tf}) {
+  for (auto d : {archguard::Dialect::cmake, archguard::Dialect::nvcc, archguard::Dialect::torch, archguard::Dialect::tf,
+                 archguard::Dialect::codes}) {
     if (!archguard::check_expressible(*targets, d)) continue;
     const std::string spelled = archguard::format_targets(*targets, d);
     if (d != archguard::Dialect::cmake || targets->empty()) continue;

@@ -8,21 +8,22 @@
 //
 //   archguard-verify [verify] FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible]
 //                    [--strict] [-q|--quiet]
-//   archguard-verify arch normalize TEXT...
+//   archguard-verify arch normalize [--format cmake|gencode|torch|tf|codes] TEXT...
 // Exit codes as archguard verify: 0 ok, 1 an architecture is missing, 2 bad usage or input.
-// "arch normalize" is archguard arch normalize with its default (CMake) format: the CMake module
-// hands it the nvcc flag syntax (-gencode, -arch/-code) it does not parse itself, so that the
-// token grammar has one owner (src/arch/tokens.cpp).
+// "arch normalize" is archguard arch normalize: the CMake module hands it the nvcc flag syntax
+// (-gencode, -arch/-code) it does not parse itself and reads the answer back in the codes format
+// (sm_80;compute_80;lto_80), so that the token grammar has one owner (src/arch/tokens.cpp).
 #include <archguard/arch.hpp>
 #include <archguard/coverage.hpp>
 #include <archguard/elf.hpp>
 #include <archguard/fatbin.hpp>
 
+#include "common/fs.hpp"
+
 #include <elf.h>
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,7 +35,7 @@ using namespace archguard;
 constexpr int kExitOk = 0, kExitProblem = 1, kExitUsage = 2;
 
 struct Inputs {
-  std::vector<std::unique_ptr<std::vector<std::byte>>> storage;  // keeps the bytes alive
+  std::vector<std::unique_ptr<std::string>> storage;  // keeps the bytes alive
   std::vector<ObjectFatbins> objects;
   std::vector<std::string> errors;
 };
@@ -112,20 +113,13 @@ void add_archive(Inputs& in, Bytes bytes, const std::string& path) {
 }
 
 void read_input(Inputs& in, const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) {
-    in.errors.push_back(path + ": cannot open: " + std::strerror(errno));
+  auto text = common::read_file(path, true);  // a directory or a device is refused by name
+  if (!text) {
+    in.errors.push_back(text.message());
     return;
   }
-  const auto size = static_cast<std::size_t>(f.tellg());
-  auto buf = std::make_unique<std::vector<std::byte>>(size);
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(buf->data()), static_cast<std::streamsize>(size));  // bytes as chars
-  if (!f) {
-    in.errors.push_back(path + ": read error");
-    return;
-  }
-  const Bytes bytes(buf->data(), buf->size());
+  auto buf = std::make_unique<std::string>(std::move(*text));
+  const Bytes bytes(reinterpret_cast<const std::byte*>(buf->data()), buf->size());  // the file's bytes
   in.storage.push_back(std::move(buf));
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), "!<arch>\n", 8) == 0)
     add_archive(in, bytes, path);
@@ -138,22 +132,30 @@ void read_input(Inputs& in, const std::string& path) {
 
 int usage(const char* msg) {
   std::fprintf(stderr, "archguard-verify: %s\nusage: archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] "
-                       "[--allow-compatible] [--strict] [-q|--quiet]\n       archguard-verify arch normalize TEXT...\n", msg);
+                       "[--allow-compatible] [--strict] [-q|--quiet]\n       archguard-verify arch normalize [--format F] TEXT...\n", msg);
   return kExitUsage;
 }
 
-// archguard arch normalize's default: the words joined by blanks, parsed as one list, printed
-// in CMake's form (lto_XY as itself), the error on stderr with exit 2.
+// archguard arch normalize: the words joined by blanks, parsed as one list, printed in the
+// --format dialect (default cmake); an error on stderr with exit 2. --format is picked out of the
+// words as archguard does, so both tools answer alike (test cli_verifier_agrees).
 int normalize(int argc, char** argv, int first) {
-  std::string text;
-  for (int i = first; i < argc; ++i) text += (text.empty() ? "" : " ") + std::string(argv[i]);
+  std::string text, format = "cmake";
+  for (int i = first; i < argc; ++i) {
+    const std::string w = argv[i];
+    if (w == "--format" && i + 1 < argc) format = argv[++i];
+    else if (w.rfind("--format=", 0) == 0) format = w.substr(9);
+    else text += (text.empty() ? "" : " ") + w;
+  }
   if (text.empty()) return usage("arch normalize: give at least one target, e.g. 'archguard-verify arch normalize 80 sm_90a'");
-  const auto targets = parse_list(text);
-  if (!targets) {
-    std::fprintf(stderr, "archguard-verify: %s\n", targets.message().c_str());
+  const auto dialect = parse_dialect(format);
+  const auto targets = dialect ? parse_list(text) : Result<std::vector<Target>>(dialect.error());
+  const Status fits = targets ? check_expressible(*targets, *dialect) : Status(targets.error());
+  if (!fits) {
+    std::fprintf(stderr, "archguard-verify: %s\n", fits.message().c_str());
     return kExitUsage;
   }
-  std::printf("%s\n", format_targets(*targets, Dialect::cmake).c_str());
+  std::printf("%s\n", format_targets(*targets, *dialect).c_str());
   return kExitOk;
 }
 
@@ -186,8 +188,8 @@ int main(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       std::printf("archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible] [--strict] [-q]\n"
                   "Fails (exit 1) unless every kernel-bearing fatbin carries the required SASS and PTX.\n"
-                  "archguard-verify arch normalize TEXT...\n"
-                  "Prints targets in any dialect, nvcc flags included, in CMake's form (as archguard arch normalize).\n");
+                  "archguard-verify arch normalize [--format cmake|gencode|torch|tf|codes] TEXT...\n"
+                  "Prints targets in any dialect, nvcc flags included, in canonical form (as archguard arch normalize).\n");
       return kExitOk;
     } else if (a.rfind("-", 0) == 0) {
       return usage(("unknown option '" + a + "'").c_str());

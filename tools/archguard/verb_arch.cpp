@@ -350,7 +350,7 @@ void setup(CLI::App& root, cli::Context& ctx) {
   auto norm_opt = std::make_shared<NormalizeOptions>();
   CLI::App* normalize = arch->add_subcommand(
       "normalize", "Print targets (any dialect, nvcc flags included) in canonical form");
-  normalize->add_option("--format", norm_opt->format, "Output dialect: cmake (default), gencode, torch or tf");
+  normalize->add_option("--format", norm_opt->format, "Output dialect: cmake (default), gencode, torch, tf or codes (every code by its nvcc name)");
   // nvcc flags (-arch=sm_86, -gencode ...) are not archguard options: from the first word that
   // is not --format on, everything is kept in order and --format picked out by hand.
   normalize->prefix_command();

@@ -138,6 +138,7 @@ TEST_CASE("format_targets in every dialect", "[arch][tokens]") {
         "-gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_100f,code=[sm_100f,compute_100f]");
   CHECK(format_targets(t, Dialect::torch) == "8.0;8.6+PTX;9.0a;10.0f+PTX");
   CHECK(format_targets(t, Dialect::tf) == "sm_80,sm_86,compute_86,sm_90a,sm_100f,compute_100f");
+  CHECK(format_targets(t, Dialect::codes) == "sm_80;sm_86;compute_86;sm_90a;sm_100f;compute_100f");
   CHECK(check_expressible(t, Dialect::torch).ok());
   // PTX alone: PyTorch cannot say it; LTO-IR: only the gencode form can.
   const std::vector<Target> ptx = parse_ok("90-virtual");
@@ -147,8 +148,11 @@ TEST_CASE("format_targets in every dialect", "[arch][tokens]") {
   CHECK_FALSE(check_expressible(lto, Dialect::cmake).ok());
   CHECK(check_expressible(lto, Dialect::nvcc).ok());
   CHECK(format_targets(lto, Dialect::nvcc) == "-gencode=arch=compute_90,code=lto_90");
+  CHECK(check_expressible(lto, Dialect::codes).ok());  // the CMake module's form: nothing lost
+  CHECK(format_targets(lto, Dialect::codes) == "lto_90");
   CHECK(*parse_dialect("gencode") == Dialect::nvcc);
   CHECK(*parse_dialect("TORCH") == Dialect::torch);
+  CHECK(*parse_dialect("codes") == Dialect::codes);
   CHECK_FALSE(parse_dialect("bazel").ok());
 }
 
@@ -158,7 +162,7 @@ TEST_CASE("round trip: format in a dialect, parse back, same targets", "[arch][t
     if (c.expected == "ERROR" || c.expected == "INFERRED") continue;
     Result<std::vector<Target>> r = parse_token(c.input);
     REQUIRE(r.ok());
-    for (Dialect d : {Dialect::cmake, Dialect::nvcc, Dialect::torch, Dialect::tf}) {
+    for (Dialect d : {Dialect::cmake, Dialect::nvcc, Dialect::torch, Dialect::tf, Dialect::codes}) {
       if (!check_expressible(*r, d).ok()) continue;
       const std::string text = format_targets(*r, d);
       INFO("tokens.txt:" << c.line << " dialect " << static_cast<int>(d) << ": " << text);
@@ -177,7 +181,7 @@ TEST_CASE("round trip: format in a dialect, parse back, same targets", "[arch][t
         Result<std::vector<Target>> back = parse_token(nvcc_name(arch, k));
         REQUIRE(back.ok());
         CHECK(*back == one);
-        for (Dialect d : {Dialect::cmake, Dialect::nvcc, Dialect::torch, Dialect::tf}) {
+        for (Dialect d : {Dialect::cmake, Dialect::nvcc, Dialect::torch, Dialect::tf, Dialect::codes}) {
           if (!check_expressible(one, d).ok()) continue;
           Result<std::vector<Target>> again = parse_list(format_targets(one, d));
           REQUIRE(again.ok());
