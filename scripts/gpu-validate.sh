@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU validation in one go (docs/gpu-validation.md): build CudaArchGuard from source on the GPU
 # machine, run `archguard doctor`, the gpu- and samples-labelled tests (the fatbin-composition
-# matrix among them), the samples by hand and the benchmark; write the logs under $OUT: summary.md,
-# build.log, doctor.log, doctor.json, ctest.log, matrix.md, samples.log, bench.log.
+# matrix among them), the samples by hand, the driver oracle on real software and the benchmark;
+# write the logs under $OUT: summary.md, build.log, doctor.log, doctor.json, ctest.log,
+# matrix.md, samples.log, realsw.log, oracle.log, oracle.md, bench.log.
 #   OUT=<dir> (default ./gpu-validation-out)   JOBS=<n> (default nproc)
 # Missing build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4, OpenSSL
 # headers) are taken from Debian packages in $DEBS (default .gpu-carry/debs) when present
@@ -159,6 +160,17 @@ for n, s, m in fails[:10]:
     print("  - FAIL [%s] %s: %s" % (n, s, m))
 PY
 grep -E "ok:|^exit" "$OUT/realsw.log" | sed 's/^/    /' | tee -a "$summary"
+
+# ---- the real driver as the oracle, fatbin by fatbin (tests/gpu/driver_oracle.py) -----------
+# Every fatbin archguard finds in site-packages and the toolkit's lib64 goes to cuModuleLoadDataEx
+# (at most 300 predicted native, 300 predicted failing and 3 predicted JIT per object); a missed
+# failure or a false alarm fails it. ORACLE_BUDGET: seconds of loading (default 240).
+say ""
+say "## driver oracle: archguard check against cuModuleLoadDataEx, fatbin by fatbin ($(stamp))"
+timeout 600 python3 tests/gpu/driver_oracle.py "$ag" "$sp" /usr/local/cuda/lib64 --budget "${ORACLE_BUDGET:-240}" \
+  --report "$OUT/oracle.md" > "$OUT/oracle.log" 2>&1
+say "- exit $?"
+tail -n 25 "$OUT/oracle.log" | sed 's/^/    /' | tee -a "$summary"
 
 # ---- binaries built elsewhere (e.g. by a newer nvcc than this machine has) -------------------
 # PTX_BINARIES: executables built here with another toolkit; each runs, and archguard check predicts

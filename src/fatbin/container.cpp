@@ -402,15 +402,19 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
   if (report.objects.size() > before) report.storage.push_back(*storage);  // else unmapped here
 }
 
-/// Lists the regular files under `root`, recursively, without following symbolic links. Every
-/// directory that cannot be opened or read (permissions, too many open files) is reported in
-/// `errors`: a walk never passes over part of its input in silence.
+/// Lists the regular files under `root`, recursively, without following symbolic links below it
+/// (`root` itself may be one: /usr/local/cuda/lib64 is a link to lib). Every directory that
+/// cannot be opened or read (permissions, too many open files) is reported in `errors`: a walk
+/// never passes over part of its input in silence.
 void walk_directory(const std::string& root, std::vector<std::string>& files, std::vector<std::string>& errors) {
   std::vector<std::string> pending{root};
+  bool named = true;  // the directory the user named
   while (!pending.empty()) {
     const std::string dir = std::move(pending.back());
     pending.pop_back();
-    common::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK));
+    const int follow = named ? 0 : O_NOFOLLOW;
+    named = false;
+    common::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | follow | O_NONBLOCK));
     DIR* d = fd.valid() ? ::fdopendir(fd.get()) : nullptr;
     if (d == nullptr) {
       const int err = errno;

@@ -8,10 +8,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace archguard;
 
@@ -97,4 +100,26 @@ TEST_CASE("controls decode to the documented images and kernels", "[fatbin][corp
   REQUIRE(a->objects.size() == 1);
   CHECK(a->objects[0].path == kDir + "valid.a:valid.o");
   CHECK(a->objects[0].member == "valid.o");
+}
+
+TEST_CASE("a directory named through a symbolic link is walked; links below it are not followed", "[fatbin][corpus]") {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("archguard-walk-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "tree");
+  fs::create_directory_symlink(kDir, tmp / "linked");          // as /usr/local/cuda/lib64 -> lib
+  fs::create_directory_symlink(kDir, tmp / "tree" / "inner");  // a link inside a walked tree
+  auto direct = scan_path(kDir);
+  auto linked = scan_path((tmp / "linked").string());
+  auto tree = scan_path((tmp / "tree").string());
+  fs::remove_all(tmp);
+  REQUIRE(direct.ok());
+  REQUIRE(linked.ok());
+  REQUIRE(tree.ok());
+  CHECK(linked->directory);
+  CHECK(linked->objects.size() == direct->objects.size());
+  CHECK(linked->objects.size() > 0);
+  for (const auto& e : linked->errors) CHECK(e.find("cannot read the directory") == std::string::npos);
+  CHECK(tree->objects.empty());  // not followed: the same files would be listed twice
+  CHECK(tree->errors.empty());
 }
