@@ -9,6 +9,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -434,6 +435,57 @@ TEST_CASE("embedded fatbins: random data full of the magic yields none and no er
   const Buf only_magic = {std::byte{0x50}, std::byte{0xed}, std::byte{0x55}, std::byte{0xba}};
   CHECK(find_embedded_fatbins(only_magic, "tiny", ".rodata").empty());
   CHECK(find_embedded_fatbins(Buf{}, "empty", ".rodata").empty());
+}
+
+TEST_CASE("embedded fatbins: a search on several threads finds exactly what one thread finds", "[fatbin][embedded]") {
+  // The parallel search cuts the region into 1 MiB chunks searched each from its start: a chunk
+  // that begins inside a fatbin must not report what lies inside it. About 5.5 MiB of filler with
+  // fatbins across chunk boundaries, one spanning a whole chunk, and two complete fatbins nested
+  // in that one's payload (found only by a search that starts inside it).
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  const Buf small = make_fatbin({EntrySpec{}, spec(1, 90, 0x11, 9, 0, bytes_of(".version 9.0\n"))});
+  Buf big_payload(MiB + MiB / 4, std::byte{0x5a});
+  Buf region(2 * MiB - 0x800, std::byte{0x5a});
+  const std::size_t big_at = region.size();  // spans chunk 2 ([2, 3) MiB) whole, ends in chunk 3
+  const std::size_t big_payload_at = big_at + 16 + 0x40;
+  const std::size_t nested[] = {2 * MiB + 0x10000, 3 * MiB + 0x100};
+  for (std::size_t n : nested) std::copy(small.begin(), small.end(), big_payload.begin() + static_cast<std::ptrdiff_t>(n - big_payload_at));
+  const Buf big = make_fatbin({spec(2, 90, 0x11, 1, 8, big_payload)});
+  region.insert(region.end(), big.begin(), big.end());
+  auto put_fatbin = [&region, &small](std::size_t at) {
+    if (region.size() < at + small.size()) region.resize(at + small.size(), std::byte{0x5a});
+    std::copy(small.begin(), small.end(), region.begin() + static_cast<std::ptrdiff_t>(at));
+    return at;
+  };
+  std::vector<std::size_t> expected = {put_fatbin(0x100), put_fatbin(MiB - 48), put_fatbin(MiB + 0x1000), big_at};
+  REQUIRE(big_at + big.size() < 3 * MiB + MiB / 2);
+  expected.push_back(put_fatbin((big_at + big.size() + 7) / 8 * 8 + 0x40));  // right after the big one
+  expected.push_back(put_fatbin(4 * MiB));                                    // at a chunk's first byte
+  region.resize(5 * MiB + MiB / 2, std::byte{0x5a});
+  expected.push_back(put_fatbin(region.size()));                              // ending the region
+  REQUIRE(region.size() % 8 == 0);
+
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    INFO(threads << " threads");
+    const auto found = find_embedded_fatbins(region, "lib.so", ".rodata", 0x1000, 0, {}, {}, threads);
+    std::vector<std::size_t> at;
+    for (const auto& fb : found) at.push_back(static_cast<std::size_t>(fb.offset - 0x1000));
+    CHECK(at == expected);
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      CHECK(found[i].index == i);
+      CHECK(found[i].section_name == ".rodata");
+      CHECK(found[i].entries.size() == (at[i] == big_at ? 1u : 2u));
+    }
+  }
+  // The same bytes 4 bytes into a section at address 4 mod 8: the chunks start at the aligned addresses.
+  Buf shifted(4, std::byte{0x5a});
+  shifted.insert(shifted.end(), region.begin(), region.end());
+  for (unsigned threads : {1u, 4u}) {
+    std::vector<std::size_t> at;
+    for (const auto& fb : find_embedded_fatbins(shifted, "lib.so", ".ldata", 0, 4, {}, {}, threads))
+      at.push_back(static_cast<std::size_t>(fb.offset) - 4);
+    CHECK(at == expected);
+  }
 }
 
 TEST_CASE("standalone PTX and LTO-IR files", "[fatbin][standalone]") {
