@@ -191,6 +191,9 @@ void PointerIndex::build() {
   }
   std::stable_sort(sections_.begin(), sections_.end(),
                    [](const ElfSection* a, const ElfSection* b) { return a->addr < b->addr; });
+  // No address to resolve: most libraries have no version-2 wrapper (cuBLASLt's 2,782 are all
+  // of version 1), and its 9 MB of relocations need not be read.
+  if (wanted_ && wanted_->empty()) return;
   const std::uint32_t relative = elf.machine() == kElfMachineAarch64 ? R_AARCH64_RELATIVE : R_X86_64_RELATIVE;
   ByteReader reader(elf.bytes(), elf.name());
   for (const auto& s : elf.sections()) {
