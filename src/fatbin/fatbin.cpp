@@ -407,6 +407,9 @@ class EmbeddedScan {
     if (!pool_.empty()) work();
     join();
     std::vector<std::vector<Fatbin>> out(regions_.size());
+    std::vector<std::size_t> ahead(regions_.size());  // a bound on each region's count: cuFFT has 24,000
+    for (const auto& c : chunks_) ahead[c.region] += c.found.size();
+    for (std::size_t r = 0; r < out.size(); ++r) out[r].reserve(ahead[r]);
     std::uint64_t pos = 0;  // P in the region being merged
     for (std::size_t i = 0; i < chunks_.size(); ++i) {
       ScanChunk& c = chunks_[i];
@@ -556,7 +559,11 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
     }
   }
   attribute_translation_units(elf, out);
-  for (auto& found : embedded.finish()) {
+  auto embedded_found = embedded.finish();
+  std::size_t count = out.size();
+  for (const auto& found : embedded_found) count += found.size();
+  out.reserve(count);
+  for (auto& found : embedded_found) {
     for (auto& fb : found) {
       fb.index = out.size();
       out.push_back(std::move(fb));
