@@ -321,15 +321,17 @@ struct ScanRegion {
   std::uint64_t address = 0;  ///< its virtual address: fatbins sit at 8-aligned addresses
 };
 
-/// A stretch of a region, [begin, end), searched by one worker. A worker that starts a chunk
-/// does not know yet where the fatbins of the chunks before it end, so it starts at `begin`;
-/// the ordered merge (EmbeddedScan::finish) keeps its finds only where that cannot matter.
+/// A stretch of a region, [begin, end), searched by one worker. A worker that starts a run of
+/// chunks does not know yet where the fatbins before it end, so it starts at `begin`; within its
+/// run it goes on from where the chunk before stopped. The ordered merge (EmbeddedScan::finish)
+/// keeps its finds only where that cannot matter.
 struct ScanChunk {
   std::size_t region = 0;
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
   bool done = false;         ///< searched ahead by a worker
-  std::uint64_t stop = 0;    ///< where that search stopped (past `end` when a fatbin runs on)
+  std::uint64_t start = 0;   ///< where that search started (begin, or past a fatbin before it)
+  std::uint64_t stop = 0;    ///< where it stopped (past `end` when a fatbin runs on)
   std::vector<Fatbin> found;
 };
 
@@ -368,12 +370,14 @@ std::uint64_t walk_region(const ScanRegion& g, const ByteReader& r, std::uint64_
 
 /// Finds the fatbins of each region, in offset order, exactly as one sequential walk_region
 /// over the whole region does, whatever the number of threads. With more than one, workers
-/// search the chunks ahead in the background (start), in any order; finish then walks the
-/// chunks in order with the true position P, where the sequential scan would be: a chunk wholly
-/// inside a fatbin found before it (P >= end) is dropped; a chunk whose worker began where the
-/// sequential scan would be (P == begin), or found nothing before P, is kept as found (from its
-/// first find on the two scans are the same); the rare rest (a find inside the fatbin before
-/// it, which only crafted data has) is walked again from P. Chunks no worker took are walked by
+/// search runs of consecutive chunks ahead in the background (start), about four runs per
+/// thread, taken in any order; each run begins at its first chunk's start and goes on from
+/// where the search stopped, as one walk would. finish then goes through the chunks in order
+/// with the true position P, where the sequential scan would be: a chunk wholly inside a fatbin
+/// found before it (P >= end) is dropped; a chunk whose search started at P, or before P and
+/// found nothing before P, is kept as found (from its first find on the two searches are the
+/// same); the rare rest (a search that started past P, or a find inside the fatbin before it,
+/// which only crafted data has) is walked again from P. Chunks no worker took are walked by
 /// finish itself, which is all of them with one thread.
 class EmbeddedScan {
  public:
@@ -386,19 +390,22 @@ class EmbeddedScan {
       readers_.emplace_back(g.bytes, name, g.base);
       if (g.bytes.size() < kFatbinHeaderSize) continue;
       for (std::uint64_t b = (8 - g.address % 8) % 8; b < g.bytes.size(); b += kScanChunk)
-        chunks_.push_back(ScanChunk{i, b, std::min<std::uint64_t>(g.bytes.size(), b + kScanChunk), false, 0, {}});
+        chunks_.push_back(ScanChunk{i, b, std::min<std::uint64_t>(g.bytes.size(), b + kScanChunk), false, 0, 0, {}});
     }
   }
   EmbeddedScan(const EmbeddedScan&) = delete;
   EmbeddedScan& operator=(const EmbeddedScan&) = delete;
   ~EmbeddedScan() {
-    next_ = chunks_.size();  // abandoned (the caller failed): the workers take no further chunk
+    next_ = runs_;  // abandoned (the caller failed): the workers take no further run
     join();
   }
 
   /// Starts `threads - 1` workers on the chunks; the caller's thread joins them in finish.
   void start(unsigned threads) {
     threads = static_cast<unsigned>(std::min<std::size_t>(threads, chunks_.size()));
+    if (threads <= 1) return;
+    run_ = std::max<std::size_t>(1, chunks_.size() / (std::size_t{4} * threads));
+    runs_ = (chunks_.size() + run_ - 1) / run_;
     for (unsigned t = 1; t < threads; ++t) pool_.emplace_back([this] { work(); });
   }
 
@@ -417,7 +424,7 @@ class EmbeddedScan {
       if (pos >= c.end) continue;
       const std::uint64_t base = regions_[c.region].base;
       auto& found = out[c.region];
-      if (c.done && (pos == c.begin || c.found.empty() || c.found.front().offset - base >= pos)) {
+      if (c.done && c.start <= pos && (c.start == pos || c.found.empty() || c.found.front().offset - base >= pos)) {
         for (auto& fb : c.found) found.push_back(std::move(fb));
         pos = std::max(pos, c.stop);
       } else {
@@ -438,9 +445,14 @@ class EmbeddedScan {
     return stop;
   }
   void work() {
-    for (std::size_t i; (i = next_.fetch_add(1)) < chunks_.size();) {
-      chunks_[i].stop = walk(chunks_[i], chunks_[i].begin, chunks_[i].found);
-      chunks_[i].done = true;
+    for (std::size_t r; (r = next_.fetch_add(1)) < runs_;) {
+      const std::size_t first = r * run_, last = std::min(chunks_.size(), first + run_);
+      for (std::size_t i = first; i < last; ++i) {
+        ScanChunk& c = chunks_[i];
+        c.start = i > first && chunks_[i - 1].region == c.region ? chunks_[i - 1].stop : c.begin;  // stop >= end
+        c.stop = c.start < c.end ? walk(c, c.start, c.found) : c.start;
+        c.done = true;
+      }
     }
   }
   void join() {
@@ -453,6 +465,8 @@ class EmbeddedScan {
   const ReleaseHook& prefetch_;
   std::vector<ByteReader> readers_;
   std::vector<ScanChunk> chunks_;
+  std::size_t run_ = 1;   ///< chunks per run
+  std::size_t runs_ = 0;  ///< runs handed to workers (0 with one thread)
   std::atomic<std::size_t> next_{0};
   std::vector<std::thread> pool_;
 };
