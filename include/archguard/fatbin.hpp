@@ -215,9 +215,10 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
 /// (0 in relocatable files); `section_name` is recorded in each fatbin. The scan is linear
 /// (one 32-bit compare per 8-aligned address; a fatbin found is skipped whole), in chunks of
 /// 1 MiB announced to `prefetch` before and to `release` after they are read. With `threads`
-/// > 1 the chunks are searched in parallel, each from its start, and merged in order so that
-/// the result is exactly that of one thread (a chunk that began inside a fatbin found before it
-/// keeps only what lies past that fatbin's end); the hooks are then called from several threads.
+/// > 1 runs of consecutive chunks are searched in parallel, each from its first chunk's start,
+/// and merged in order so that the result is exactly that of one thread (a search that began
+/// inside a fatbin found before it keeps only what lies past that fatbin's end); the hooks are
+/// then called from several threads.
 std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
                                           std::uint64_t base = 0, std::uint64_t address = 0,
                                           const ReleaseHook& release = {}, const ReleaseHook& prefetch = {},

@@ -338,9 +338,10 @@ struct ScanChunk {
 /// Small enough that a worker's resident pages stay few (each chunk is released when done),
 /// large enough that a chunk costs far more than taking it.
 constexpr std::uint64_t kScanChunk = std::uint64_t{1} << 20;
-/// A thread per 8 MiB at most: below that, starting one costs more than it saves. At most 8:
-/// the caller's thread reads the standard sections meanwhile, which takes longer than 8
-/// threads take over cuBLASLt's 270 MB, and each thread adds a chunk to the resident memory.
+/// A thread per 8 MiB at most (about 1.5 ms of search each): small libraries stay on the
+/// caller's thread. At most 8: the caller's thread reads the standard sections meanwhile,
+/// which takes longer than 8 threads take over cuBLASLt's 270 MB, and each thread adds a chunk
+/// to the resident memory.
 constexpr std::uint64_t kMinScanPerThread = std::uint64_t{8} << 20;
 constexpr unsigned kMaxScanThreads = 8;
 
