@@ -8,6 +8,8 @@
 #   ARCHGUARD   the archguard binary (default: build/default/bin/archguard, then build/dev)
 #   CUOBJDUMP   cuobjdump (default: the one scripts/setup.sh installs into $ARCHGUARD_VENV/.venv)
 #   GNU_TIME    GNU time, for peak memory (default: /usr/bin/time)
+#   ARCHGUARD_OLD  optional: another archguard binary (the one before a change), measured in the
+#               same rounds; its row and the new-vs-old ratio are added
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 lib=${1:-/usr/local/cuda/lib64/libcublasLt.so.13}
@@ -22,6 +24,8 @@ cuobjdump=${CUOBJDUMP:-$(ls "$venv"/lib/python3*/site-packages/nvidia/cu13/bin/c
 [[ -x $ag ]] || { echo "bench_inspect: no archguard binary (set ARCHGUARD)" >&2; exit 2; }
 [[ -x $cuobjdump ]] || { echo "bench_inspect: no cuobjdump (set CUOBJDUMP or run scripts/setup.sh --tests)" >&2; exit 2; }
 [[ -f $lib ]] || { echo "bench_inspect: no $lib" >&2; exit 2; }
+old=${ARCHGUARD_OLD:-}
+[[ -z $old || -x $old ]] || { echo "bench_inspect: ARCHGUARD_OLD=$old is not executable" >&2; exit 2; }
 gnutime=${GNU_TIME:-/usr/bin/time}
 [[ -x $gnutime ]] || { echo "bench_inspect: needs GNU time ($gnutime; Debian package 'time', or set GNU_TIME)" >&2; exit 2; }
 tmp=$(mktemp -d)
@@ -41,11 +45,14 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 
 echo "library:   $lib ($(du -h "$lib" | cut -f1))"
 echo "archguard: $ag"
+[[ -n $old ]] && echo "old:       $old"
 echo "cuobjdump: $cuobjdump ($("$cuobjdump" --version | tail -1))"
 echo "machine:   $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); runs: $reps (after one warm-up each)"
 "$ag" inspect "$lib" >/dev/null; "$cuobjdump" --list-elf "$lib" >/dev/null 2>&1 || true  # warm the page cache
+[[ -n $old ]] && "$old" inspect "$lib" >/dev/null
 for ((i = 0; i < reps; ++i)); do
   measure ag_table "$ag" inspect "$lib"
+  [[ -n $old ]] && measure ag_old "$old" inspect "$lib"
   measure ag_list "$ag" inspect --list-like-cuobjdump "$lib"
   measure cu_elf "$cuobjdump" --list-elf "$lib"
   measure cu_ptx "$cuobjdump" --list-ptx "$lib"
@@ -68,6 +75,7 @@ row cu_elf "cuobjdump --list-elf"
 row cu_ptx "cuobjdump --list-ptx"
 row cu_both "cuobjdump --list-elf + --list-ptx"
 row ag_table "archguard inspect (table)"
+[[ -n $old ]] && row ag_old "ARCHGUARD_OLD inspect (table)"
 row ag_list "archguard inspect --list-like-cuobjdump"
 row ag_json "archguard inspect --json"
 read -r ct cm < "$tmp/cu_both.med"
@@ -76,3 +84,8 @@ read -r lt lm < "$tmp/ag_list.med"
 echo
 printf "inspect (table) vs cuobjdump elf+ptx: %.0fx faster, %.0fx less memory\n" "$(awk -v a="$ct" -v b="$at" 'BEGIN {print a / b}')" "$(awk -v a="$cm" -v b="$am" 'BEGIN {print a / b}')"
 printf "inspect --list-like-cuobjdump vs cuobjdump elf+ptx: %.0fx faster, %.0fx less memory\n" "$(awk -v a="$ct" -v b="$lt" 'BEGIN {print a / b}')" "$(awk -v a="$cm" -v b="$lm" 'BEGIN {print a / b}')"
+if [[ -n $old ]]; then
+  read -r ot om < "$tmp/ag_old.med"
+  printf "ARCHGUARD_OLD inspect vs cuobjdump elf+ptx: %.0fx faster, %.0fx less memory\n" "$(awk -v a="$ct" -v b="$ot" 'BEGIN {print a / b}')" "$(awk -v a="$cm" -v b="$om" 'BEGIN {print a / b}')"
+  printf "inspect (table) vs ARCHGUARD_OLD inspect: %.2fx the wall time, %.2fx the memory\n" "$(awk -v a="$at" -v b="$ot" 'BEGIN {print a / b}')" "$(awk -v a="$am" -v b="$om" 'BEGIN {print a / b}')"
+fi

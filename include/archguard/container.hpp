@@ -60,7 +60,9 @@ struct InflateBudget {
 };
 
 struct ScanOptions {
-  unsigned threads = 0;  ///< worker threads for directories; 0: the hardware concurrency
+  /// Worker threads for the files of a directory, or for the embedded-fatbin search of a file
+  /// named directly (read_elf_fatbins); 0: the hardware concurrency.
+  unsigned threads = 0;
   /// Archive members larger than this are spilled to an unlinked temporary file and mapped
   /// instead of being held in memory.
   std::uint64_t spill_threshold = std::uint64_t{32} << 20;

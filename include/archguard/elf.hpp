@@ -9,6 +9,7 @@
 #include <archguard/bytes.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,6 +93,10 @@ class ElfFile {
 class PointerIndex {
  public:
   explicit PointerIndex(const ElfFile& elf);
+  /// Indexes only the relocations at `addresses`: at() must then be asked about those alone.
+  /// Cheaper when they are few: a large library has hundreds of thousands of relocations, of
+  /// which the fatbin reader needs one or two.
+  PointerIndex(const ElfFile& elf, std::vector<std::uint64_t> addresses);
   /// As ElfFile::pointer_at.
   std::optional<std::uint64_t> at(std::uint64_t addr) const;
   /// Relocation entries and section headers visited so far: a measure of the work done, for
@@ -99,9 +104,12 @@ class PointerIndex {
   std::uint64_t work() const { return work_; }
 
  private:
+  void build();
+
   const ElfFile& elf_;
   std::vector<const ElfSection*> sections_;  ///< allocated, with file bytes, by address
   std::vector<std::pair<std::uint64_t, std::uint64_t>> relative_;  ///< (offset, addend) by offset
+  std::optional<std::vector<std::uint64_t>> wanted_;  ///< sorted; when set, the only offsets kept
   mutable std::uint64_t work_ = 0;
 };
 

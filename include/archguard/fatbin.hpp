@@ -201,8 +201,11 @@ struct ObjectFatbins {
 /// marked device_link when its first SASS image defines no kernel. Then come the fatbins
 /// embedded as data in the other loaded, non-executable sections (find_embedded_fatbins), in
 /// section order. Translation units are filled in from the symbol table when there is one.
+/// With `threads` > 1 the embedded-fatbin search runs on up to that many threads (one per
+/// 8 MiB searched, 8 at most), meanwhile the standard sections are read; the result does not
+/// depend on the number. The hooks are then called from several threads at once.
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {},
-                                             const ReleaseHook& prefetch = {});
+                                             const ReleaseHook& prefetch = {}, unsigned threads = 1);
 
 /// Finds the fatbins stored as plain data in `bytes` (one loaded section of an ELF file other
 /// than .nv_fatbin and __nv_relfatbin), by the fatbin magic at 8-aligned addresses followed by a
@@ -210,11 +213,16 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
 /// entries filling the fatbin exactly). Anything else that merely contains the magic is skipped:
 /// this never fails. `base` is the section's offset in its file, `address` its virtual address
 /// (0 in relocatable files); `section_name` is recorded in each fatbin. The scan is linear
-/// (one 32-bit compare per 8-aligned address; a fatbin found is skipped whole), in windows of 8 MiB announced to
-/// `prefetch` before and to `release` after they are read.
+/// (one 32-bit compare per 8-aligned address; a fatbin found is skipped whole), in chunks of
+/// 1 MiB announced to `prefetch` before and to `release` after they are read. With `threads`
+/// > 1 runs of consecutive chunks are searched in parallel, each from its first chunk's start,
+/// and merged in order so that the result is exactly that of one thread (a search that began
+/// inside a fatbin found before it keeps only what lies past that fatbin's end); the hooks are
+/// then called from several threads.
 std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
                                           std::uint64_t base = 0, std::uint64_t address = 0,
-                                          const ReleaseHook& release = {}, const ReleaseHook& prefetch = {});
+                                          const ReleaseHook& release = {}, const ReleaseHook& prefetch = {},
+                                          unsigned threads = 1);
 
 /// The kind of a file that is device code by itself, told by its first bytes.
 enum class DeviceFileKind : std::uint8_t {

@@ -147,6 +147,9 @@ struct Scanner {
   std::uint64_t input_size = 0;  ///< bytes of the input file: the base of the ratio budget
   std::uint64_t inflated = 0;    ///< bytes inflated from this input's archives so far
   bool stopped = false;          ///< a budget was hit: read no further member of this input
+  /// Threads for the embedded-fatbin scan of one ELF file: 1 inside a directory walk, whose
+  /// files are already read in parallel.
+  unsigned scan_threads = 1;
 
   /// Counts `n` more inflated bytes of `member`; an error once a budget is exceeded.
   Status charge(std::uint64_t n, const std::string& member) {
@@ -186,7 +189,8 @@ struct Scanner {
       add_standalone(bytes, display, archive, member);
       return;
     }
-    auto fatbins = read_elf_fatbins(*elf, release);
+    // No prefetch hook: no madvise hint made the scan cheaper (docs/benchmarks-inspect.md).
+    auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads);
     if (!fatbins) {
       report.errors.push_back(fatbins.message());
       return;
@@ -460,6 +464,7 @@ Result<ScanReport> scan_bytes(Bytes bytes, const std::string& name, const ScanOp
   ScanReport report;
   report.input = name;
   Scanner s{options, report};
+  s.scan_threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   AG_TRY_STATUS(s.scan(bytes, name, true));
   return report;
 }
@@ -495,6 +500,7 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   }
   AG_TRY(auto storage, map_file(path));
   Scanner s{options, report};
+  s.scan_threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   AG_TRY_STATUS(s.scan(storage->bytes(), path, true, storage.get(), &path));
   report.storage.push_back(storage);
   return report;

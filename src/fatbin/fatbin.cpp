@@ -5,8 +5,10 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
+#include <thread>
 
 namespace archguard {
 namespace {
@@ -309,40 +311,193 @@ void attribute_translation_units(const ElfFile& elf, std::vector<Fatbin>& fbs) {
 
 }  // namespace
 
-std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
-                                          std::uint64_t base, std::uint64_t address, const ReleaseHook& release,
-                                          const ReleaseHook& prefetch) {
-  std::vector<Fatbin> out;
-  // Scanned in windows so that a mapping can read each one ahead and drop it afterwards: a
-  // 500 MB library has hundreds of MB of such data.
-  constexpr std::uint64_t kWindow = std::uint64_t{8} << 20;
-  const std::uint64_t size = bytes.size();
-  if (size < kFatbinHeaderSize) return out;
-  ByteReader r(bytes, name, base);
-  // Only 8-aligned addresses can hold a fatbin: one 32-bit compare per 8 bytes. The cost is
-  // that of bringing the pages in (about 0.2 ms of CPU per MB; 270 MB in cuBLASLt 13.0).
-  std::uint64_t pos = (8 - address % 8) % 8;
-  const std::uint64_t last = size - kFatbinHeaderSize;  // the last offset a header fits at
-  for (std::uint64_t window = 0; window < size; window += kWindow) {
-    const std::uint64_t window_end = std::min(size, window + kWindow);
-    if (pos >= window_end) continue;  // inside a fatbin found earlier
-    if (prefetch) prefetch(base + pos, window_end - pos);
-    const auto* data = bytes.data();
-    for (; pos < window_end && pos <= last; pos += 8) {
-      std::uint32_t word;
-      std::memcpy(&word, data + pos, sizeof word);
-      if (word != kFatbinMagic || !plausible_fatbin(bytes, pos)) continue;
-      auto fb = Fatbin::parse(r, pos, out.size());
-      if (!fb) continue;  // a near miss: data that happens to look like a fatbin header
-      fb->section = FatbinSection::embedded;
-      fb->section_name = section_name;
-      const std::uint64_t at = pos;
-      pos = at + (fb->size + 7) / 8 * 8 - 8;  // the next aligned offset after it, less the step
-      out.push_back(std::move(*fb));
+namespace {
+
+/// One section searched for embedded fatbins.
+struct ScanRegion {
+  Bytes bytes;
+  std::string section_name;
+  std::uint64_t base = 0;     ///< offset of the section in its file
+  std::uint64_t address = 0;  ///< its virtual address: fatbins sit at 8-aligned addresses
+};
+
+/// A stretch of a region, [begin, end), searched by one worker. A worker that starts a run of
+/// chunks does not know yet where the fatbins before it end, so it starts at `begin`; within its
+/// run it goes on from where the chunk before stopped. The ordered merge (EmbeddedScan::finish)
+/// keeps its finds only where that cannot matter.
+struct ScanChunk {
+  std::size_t region = 0;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  bool done = false;         ///< searched ahead by a worker
+  std::uint64_t start = 0;   ///< where that search started (begin, or past a fatbin before it)
+  std::uint64_t stop = 0;    ///< where it stopped (past `end` when a fatbin runs on)
+  std::vector<Fatbin> found;
+};
+
+/// Small enough that a worker's resident pages stay few (each chunk is released when done),
+/// large enough that a chunk costs far more than taking it.
+constexpr std::uint64_t kScanChunk = std::uint64_t{1} << 20;
+/// A thread per 8 MiB at most (about 1.5 ms of search each): small libraries stay on the
+/// caller's thread. At most 8: the caller's thread reads the standard sections meanwhile,
+/// which takes longer than 8 threads take over cuBLASLt's 270 MB, and each thread adds a chunk
+/// to the resident memory.
+constexpr std::uint64_t kMinScanPerThread = std::uint64_t{8} << 20;
+constexpr unsigned kMaxScanThreads = 8;
+
+/// The scan proper: every 8-aligned offset in [from, to) of the region whose 32-bit word is the
+/// magic, followed by a header and entry chain that pass plausible_fatbin and Fatbin::parse, is
+/// a fatbin; the search resumes at the first aligned offset after it. Appends what it finds to
+/// `out` and returns the offset it stopped at: the first one at or past `to` it did not check.
+std::uint64_t walk_region(const ScanRegion& g, const ByteReader& r, std::uint64_t from, std::uint64_t to,
+                          std::vector<Fatbin>& out) {
+  const std::uint64_t size = g.bytes.size();
+  const std::uint64_t last = size - kFatbinHeaderSize;  // the last offset a header fits at (size >= 16)
+  const auto* data = g.bytes.data();
+  std::uint64_t pos = from;
+  for (; pos < to && pos <= last; pos += 8) {
+    std::uint32_t word;
+    std::memcpy(&word, data + pos, sizeof word);
+    if (word != kFatbinMagic || !plausible_fatbin(g.bytes, pos)) continue;
+    auto fb = Fatbin::parse(r, pos, out.size());
+    if (!fb) continue;  // a near miss: data that happens to look like a fatbin header
+    fb->section = FatbinSection::embedded;
+    fb->section_name = g.section_name;
+    pos += (fb->size + 7) / 8 * 8 - 8;  // the next aligned offset after it, less the step
+    out.push_back(std::move(*fb));
+  }
+  return pos;
+}
+
+/// Finds the fatbins of each region, in offset order, exactly as one sequential walk_region
+/// over the whole region does, whatever the number of threads. With more than one, workers
+/// search runs of consecutive chunks ahead in the background (start), about four runs per
+/// thread, taken in any order; each run begins at its first chunk's start and goes on from
+/// where the search stopped, as one walk would. finish then goes through the chunks in order
+/// with the true position P, where the sequential scan would be: a chunk wholly inside a fatbin
+/// found before it (P >= end) is dropped; a chunk whose search started at P, or before P and
+/// found nothing before P, is kept as found (from its first find on the two searches are the
+/// same); the rare rest (a search that started past P, or a find inside the fatbin before it,
+/// which only crafted data has) is walked again from P. Chunks no worker took are walked by
+/// finish itself, which is all of them with one thread.
+class EmbeddedScan {
+ public:
+  /// `regions` (and what the hooks refer to) must outlive the scan.
+  EmbeddedScan(const std::vector<ScanRegion>& regions, const std::string& name, const ReleaseHook& release,
+               const ReleaseHook& prefetch)
+      : regions_(regions), release_(release), prefetch_(prefetch) {
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+      const ScanRegion& g = regions[i];
+      readers_.emplace_back(g.bytes, name, g.base);
+      if (g.bytes.size() < kFatbinHeaderSize) continue;
+      for (std::uint64_t b = (8 - g.address % 8) % 8; b < g.bytes.size(); b += kScanChunk)
+        chunks_.push_back(ScanChunk{i, b, std::min<std::uint64_t>(g.bytes.size(), b + kScanChunk), false, 0, 0, {}});
     }
-    if (release) release(base + window, std::min(pos, window_end) - window);
+  }
+  EmbeddedScan(const EmbeddedScan&) = delete;
+  EmbeddedScan& operator=(const EmbeddedScan&) = delete;
+  ~EmbeddedScan() {
+    next_ = runs_;  // abandoned (the caller failed): the workers take no further run
+    join();
+  }
+
+  /// Starts `threads - 1` workers on the chunks; the caller's thread joins them in finish.
+  void start(unsigned threads) {
+    threads = static_cast<unsigned>(std::min<std::size_t>(threads, chunks_.size()));
+    if (threads <= 1) return;
+    run_ = std::max<std::size_t>(1, chunks_.size() / (std::size_t{4} * threads));
+    runs_ = (chunks_.size() + run_ - 1) / run_;
+    for (unsigned t = 1; t < threads; ++t) pool_.emplace_back([this] { work(); });
+  }
+
+  /// Waits for the chunks searched ahead and merges them; see the class comment.
+  std::vector<std::vector<Fatbin>> finish() {
+    if (!pool_.empty()) work();
+    join();
+    std::vector<std::vector<Fatbin>> out(regions_.size());
+    std::vector<std::size_t> ahead(regions_.size());  // a bound on each region's count: cuFFT has 24,000
+    for (const auto& c : chunks_) ahead[c.region] += c.found.size();
+    for (std::size_t r = 0; r < out.size(); ++r) out[r].reserve(ahead[r]);
+    std::uint64_t pos = 0;  // P in the region being merged
+    for (std::size_t i = 0; i < chunks_.size(); ++i) {
+      ScanChunk& c = chunks_[i];
+      if (i == 0 || chunks_[i - 1].region != c.region) pos = c.begin;
+      if (pos >= c.end) continue;
+      const std::uint64_t base = regions_[c.region].base;
+      auto& found = out[c.region];
+      if (c.done && c.start <= pos && (c.start == pos || c.found.empty() || c.found.front().offset - base >= pos)) {
+        for (auto& fb : c.found) found.push_back(std::move(fb));
+        pos = std::max(pos, c.stop);
+      } else {
+        pos = walk(c, pos, found);
+      }
+    }
+    for (auto& found : out)
+      for (std::size_t i = 0; i < found.size(); ++i) found[i].index = i;
+    return out;
+  }
+
+ private:
+  std::uint64_t walk(const ScanChunk& c, std::uint64_t from, std::vector<Fatbin>& out) const {
+    const ScanRegion& g = regions_[c.region];
+    if (prefetch_) prefetch_(g.base + from, c.end - from);
+    const std::uint64_t stop = walk_region(g, readers_[c.region], from, c.end, out);
+    if (release_) release_(g.base + from, c.end - from);
+    return stop;
+  }
+  void work() {
+    for (std::size_t r; (r = next_.fetch_add(1)) < runs_;) {
+      const std::size_t first = r * run_, last = std::min(chunks_.size(), first + run_);
+      for (std::size_t i = first; i < last; ++i) {
+        ScanChunk& c = chunks_[i];
+        c.start = i > first && chunks_[i - 1].region == c.region ? chunks_[i - 1].stop : c.begin;  // stop >= end
+        c.stop = c.start < c.end ? walk(c, c.start, c.found) : c.start;
+        c.done = true;
+      }
+    }
+  }
+  void join() {
+    for (auto& t : pool_) t.join();
+    pool_.clear();
+  }
+
+  const std::vector<ScanRegion>& regions_;
+  const ReleaseHook& release_;
+  const ReleaseHook& prefetch_;
+  std::vector<ByteReader> readers_;
+  std::vector<ScanChunk> chunks_;
+  std::size_t run_ = 1;   ///< chunks per run
+  std::size_t runs_ = 0;  ///< runs handed to workers (0 with one thread)
+  std::atomic<std::size_t> next_{0};
+  std::vector<std::thread> pool_;
+};
+
+/// The sections that may hold fatbins kept as data: loaded data (SHT_PROGBITS, SHF_ALLOC, not
+/// SHF_EXECINSTR) other than the two standard sections; unwind tables and the GOT hold none,
+/// and neither does a cubin.
+std::vector<ScanRegion> embedded_regions(const ElfFile& elf) {
+  std::vector<ScanRegion> out;
+  if (elf.machine() == kElfMachineCuda) return out;
+  for (const auto& s : elf.sections()) {
+    if (s.type != SHT_PROGBITS || (s.flags & SHF_ALLOC) == 0 || (s.flags & SHF_EXECINSTR) != 0) continue;
+    if (s.name == ".nv_fatbin" || s.name == "__nv_relfatbin" || s.size < kFatbinHeaderSize + kEntryHeaderMinSize) continue;
+    if (s.name.starts_with(".eh_frame") || s.name.starts_with(".gcc_except_table") || s.name.starts_with(".got")) continue;
+    auto bytes = elf.section_bytes(s);
+    if (!bytes) continue;  // a section past the end holds nothing to find; the standard ones were checked
+    out.push_back(ScanRegion{*bytes, s.name, s.offset, s.addr});
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
+                                          std::uint64_t base, std::uint64_t address, const ReleaseHook& release,
+                                          const ReleaseHook& prefetch, unsigned threads) {
+  const std::vector<ScanRegion> regions{ScanRegion{bytes, section_name, base, address}};
+  EmbeddedScan scan(regions, name, release, prefetch);
+  scan.start(threads);
+  return std::move(scan.finish().front());
 }
 
 ObjectFatbins ObjectFatbins::of_elf(const ElfFile& elf, std::string path, std::string archive, std::string member,
@@ -357,7 +512,18 @@ ObjectFatbins ObjectFatbins::of_elf(const ElfFile& elf, std::string path, std::s
   return obj;
 }
 
-Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch) {
+Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch,
+                                             unsigned threads) {
+  // Fatbins kept as data in other loaded, non-executable sections (cuFFT's .ldata, cuBLASLt's
+  // .cask_resource, .rodata ...): hundreds of MB in NVIDIA's large libraries, searched in the
+  // background while the standard sections are read. Cubins have no such fatbins.
+  const std::vector<ScanRegion> regions = embedded_regions(elf);
+  std::uint64_t total = 0;
+  for (const auto& g : regions) total += g.bytes.size();
+  threads = static_cast<unsigned>(std::clamp<std::uint64_t>(total / kMinScanPerThread, 1, std::clamp(threads, 1u, kMaxScanThreads)));
+  EmbeddedScan embedded(regions, elf.name(), release, prefetch);
+  embedded.start(threads);
+
   std::vector<Fatbin> out;
   for (auto [name, kind] : {std::pair{".nv_fatbin", FatbinSection::nv_fatbin},
                             std::pair{"__nv_relfatbin", FatbinSection::nv_relfatbin}}) {
@@ -370,17 +536,21 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
       if (const ElfSection* seg = elf.find(".nvFatBinSegment"); seg != nullptr) {
         auto seg_bytes = elf.section_bytes(*seg);
         if (seg_bytes) {
-          // Linear: relocations indexed once, fatbins found by offset (a crafted file with
-          // many wrappers and relocations took quadratic time here).
+          // Linear: the relocations at the wrappers' pointers indexed in one pass (not all of
+          // them: cuBLASLt has 375,000, sorting them took a tenth of the run), fatbins found by
+          // offset (a crafted file with many wrappers and relocations took quadratic time here).
           ByteReader w(*seg_bytes, elf.name(), seg->offset);
-          const PointerIndex pointers(elf);
-          std::vector<std::pair<std::uint64_t, std::size_t>> by_offset;  // fbs is in offset order
-          for (std::size_t i = 0; i < fbs.size(); ++i) by_offset.emplace_back(fbs[i].offset, i);
+          std::vector<std::uint64_t> slots;  // addresses of the pointers of version-2 wrappers
           for (std::uint64_t o = 0; o + 24 <= w.size(); o += 24) {
             auto magic = w.u32(o, "fatbin wrapper");
             auto version = w.u32(o + 4, "fatbin wrapper");
-            if (!magic || !version || *magic != kFatbinWrapperMagic || *version != 2) continue;
-            auto ptr = pointers.at(seg->addr + o + 8);
+            if (magic && version && *magic == kFatbinWrapperMagic && *version == 2) slots.push_back(seg->addr + o + 8);
+          }
+          const PointerIndex pointers(elf, slots);
+          std::vector<std::pair<std::uint64_t, std::size_t>> by_offset;  // fbs is in offset order
+          for (std::size_t i = 0; i < fbs.size(); ++i) by_offset.emplace_back(fbs[i].offset, i);
+          for (std::uint64_t slot : slots) {
+            auto ptr = pointers.at(slot);
             if (!ptr || *ptr < s->addr || *ptr - s->addr >= s->size) continue;
             const std::uint64_t file_offset = *ptr - s->addr + s->offset;
             auto hit = std::lower_bound(by_offset.begin(), by_offset.end(), std::pair{file_offset, std::size_t{0}});
@@ -404,17 +574,12 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
     }
   }
   attribute_translation_units(elf, out);
-  // Fatbins kept as data in other loaded, non-executable sections (cuFFT's .ldata, cuBLASLt's
-  // .cask_resource, .rodata ...). Cubins have no such fatbins and are not scanned.
-  if (elf.machine() == kElfMachineCuda) return out;
-  for (const auto& s : elf.sections()) {
-    // Loaded data (SHT_PROGBITS, SHF_ALLOC, not SHF_EXECINSTR); unwind tables and the GOT hold none.
-    if (s.type != SHT_PROGBITS || (s.flags & SHF_ALLOC) == 0 || (s.flags & SHF_EXECINSTR) != 0) continue;
-    if (s.name == ".nv_fatbin" || s.name == "__nv_relfatbin" || s.size < kFatbinHeaderSize + kEntryHeaderMinSize) continue;
-    if (s.name.starts_with(".eh_frame") || s.name.starts_with(".gcc_except_table") || s.name.starts_with(".got")) continue;
-    auto bytes = elf.section_bytes(s);
-    if (!bytes) continue;  // a section past the end holds nothing to find; the standard ones were checked
-    for (auto& fb : find_embedded_fatbins(*bytes, elf.name(), s.name, s.offset, s.addr, release, prefetch)) {
+  auto embedded_found = embedded.finish();
+  std::size_t count = out.size();
+  for (const auto& found : embedded_found) count += found.size();
+  out.reserve(count);
+  for (auto& found : embedded_found) {
+    for (auto& fb : found) {
       fb.index = out.size();
       out.push_back(std::move(fb));
     }

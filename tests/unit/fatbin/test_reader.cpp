@@ -9,6 +9,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -434,6 +435,67 @@ TEST_CASE("embedded fatbins: random data full of the magic yields none and no er
   const Buf only_magic = {std::byte{0x50}, std::byte{0xed}, std::byte{0x55}, std::byte{0xba}};
   CHECK(find_embedded_fatbins(only_magic, "tiny", ".rodata").empty());
   CHECK(find_embedded_fatbins(Buf{}, "empty", ".rodata").empty());
+}
+
+TEST_CASE("embedded fatbins: a search on several threads finds exactly what one thread finds", "[fatbin][embedded]") {
+  // The parallel search cuts the region into 1 MiB chunks, handed out in runs (two chunks each
+  // with 2 threads and 17 chunks), searched from each run's start: a search that begins inside a
+  // fatbin must not report what lies inside it. Fatbins across chunk boundaries, fatbins nested
+  // in the payload of a larger one, one of them running past the larger one's end, and one
+  // larger fatbin spanning a whole chunk.
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  const Buf small = make_fatbin({EntrySpec{}, spec(1, 90, 0x11, 9, 0, bytes_of(".version 9.0\n"))});
+  Buf region(17 * MiB, std::byte{0x5a});
+  auto put_bytes = [&region](std::size_t at, const Buf& b) {
+    REQUIRE(at % 8 == 0);
+    REQUIRE(at + b.size() <= region.size());
+    std::copy(b.begin(), b.end(), region.begin() + static_cast<std::ptrdiff_t>(at));
+    return at;
+  };
+  // A fatbin of one image from `at` to `end`, its payload filler.
+  auto big = [&](std::size_t at, std::size_t end) {
+    return put_bytes(at, make_fatbin({spec(2, 90, 0x11, 1, 8, Buf(end - at - 16 - 0x40, std::byte{0x5a}))}));
+  };
+  std::vector<std::size_t> expected = {put_bytes(0x100, small), put_bytes(MiB - 48, small), put_bytes(MiB + 0x1000, small)};
+  // [2 MiB - 0x800, 3 MiB - 8): its chunk-2 nested fatbins are found by a search from 2 MiB; the
+  // last one starts 16 bytes before its end and runs into chunk 3, so that search goes on past
+  // a fatbin the sequential one finds (at 3 MiB + 0x40, inside the overlapping one's payload).
+  expected.push_back(big(2 * MiB - 0x800, 3 * MiB - 8));
+  put_bytes(2 * MiB + 0x10000, small);
+  put_bytes(2 * MiB + 0x80000, small);
+  big(3 * MiB - 24, 3 * MiB + 0x228);
+  expected.push_back(put_bytes(3 * MiB + 0x40, small));
+  expected.push_back(put_bytes(3 * MiB + 0x400, small));
+  expected.push_back(put_bytes(4 * MiB, small));  // at a chunk's first byte
+  // [6 MiB - 0x100, 7 MiB + 0x1000): chunk 6 lies wholly inside it, and so do two nested ones.
+  expected.push_back(big(6 * MiB - 0x100, 7 * MiB + 0x1000));
+  put_bytes(6 * MiB + 0x20000, small);
+  put_bytes(7 * MiB + 0x100, small);
+  expected.push_back(put_bytes(7 * MiB + 0x1000, small));  // right after it
+  expected.push_back(put_bytes(region.size() - small.size() / 8 * 8 - 8, small));  // ends near the region's end
+  REQUIRE(small.size() % 8 == 0);
+
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    INFO(threads << " threads");
+    const auto found = find_embedded_fatbins(region, "lib.so", ".rodata", 0x1000, 0, {}, {}, threads);
+    std::vector<std::size_t> at;
+    for (const auto& fb : found) at.push_back(static_cast<std::size_t>(fb.offset - 0x1000));
+    CHECK(at == expected);
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      CHECK(found[i].index == i);
+      CHECK(found[i].section_name == ".rodata");
+      CHECK(found[i].entries.size() == (found[i].size > MiB ? 1u : 2u));  // the big ones have one image
+    }
+  }
+  // The same bytes 4 bytes into a section at address 4 mod 8: the chunks start at the aligned addresses.
+  Buf shifted(4, std::byte{0x5a});
+  shifted.insert(shifted.end(), region.begin(), region.end());
+  for (unsigned threads : {1u, 2u}) {
+    std::vector<std::size_t> at;
+    for (const auto& fb : find_embedded_fatbins(shifted, "lib.so", ".ldata", 0, 4, {}, {}, threads))
+      at.push_back(static_cast<std::size_t>(fb.offset) - 4);
+    CHECK(at == expected);
+  }
 }
 
 TEST_CASE("standalone PTX and LTO-IR files", "[fatbin][standalone]") {
