@@ -364,10 +364,6 @@ function(_cag_tok_word word out_items out_err)
   endif()
 endfunction()
 
-# nvcc flag syntax (-gencode arch=compute_80,code=[sm_80,compute_80], -arch=sm_90 -code ...,
-# arch=compute_80,code=sm_80), quotes and brackets: what this module hands to the C++ grammar.
-set(_CAG_TOK_FLAG_SYNTAX "(^|[ \t\r\n;])(-[^0-9]|[aA][rR][cC][hH]=)|[][\"']")
-
 # <text> holding nvcc flags, read by the archguard tool's grammar (src/arch/tokens.cpp) and
 # given back as nvcc names, sm_80;compute_80;lto_80 (<out_text>), or <out_err>. Memoised per text.
 function(_cag_tokens_from_tool text out_text out_err)
@@ -457,7 +453,10 @@ function(_cag_tokens_parse text out_items out_error)
     return()
   endif()
   set(_read_from "")
-  if(text MATCHES "${_CAG_TOK_FLAG_SYNTAX}")
+  # nvcc flag syntax (-gencode arch=compute_80,code=[sm_80,compute_80], -arch=sm_90 -code ...,
+  # arch=compute_80,code=sm_80), quotes and brackets go to the C++ grammar. (Written here, not in
+  # a variable: the module is included once, functions run in every directory.)
+  if(text MATCHES "(^|[ \t\r\n;])(-[^0-9]|[aA][rR][cC][hH]=)|[][\"']")
     _cag_tokens_from_tool("${text}" _normal _err)
     if(_err)
       set(${out_error} "${_err}" PARENT_SCOPE)
