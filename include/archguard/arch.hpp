@@ -139,7 +139,7 @@ Result<std::vector<Target>> parse_token(std::string_view token);
 /// Parses a list: separators ';', ',', whitespace; nvcc flags may span several words.
 Result<std::vector<Target>> parse_list(std::string_view text);
 
-/// Parses a dialect name: "cmake", "gencode" or "nvcc", "torch", "tf".
+/// Parses a dialect name: "cmake", "gencode" or "nvcc", "torch", "tf", "codes".
 Result<Dialect> parse_dialect(std::string_view name);
 /// Sorts and removes duplicates (the canonical order of a target set).
 void canonicalize(std::vector<Target>& targets);
@@ -155,5 +155,9 @@ std::string format_targets(std::span<const Target> targets, Dialect dialect);
 /// Whether a dialect can spell the set exactly: PyTorch has no PTX without SASS, neither
 /// PyTorch nor TensorFlow nor CMake's architecture list has LTO-IR.
 Status check_expressible(std::span<const Target> targets, Dialect dialect);
+/// `arch normalize` of both tools (archguard, archguard-verify): `text` parsed as one list and
+/// written in the dialect named `format`, or the error (unknown format, bad token, a set the
+/// dialect cannot spell).
+Result<std::string> normalize_list(std::string_view text, std::string_view format);
 
 }  // namespace archguard

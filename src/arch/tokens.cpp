@@ -608,4 +608,11 @@ Status check_expressible(std::span<const Target> targets, Dialect dialect) {
   return Ok{};
 }
 
+Result<std::string> normalize_list(std::string_view text, std::string_view format) {
+  AG_TRY(const Dialect dialect, parse_dialect(format));
+  AG_TRY(const std::vector<Target> targets, parse_list(text));
+  AG_TRY_STATUS(check_expressible(targets, dialect));
+  return format_targets(targets, dialect);
+}
+
 }  // namespace archguard

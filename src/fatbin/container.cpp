@@ -452,6 +452,11 @@ void walk_directory(const std::string& root, std::vector<std::string>& files, st
   }
 }
 
+/// ScanOptions::threads, 0 meaning the hardware concurrency.
+unsigned thread_count(const ScanOptions& options) {
+  return options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const Storage>> map_file(const std::string& path) {
@@ -464,7 +469,7 @@ Result<ScanReport> scan_bytes(Bytes bytes, const std::string& name, const ScanOp
   ScanReport report;
   report.input = name;
   Scanner s{options, report};
-  s.scan_threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  s.scan_threads = thread_count(options);
   AG_TRY_STATUS(s.scan(bytes, name, true));
   return report;
 }
@@ -480,7 +485,7 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     std::vector<std::string> files;
     walk_directory(path, files, report.errors);
     std::sort(files.begin(), files.end());
-    unsigned threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+    unsigned threads = thread_count(options);
     threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, files.size())));
     std::vector<ScanReport> parts(files.size());
     std::atomic<std::size_t> next{0};
@@ -500,7 +505,7 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   }
   AG_TRY(auto storage, map_file(path));
   Scanner s{options, report};
-  s.scan_threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  s.scan_threads = thread_count(options);
   AG_TRY_STATUS(s.scan(storage->bytes(), path, true, storage.get(), &path));
   report.storage.push_back(storage);
   return report;

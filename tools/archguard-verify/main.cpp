@@ -148,14 +148,12 @@ int normalize(int argc, char** argv, int first) {
     else text += (text.empty() ? "" : " ") + w;
   }
   if (text.empty()) return usage("arch normalize: give at least one target, e.g. 'archguard-verify arch normalize 80 sm_90a'");
-  const auto dialect = parse_dialect(format);
-  const auto targets = dialect ? parse_list(text) : Result<std::vector<Target>>(dialect.error());
-  const Status fits = targets ? check_expressible(*targets, *dialect) : Status(targets.error());
-  if (!fits) {
-    std::fprintf(stderr, "archguard-verify: %s\n", fits.message().c_str());
+  const auto normal = normalize_list(text, format);
+  if (!normal) {
+    std::fprintf(stderr, "archguard-verify: %s\n", normal.message().c_str());
     return kExitUsage;
   }
-  std::printf("%s\n", format_targets(*targets, *dialect).c_str());
+  std::printf("%s\n", normal->c_str());
   return kExitOk;
 }
 

@@ -306,23 +306,14 @@ struct NormalizeOptions {
 };
 
 int run_normalize(const NormalizeOptions& opt) {
-  archguard::Result<archguard::Dialect> dialect = archguard::parse_dialect(opt.format);
-  if (!dialect) {
-    fail_usage(dialect.message());
-    return cli::kExitUsage;
-  }
   std::string text;
   for (const std::string& t : opt.tokens) text += (text.empty() ? "" : " ") + t;
-  archguard::Result<std::vector<Target>> targets = archguard::parse_list(text);
-  if (!targets) {
-    fail_usage(targets.message());
+  archguard::Result<std::string> normal = archguard::normalize_list(text, opt.format);
+  if (!normal) {
+    fail_usage(normal.message());
     return cli::kExitUsage;
   }
-  if (archguard::Status st = archguard::check_expressible(*targets, *dialect); !st) {
-    fail_usage(st.message());
-    return cli::kExitUsage;
-  }
-  std::cout << archguard::format_targets(*targets, *dialect) << "\n";
+  std::cout << *normal << "\n";
   return cli::kExitOk;
 }
 
