@@ -30,12 +30,16 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/cmake/Modules/"
 if(TARGET archguard)
   install(TARGETS archguard RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT tool)
 endif()
+if(TARGET archguard_inject)
+  # archguard run looks for it in <bindir>/../<libdir>
+  install(TARGETS archguard_inject LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT tool)
+endif()
 
 # The libraries: static, one per layer, plus the INTERFACE targets that name the API groups.
 set(_cag_export_targets)
 # archguard_common, the internal base layer, is installed as an archive only (its headers stay in
 # src/common): every layer links it, so the export set must hold it.
-foreach(_cag_layer IN ITEMS common arch toolkit fatbin coverage device jit doctor)
+foreach(_cag_layer IN ITEMS common arch toolkit fatbin coverage device jit doctor run)
   if(TARGET archguard_${_cag_layer})
     list(APPEND _cag_export_targets archguard_${_cag_layer})
   endif()

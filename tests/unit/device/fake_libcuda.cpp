@@ -6,6 +6,8 @@
 //   FAKE_CUDA_CC=<major>.<minor>  the device's compute capability (default 9.0)
 //   FAKE_CUDA_INTEGRATED=1     the device is an integrated (Tegra) GPU
 //   FAKE_CUDA_REJECT_LOADS=<n>  the next n module loads fail with 209 (counted per process)
+// cuCtxGetDevice, cuFuncGetName and cuFuncGetModule answer archguard run's recorder (device 0; a
+// CUfunction handle of the run tests' fake program is a pointer to the kernel's name).
 // Images whose first bytes are "REJECT" fail to load with 209 and a JIT error log; images whose
 // first bytes are "BADPTX" fail with 222.
 #include <cstddef>
@@ -106,6 +108,25 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(void** ctx, int) {
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int) { return 0; }
 FAKE_EXPORT CUresult cuCtxSetCurrent(void*) { return 0; }
 FAKE_EXPORT CUresult cuCtxSynchronize() { return 0; }
+// Asked by archguard run's recorder to describe devices and kernels.
+FAKE_EXPORT CUresult cuCtxGetDevice(int* d) {
+  *d = 0;
+  return 0;
+}
+FAKE_EXPORT CUresult cuCtxGetDevice_v2(int* d, void*) {
+  *d = 0;
+  return 0;
+}
+FAKE_EXPORT CUresult cuFuncGetName(const char** name, void* fn) {
+  if (fn == nullptr) return 1;
+  *name = static_cast<const char*>(fn);  // the fake's CUfunction handles are their names
+  return 0;
+}
+FAKE_EXPORT CUresult cuFuncGetModule(void** mod, void* fn) {
+  if (fn == nullptr) return 1;
+  *mod = &g_mod_marker;
+  return 0;
+}
 FAKE_EXPORT CUresult cuModuleLoadDataEx(void** mod, const void* image, unsigned n, int* keys, void** values) {
   const char* img = static_cast<const char*>(image);
   int result = 0;
