@@ -31,30 +31,9 @@ say "- cmake: $(cmake --version | head -n1), ninja $(ninja --version 2>/dev/null
 say "- commit: ${GIT_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 
 # ---- dependencies -------------------------------------------------------------------------
-deps=/tmp/archguard-deps
-have_dev() { [ -f "$1" ]; }
-missing=0
-for h in /usr/include/CLI/CLI.hpp /usr/include/nlohmann/json.hpp /usr/include/catch2/catch.hpp \
-         /usr/include/archive.h /usr/include/zstd.h /usr/include/lz4.h /usr/include/openssl/sha.h; do
-  have_dev "$h" || { missing=1; say "- missing on this machine: $h"; }
-done
-debs_dir="${DEBS:-.gpu-carry/debs}"
-if [ "$missing" = 1 ] && ls "$debs_dir"/*.deb >/dev/null 2>&1; then
-  rm -rf "$deps" && mkdir -p "$deps"
-  for d in "$debs_dir"/*.deb; do dpkg -x "$d" "$deps"; done
-  for pc in "$deps"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$deps"/usr/share/pkgconfig/*.pc; do
-    [ -f "$pc" ] && sed -i "s|^prefix=/usr|prefix=$deps/usr|" "$pc"
-  done
-  export PKG_CONFIG_PATH="$deps/usr/lib/x86_64-linux-gnu/pkgconfig:$deps/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-  export CMAKE_PREFIX_PATH="$deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export CPATH="$deps/usr/include${CPATH:+:$CPATH}"
-  export LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
-  extra=(-DOPENSSL_ROOT_DIR="$deps/usr")
-  say "- build dependencies taken from $debs_dir ($(ls "$debs_dir" | wc -l) Debian 12 packages, unpacked in $deps)"
-else
-  extra=()
-fi
+# shellcheck source=lib/gpu-deps.sh
+. "$here/scripts/lib/gpu-deps.sh"
+say "- $deps_note"
 
 # ---- build --------------------------------------------------------------------------------
 say ""

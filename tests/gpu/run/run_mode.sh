@@ -72,8 +72,8 @@ try:
         doc = json.load(f)
 except (OSError, ValueError) as e:
     die("no readable report %s: %s" % (a.json, e))
-if doc.get("schema") != "archguard-run/1":
-    die("schema is %r, not 'archguard-run/1'" % doc.get("schema"))
+if doc.get("schema") != "archguard.run/1":
+    die("schema is %r, not 'archguard.run/1'" % doc.get("schema"))
 if doc.get("recorded") is not True:
     die("recorded is %r; problems: %s" % (doc.get("recorded"), doc.get("problems")))
 if a.exit is not None and doc.get("exit_status") != a.exit:
@@ -177,6 +177,8 @@ under() {
   local opts=()
   while [[ $# -gt 0 && $1 != -- ]]; do opts+=("$1"); shift; done
   shift
+  # ARCHGUARD_RUN_TEST_KEEP=<dir>: keep each case's recording (event files) in <dir>/<case>
+  [[ -n ${ARCHGUARD_RUN_TEST_KEEP:-} ]] && opts+=(--keep "$ARCHGUARD_RUN_TEST_KEEP/$c")
   rm -f "$c.json"
   local t0 t1
   t0=$(date +%s%N)
