@@ -57,6 +57,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   config.predict = predict != nullptr && *predict != 0 && std::strcmp(predict, "0") != 0;
   config.max_copy_bytes = parse_size(std::getenv("ARCHGUARD_RUN_MAX_COPY"), config.max_copy_bytes);
   config.origin = "injection";
+  // ARCHGUARD_RUN_LAUNCHES: all (default), runtime, driver, none: which launch calls are watched
+  // (fewer: less overhead; a failure is then seen only at loads and lookups). Measurement only:
+  // ARCHGUARD_RUN_EMPTY_CALLBACK=1 subscribes and does nothing (CUPTI's own cost).
+  if (const char* w = std::getenv("ARCHGUARD_RUN_LAUNCHES")) {
+    config.runtime_launches = std::strcmp(w, "all") == 0 || std::strcmp(w, "runtime") == 0;
+    config.driver_launches = std::strcmp(w, "all") == 0 || std::strcmp(w, "driver") == 0;
+  }
+  const char* empty = std::getenv("ARCHGUARD_RUN_EMPTY_CALLBACK");
+  config.empty_callback = empty != nullptr && std::strcmp(empty, "1") == 0;
   char why[512];
   archguard::run::detail::start(config, why, sizeof why);
   return 1;  // the driver goes on whatever the recorder made of it

@@ -36,6 +36,7 @@ std::uint64_t now_ns() noexcept {
 }
 
 int g_mem_fd = -1;  // /proc/self/mem, the fallback where process_vm_readv is refused
+pid_t g_self_pid = 0;  // this process (getpid is a system call; set when the event file opens)
 
 /// Copies `n` bytes at `addr` of this process; false (never a fault) where they are not mapped.
 bool safe_read(const void* addr, void* out, std::size_t n) noexcept {
@@ -43,7 +44,7 @@ bool safe_read(const void* addr, void* out, std::size_t n) noexcept {
   if (addr == nullptr) return false;
   iovec local{out, n};
   iovec remote{const_cast<void*>(addr), n};
-  const ssize_t got = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
+  const ssize_t got = ::process_vm_readv(g_self_pid != 0 ? g_self_pid : ::getpid(), &local, 1, &remote, 1, 0);
   if (got == static_cast<ssize_t>(n)) return true;
   if (got < 0 && (errno == ENOSYS || errno == EPERM) && g_mem_fd >= 0) {
     const ssize_t r = ::pread(g_mem_fd, out, n, static_cast<off_t>(reinterpret_cast<std::uintptr_t>(addr)));
@@ -187,7 +188,9 @@ struct State {
   Driver drv;
   std::atomic<bool> active{false};
   std::atomic<bool> stopped{false};
-  std::atomic<std::uint64_t> launches{0}, failed_launches{0}, module_loads{0}, modules{0}, lines_dropped{0};
+  std::atomic<std::uint64_t> launches{0}, failed_launches{0}, module_loads{0}, modules{0}, lines_dropped{0},
+      nested_driver{0};
+  bool empty_callback = false;
   // Failures seen, by (api, result, subject): the first is written, the rest counted.
   struct Seen {
     std::uint64_t key;
@@ -226,9 +229,15 @@ struct ThreadCall {
   std::uint64_t enter_ns = 0;
   unsigned modules = 0;        // modules loaded inside this call
 };
-thread_local ThreadCall t_outer;  // the outermost traced call (a runtime call, or a driver call)
-thread_local ThreadCall t_driver;  // the traced driver call inside it, if any
-thread_local int t_in_recorder = 0;
+struct ThreadState {
+  ThreadCall outer;   // the outermost traced call (a runtime call, or a driver call)
+  ThreadCall driver;  // the traced driver call inside it, if any
+  int in_recorder = 0;
+};
+// One thread-local object, reached once per callback (each access to a thread_local of a
+// dlopen()ed library is a call to __tls_get_addr).
+thread_local ThreadState t_state;
+std::atomic<bool> g_forked{false};  // set in a forked child until it has its own event file
 
 void write_line(Line& line) noexcept {
   std::size_t size = 0;
@@ -249,6 +258,7 @@ void write_line(Line& line) noexcept {
 /// Opens this process's event file (after a fork the child gets its own).
 bool open_event_file() noexcept {
   g->pid = ::getpid();
+  g_self_pid = g->pid;
   std::snprintf(g->file, sizeof g->file, "%s/p%ld.events", g->dir, static_cast<long>(g->pid));
   const int fd = ::open(g->file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return false;
@@ -725,6 +735,7 @@ const void* subject_of(CUpti_CallbackDomain d, CUpti_CallbackId id, const void* 
 
 /// The exit of a driver call that loads code.
 void on_driver_load(CUpti_CallbackId id, const CUpti_CallbackData* cb, CUresult result, double ms, unsigned modules) noexcept {
+  ThreadState& TS = t_state;
   const void* image = nullptr;
   const char* path = nullptr;
   const void* handle_out = nullptr;
@@ -775,7 +786,7 @@ void on_driver_load(CUpti_CallbackId id, const CUpti_CallbackData* cb, CUresult 
   l.str("api", cb->functionName);
   l.num("result", result);
   l.dbl("ms", ms);
-  if (t_outer.depth > 0 && t_outer.domain == CUPTI_CB_DOMAIN_RUNTIME_API) l.str("inside", t_outer.name);
+  if (TS.outer.depth > 0 && TS.outer.domain == CUPTI_CB_DOMAIN_RUNTIME_API) l.str("inside", TS.outer.name);
   void* handle = nullptr;
   if (result == CUDA_SUCCESS && handle_out != nullptr) read_value(handle_out, handle);
   l.ptr("handle", handle);
@@ -795,6 +806,7 @@ void on_driver_load(CUpti_CallbackId id, const CUpti_CallbackData* cb, CUresult 
 }
 
 void on_failure(CUpti_CallbackDomain d, CUpti_CallbackId id, const CUpti_CallbackData* cb, int result) noexcept {
+  ThreadState& TS = t_state;
   const void* subject = subject_of(d, id, cb->functionParams);
   const char* name = nullptr;  // the kernel name the call names (driver lookups by name)
   const void* owner = nullptr; // the module or library of a lookup
@@ -835,8 +847,8 @@ void on_failure(CUpti_CallbackDomain d, CUpti_CallbackId id, const CUpti_Callbac
   l.str("domain", d == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver");
   l.num("result", result);
   l.unum("key", key);
-  if (d == CUPTI_CB_DOMAIN_DRIVER_API && t_outer.depth > 0 && t_outer.domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-    l.str("inside", t_outer.name);
+  if (d == CUPTI_CB_DOMAIN_DRIVER_API && TS.outer.depth > 0 && TS.outer.domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+    l.str("inside", TS.outer.name);
   if (name != nullptr) l.str("kernel", name_copy);
   if (owner != nullptr) l.ptr("owner", owner);
   if (d == CUPTI_CB_DOMAIN_RUNTIME_API) {
@@ -849,9 +861,10 @@ void on_failure(CUpti_CallbackDomain d, CUpti_CallbackId id, const CUpti_Callbac
 }
 
 void on_module_loaded(const CUpti_ResourceData* rd) noexcept {
+  ThreadState& TS = t_state;
   g->modules.fetch_add(1, std::memory_order_relaxed);
-  ++t_outer.modules;
-  if (t_driver.depth > 0) ++t_driver.modules;
+  ++TS.outer.modules;
+  if (TS.driver.depth > 0) ++TS.driver.modules;
   const auto* m = static_cast<const CUpti_ModuleResourceData*>(rd->resourceDescriptor);
   if (m == nullptr) return;
   std::lock_guard<std::mutex> lock(g->write_mutex);
@@ -866,12 +879,12 @@ void on_module_loaded(const CUpti_ResourceData* rd) noexcept {
     l.unum("elf_flags", flags);
     l.num("elf_abi", head[8]);
   }
-  if (t_outer.depth > 0) {
-    l.str("during", t_outer.name);
-    if (t_outer.func != nullptr) {
+  if (TS.outer.depth > 0) {
+    l.str("during", TS.outer.name);
+    if (TS.outer.func != nullptr) {
       // a CUfunction is described by the lazy/fail line of the call; a host function is placed here
-      if (t_outer.domain == CUPTI_CB_DOMAIN_RUNTIME_API) add_place(l, "func", t_outer.func);
-      else l.ptr("function", t_outer.func);
+      if (TS.outer.domain == CUPTI_CB_DOMAIN_RUNTIME_API) add_place(l, "func", TS.outer.func);
+      else l.ptr("function", TS.outer.func);
     }
   }
   if (g->predict && m->pCubin != nullptr) {
@@ -899,11 +912,11 @@ bool context_new(const void* ctx) noexcept {
   return false;  // more contexts than slots: the rest are described when something fails
 }
 
-void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData* cb) noexcept {
+void on_api(ThreadState& TS, CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData* cb) noexcept {
   const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    ThreadCall& slot = (t_outer.depth == 0) ? t_outer : t_driver;
-    if (&slot == &t_driver && !driver) return;  // a runtime call inside a runtime call: not traced
+    ThreadCall& slot = (TS.outer.depth == 0) ? TS.outer : TS.driver;
+    if (&slot == &TS.driver && !driver) return;  // a runtime call inside a runtime call: not traced
     slot.depth = 1;
     slot.domain = domain;
     slot.cbid = id;
@@ -915,8 +928,8 @@ void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_Callba
   }
   // exit
   ThreadCall* slot = nullptr;
-  if (t_driver.depth > 0 && driver && t_driver.cbid == id) slot = &t_driver;
-  else if (t_outer.depth > 0 && t_outer.domain == domain && t_outer.cbid == id) slot = &t_outer;
+  if (TS.driver.depth > 0 && driver && TS.driver.cbid == id) slot = &TS.driver;
+  else if (TS.outer.depth > 0 && TS.outer.domain == domain && TS.outer.cbid == id) slot = &TS.outer;
   const double ms = slot != nullptr ? static_cast<double>(now_ns() - slot->enter_ns) / 1e6 : 0.0;
   int result = 0;
   if (cb->functionReturnValue != nullptr) {
@@ -924,8 +937,9 @@ void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_Callba
     else result = static_cast<int>(*static_cast<const cudaError_t*>(cb->functionReturnValue));
   }
   const bool launch = is_launch(domain, id);
-  const bool nested_driver = driver && slot == &t_driver;
+  const bool nested_driver = driver && slot == &TS.driver;
   if (launch && !nested_driver) g->launches.fetch_add(1, std::memory_order_relaxed);
+  if (launch && nested_driver) g->nested_driver.fetch_add(1, std::memory_order_relaxed);
   if (driver && (id == CUPTI_DRIVER_TRACE_CBID_cuModuleLoad || id == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData ||
                  id == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx || id == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary ||
                  id == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData || id == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile)) {
@@ -975,19 +989,22 @@ void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_Callba
 }
 
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
-  if (g == nullptr || !g->active.load(std::memory_order_acquire) || data == nullptr || t_in_recorder != 0) return;
-  ++t_in_recorder;
-  if (::getpid() != g->pid) {  // a forked child: its own file
+  if (g == nullptr || !g->active.load(std::memory_order_acquire) || data == nullptr || g->empty_callback) return;
+  ThreadState& ts = t_state;
+  if (ts.in_recorder != 0) return;
+  ++ts.in_recorder;
+  if (g_forked.load(std::memory_order_relaxed)) {  // a forked child: its own file
     std::lock_guard<std::mutex> lock(g->write_mutex);
-    if (::getpid() != g->pid && open_event_file()) write_process_line("fork");
+    if (g_forked.load() && open_event_file()) write_process_line("fork");
+    g_forked.store(false);
   }
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     const auto* rd = static_cast<const CUpti_ResourceData*>(data);
     if (id == CUPTI_CBID_RESOURCE_MODULE_LOADED) on_module_loaded(rd);
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    on_api(domain, id, static_cast<const CUpti_CallbackData*>(data));
+    on_api(ts, domain, id, static_cast<const CUpti_CallbackData*>(data));
   }
-  --t_in_recorder;
+  --ts.in_recorder;
 }
 
 void write_counts() noexcept {
@@ -1015,6 +1032,7 @@ void write_counts() noexcept {
   l.unum("module_loads", g->module_loads.load());
   l.unum("modules", g->modules.load());
   l.unum("launched_overflow", g->launched_overflow.load());
+  l.unum("nested_driver_launches", g->nested_driver.load());
   l.unum("lines_dropped", g->lines_dropped.load());
   l.unum("copied_bytes", g->copied);
   write_line(l);
@@ -1023,7 +1041,8 @@ void write_counts() noexcept {
 void at_exit() { stop(); }
 
 void after_fork_child() {
-  // The child inherits the parent's descriptor; the first callback in the child reopens.
+  // The child inherits the parent's descriptor; its first callback opens its own file.
+  g_forked.store(true);
 }
 
 template <typename F>
@@ -1179,17 +1198,24 @@ bool start(const RecorderConfig& config, char* why, std::size_t why_size) noexce
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessor_v6050},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000},
   };
-  int enabled = 0;
-  for (const Cb& c : kCallbacks)
+  int enabled = 0, wanted = 0;
+  g->empty_callback = config.empty_callback;
+  for (const Cb& c : kCallbacks) {
+    if (is_launch(c.domain, c.id) && !(c.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? config.runtime_launches : config.driver_launches))
+      continue;
+    ++wanted;
     if (enable(1, g->subscriber, c.domain, c.id) == CUPTI_SUCCESS) ++enabled;
+  }
   if (enabled == 0) {
     fail_why(why, why_size, "CUPTI accepted the subscription but no callback (%s)", cupti_path);
     write_recorder_line("unavailable", why, cupti_path);
     if (g->unsubscribe != nullptr) g->unsubscribe(g->subscriber);
     return false;
   }
-  char detail[128];
-  std::snprintf(detail, sizeof detail, "%d of %zu callbacks enabled", enabled, sizeof kCallbacks / sizeof kCallbacks[0]);
+  char detail[256];
+  std::snprintf(detail, sizeof detail, "%d of %d callbacks enabled%s%s%s", enabled, wanted,
+                config.runtime_launches ? "" : "; runtime launches not watched",
+                config.driver_launches ? "" : "; driver launches not watched", config.empty_callback ? "; empty callback (measurement)" : "");
   write_recorder_line("ok", detail, cupti_path);
   g->active.store(true, std::memory_order_release);
   ::pthread_atfork(nullptr, nullptr, after_fork_child);
