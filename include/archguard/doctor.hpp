@@ -11,7 +11,8 @@
 ///   2. versions     driver version and the CUDA version it supports, the newest PTX ISA it
 ///                   accepts, nvcc and NVRTC versions, the CUDA runtime each FILE needs
 ///   3. binaries     for each FILE, the verdict on every visible device and the fatbins/kernels
-///                   with no usable image
+///                   with no usable image; a note (pass) on each FILE that loads code at run
+///                   time (dlopen, cuModuleLoad*, NVRTC, Python), which only `archguard run` sees
 ///   4. environment  CUDA_DISABLE_PTX_JIT, CUDA_FORCE_PTX_JIT, CUDA_CACHE_*, CUDA_MODULE_LOADING,
 ///                   CUDA_LAUNCH_BLOCKING, CUDA_VISIBLE_DEVICES
 ///   5. smoke test   kernels from an embedded fatbin (every supported arch + PTX) really run,
@@ -90,6 +91,36 @@ struct SmokeTiming {
   double matmul_gflops = 0;     ///< tensor-core path when CC >= 8.0, else plain
 };
 
+/// What an ELF executable or shared library loads at run time, which no look at its bytes can
+/// judge: device code from dlopen()ed libraries, cuModuleLoad* / cuLibraryLoad* images, NVRTC
+/// output, a Python interpreter's extension modules. `archguard run` watches such a program.
+struct RuntimeLoading {
+  std::string path;
+  bool elf = false;  ///< an ELF executable or shared library (else nothing to say)
+  /// The loaders it imports (undefined dynamic symbols), in the order of kRuntimeLoaders:
+  /// "cuModuleLoadData", "nvrtcCompileProgram", "dlopen"...
+  std::vector<std::string> imports;
+  std::vector<std::string> nvrtc;  ///< its DT_NEEDED libnvrtc.so.* entries
+  /// It carries the static CUDA runtime (nvcc's fatbin sections or cudart's symbols, and no
+  /// libcudart.so in DT_NEEDED) or is libcudart.so: that runtime dlopen()s libcuda.so.1, so
+  /// importing dlopen or dlmopen is then no reason by itself (every nvcc-built program does).
+  bool cuda_runtime = false;
+  /// Why it is a Python interpreter ("named python3.11", "needs libpython3.11.so.1.0",
+  /// "exports Py_BytesMain"); empty when it is not one.
+  std::string python;
+  /// One phrase per cause, in the finding's words ("is a python interpreter (exports
+  /// Py_BytesMain)", "imports cuModuleLoadData and dlopen", "needs libnvrtc.so.12"); empty when
+  /// it loads nothing at run time that its dynamic section shows.
+  std::vector<std::string> reasons;
+  bool loads_at_run_time() const { return !reasons.empty(); }
+};
+
+/// The imported functions that load code at run time, device-code loaders first.
+inline constexpr std::string_view kRuntimeLoaders[] = {
+    "cuModuleLoad",          "cuModuleLoadData",       "cuModuleLoadDataEx",  "cuModuleLoadFatBinary",
+    "cuLibraryLoadData",     "cuLibraryLoadFromFile",  "cudaLibraryLoadData", "cudaLibraryLoadFromFile",
+    "nvrtcCompileProgram",   "dlopen",                 "dlmopen"};
+
 struct Report {
   bool driver_found = false;
   std::string driver_problem;                  ///< why not, when !driver_found
@@ -100,6 +131,9 @@ struct Report {
   std::vector<Step> steps;
   std::vector<SmokeTiming> timings;
   std::vector<Fix> fixes;  ///< the final verdict, most important first
+  /// Step 3: the FILEs that load code at run time (reasons not empty), in FILE order. They
+  /// change no status: what they load is simply not judged, and `archguard run` can watch it.
+  std::vector<RuntimeLoading> runtime_loading;
   double elapsed_ms = 0;
   /// The worst status over every step.
   Level overall() const;
@@ -145,6 +179,13 @@ struct RuntimeNeed {
 };
 /// Reads the dynamic section of an ELF file (bounds-checked). Not an ELF file: elf = false.
 Result<RuntimeNeed> runtime_need(const std::string& path);
+
+/// Reads the dynamic symbol table and DT_NEEDED of an ELF file (bounds-checked) for what it
+/// loads at run time; `path`'s file name tells a Python interpreter too. Not an ELF executable
+/// or shared library: elf = false. Unreadable or malformed: the error.
+Result<RuntimeLoading> runtime_loading(const std::string& path);
+/// The command that watches `file` as it runs: "archguard run -- FILE [its arguments]".
+std::string run_command(std::string_view file);
 
 /// The targets that make a binary run natively on `cc` and stay future proof: SASS for the
 /// device's architecture plus PTX of it.

@@ -43,6 +43,9 @@ struct ElfSymbol {
   std::uint64_t value = 0;
   std::uint64_t size = 0;
   std::uint8_t type() const { return info & 0xf; }
+  /// Defined in this file (section index other than SHN_UNDEF); an undefined entry of the
+  /// dynamic symbol table is one the file imports.
+  bool defined() const { return shndx != 0; }
 };
 
 /// Whether the bytes start with the ELF magic.
@@ -67,6 +70,9 @@ class ElfFile {
   Result<Bytes> section_bytes(const ElfSection& section) const;
   /// The symbols of the first SHT_SYMTAB section (empty when there is none).
   Result<std::vector<ElfSymbol>> symbols() const;
+  /// The symbols of the first SHT_DYNSYM section (empty when there is none): what the file
+  /// imports and exports. Stripped files keep it.
+  Result<std::vector<ElfSymbol>> dynamic_symbols() const;
   /// The DT_NEEDED entries of the SHT_DYNAMIC section, in order (empty for a static or
   /// relocatable file).
   Result<std::vector<std::string>> needed() const;
@@ -78,6 +84,9 @@ class ElfFile {
 
  private:
   ElfFile(Bytes bytes, std::string name) : reader_(bytes, name), name_(std::move(name)) {}
+  /// The symbols of the first section of type `type` (SHT_SYMTAB or SHT_DYNSYM); `what` and
+  /// `strings` name the table and its string table in messages.
+  Result<std::vector<ElfSymbol>> symbols_of(std::uint32_t type, std::string_view what, std::string_view strings) const;
 
   ByteReader reader_;
   std::string name_;

@@ -17,7 +17,28 @@
 namespace archguard::doctor::detail {
 namespace {
 
-
+/// What static analysis cannot see: for each FILE that is an executable or a shared library,
+/// whether it loads code at run time. A note (pass), never a problem: what it loads is not judged.
+void note_runtime_loading(const std::vector<std::string>& files, Step& step, Report& report) {
+  for (const auto& file : files) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) continue;  // directories are judged file by file
+    auto loading = runtime_loading(file);
+    if (!loading) {
+      step.findings.push_back({Level::skip, file, "whether it loads code at run time is unknown: " + loading.message(), ""});
+      continue;
+    }
+    if (!loading->loads_at_run_time()) continue;
+    std::string why;
+    for (const auto& r : loading->reasons) why += (why.empty() ? "" : ", ") + r;
+    step.findings.push_back({Level::pass, file,
+                             why + ": device code it loads at run time" +
+                                 (loading->python.empty() ? "" : " (every extension module is dlopen()ed)") +
+                                 " is not judged here; run `" + run_command(file) + "` to watch its launches",
+                             ""});
+    report.runtime_loading.push_back(std::move(*loading));
+  }
+}
 
 }  // namespace
 
@@ -186,6 +207,7 @@ Step step_binaries(Session& s, Report& report) {
       }
     }
   }
+  note_runtime_loading(s.options->files, step, report);
   return step;
 }
 

@@ -94,18 +94,24 @@ Result<Bytes> ElfFile::section_bytes(const ElfSection& section) const {
   return reader_.span(section.offset, section.size, "section " + section.name);
 }
 
-Result<std::vector<ElfSymbol>> ElfFile::symbols() const {
+Result<std::vector<ElfSymbol>> ElfFile::symbols() const { return symbols_of(SHT_SYMTAB, "symbol table", "symbol string table"); }
+
+Result<std::vector<ElfSymbol>> ElfFile::dynamic_symbols() const {
+  return symbols_of(SHT_DYNSYM, "dynamic symbol table", "dynamic symbol string table");
+}
+
+Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::string_view what, std::string_view strings) const {
   std::vector<ElfSymbol> out;
   const ElfSection* symtab = nullptr;
   for (const auto& s : sections_)
-    if (s.type == SHT_SYMTAB) { symtab = &s; break; }
+    if (s.type == type) { symtab = &s; break; }
   if (symtab == nullptr) return out;
   if (symtab->link >= sections_.size())
-    return reader_.error_at(symtab->offset, "symbol table", "string table index " + hex(symtab->link) + " is out of range");
+    return reader_.error_at(symtab->offset, what, "string table index " + hex(symtab->link) + " is out of range");
   const ElfSection& strtab = sections_[symtab->link];
-  auto syms = reader_.sub(symtab->offset, symtab->size, "symbol table");
+  auto syms = reader_.sub(symtab->offset, symtab->size, what);
   if (!syms) return syms.error();
-  auto strs = reader_.sub(strtab.offset, strtab.size, "symbol string table");
+  auto strs = reader_.sub(strtab.offset, strtab.size, strings);
   if (!strs) return strs.error();
   const std::uint64_t count = symtab->size / 24;
   out.reserve(static_cast<std::size_t>(count));

@@ -65,6 +65,13 @@ nlohmann::json to_json(const Report& r, int exit_code) {
   j["fixes"] = nlohmann::json::array();
   for (const auto& f : r.fixes)
     j["fixes"].push_back({{"kind", to_string(f.kind)}, {"text", f.text}, {"details", f.details}});
+  // The FILEs that load code at run time: what they load is not judged (step 3 notes it).
+  j["runtime_loading"] = nlohmann::json::array();
+  for (const auto& l : r.runtime_loading)
+    j["runtime_loading"].push_back({{"file", l.path}, {"reasons", l.reasons}, {"imports", l.imports},
+                                    {"nvrtc", l.nvrtc},
+                                    {"python", l.python.empty() ? nlohmann::json() : nlohmann::json(l.python)},
+                                    {"command", run_command(l.path)}});
   j["verdict"] = to_string(r.overall());
   j["exit_code"] = exit_code;
   j["elapsed_ms"] = r.elapsed_ms;
@@ -83,7 +90,14 @@ void render(const Report& r, std::ostream& out, bool colour) {
   out << "\nverdict: " << badge(r.overall(), colour);
   if (!r.driver_found) out << " (no CUDA driver found: steps 1 and 5 could not run)";
   out << "\n";
-  if (r.fixes.empty()) {
+  if (r.fixes.empty() && !r.runtime_loading.empty()) {
+    // Nothing the files show fails, but what the program loads later was not looked at.
+    const std::string& file = r.runtime_loading.front().path;
+    out << "nothing to fix in what the files show; " << file << " loads device code at run time: run `"
+        << run_command(file) << "` to watch it";
+    if (r.runtime_loading.size() > 1) out << " (and " << (r.runtime_loading.size() - 1) << " more FILE(s), see step 3)";
+    out << "\n";
+  } else if (r.fixes.empty()) {
     out << "nothing to fix\n";
   } else {
     for (std::size_t i = 0; i < r.fixes.size(); ++i) {
