@@ -34,7 +34,15 @@ t0=$(date +%s)
 ARCHGUARD_RUN_TEST_KEEP="$work/keep" bash tests/gpu/run/run_mode.sh "$ag" "$(command -v nvcc)" "$work" > "$OUT/run-mode.log" 2>&1
 say "- run_mode.sh: exit $? in $(( $(date +%s) - t0 )) s"
 grep -E "^(ok|FAIL|skip) " "$OUT/run-mode.log" | sed 's/^/  - /' | tee -a "$summary"
-(cd "$work" && tar czf "$OUT/run-events.tar.gz" --exclude='*.so' --exclude='*.a' --exclude='*.cubin' ./*.json keep 2>/dev/null)
+# The reports as printed (the commands' own output, then archguard run's), and the recordings
+# without the image copies.
+for f in "$work"/*.run.out; do echo "===== $(basename "$f" .run.out)"; cat "$f"; done > "$OUT/run-reports.log" 2>/dev/null
+(cd "$work" && tar czf "$OUT/run-events.tar.gz" --exclude='*.bin' ./*.json keep 2>/dev/null)
+if [ "${VARIANTS:-1}" = 1 ]; then
+  bash bench/run/variants.sh "$ag" "$(command -v nvcc)" "$OUT/variants" > "$OUT/variants.log" 2>&1
+  say "- where a launch's cost goes (bench/run/variants.sh):"
+  sed 's/^/  /' "$OUT/variants/variants.md" | tee -a "$summary"
+fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   t0=$(date +%s)
   bash bench/run/bench_run.sh "$ag" "$(command -v nvcc)" "$OUT" > "$OUT/bench-run.log" 2>&1
