@@ -39,3 +39,10 @@ for v, m in med.items():
     print("| %s | %.1f | %.3f | %s |" % (v, m, m * 10.0 / 1000.0, "-" if v == "plain" or not base else "%+.1f %%" % ((m / base - 1) * 100)))
 '
 } | tee "$out/variants.md"
+# Which traced calls fire, per variant (the closing line of one recording each).
+for v in default none; do
+  rm -rf "$out/keep-$v"
+  if [[ $v == default ]]; then "$ag" run -q --keep "$out/keep-$v" -- "$out/launches" > /dev/null 2>&1
+  else ARCHGUARD_RUN_LAUNCHES=$v "$ag" run -q --keep "$out/keep-$v" -- "$out/launches" > /dev/null 2>&1; fi
+  echo "$v: $(grep -h '"ev":"counts"' "$out/keep-$v"/p*.events)"
+done | tee -a "$out/variants.md"
