@@ -388,6 +388,20 @@ struct Judge {
     return li;
   }
 
+  /// The translation unit and fatbin number of a fatbin handed over from a file mapping: the
+  /// file's own fatbin at that offset, as `check` reads it.
+  void unit_of_origin(Explained& x, const Origin& o) {
+    if (o.kind != "mapped" || o.path.empty()) return;
+    FileFacts& f = files.get(o.path);
+    for (const ObjectFatbins& object : f.scan.objects)
+      for (const Fatbin& fb : object.fatbins)
+        if (fb.offset == o.offset) {
+          x.fatbin = fb.index;
+          x.translation_unit = fb.translation_unit.empty() ? fb.identifier() : fb.translation_unit;
+          return;
+        }
+  }
+
   Explained explain_load(const LoadEvent& l, const std::string& dir) {
     Explained x;
     x.api = l.api;
@@ -406,6 +420,7 @@ struct Judge {
       return x;
     }
     x.images = image_names(*li.fatbin);
+    unit_of_origin(x, l.origin);
     if (!d) {
       x.cause = "the device is not known (no context was described)";
       return x;
@@ -483,6 +498,7 @@ struct Judge {
       return x;
     }
     x.images = image_names(*li.fatbin);
+    unit_of_origin(x, l->origin);
     const auto images = li.fatbin->images();
     const Verdict v = select_image(images, device_of(*d), settings);
     x.predicted = predicted_text(v, images);
@@ -570,18 +586,46 @@ Report analyze(const Recording& recording, const AnalyzeOptions& options) {
       }
       if (options.predict && !x.predicted.empty()) {
         const bool pred_fail = x.predicted.rfind("fail", 0) == 0;
-        if (pred_fail != (l.result != 0) || (pred_fail && x.predicted != "fail " + std::to_string(l.result)))
+        // cuLibraryLoad* loads lazily: it succeeds whatever the library holds, and the verdict
+        // comes at the first lookup of a kernel (cuLibraryGetKernel, cuKernelGetFunction), whose
+        // failure names the library. A predicted failure is confirmed by such a failure, and
+        // contradicted only by a module the driver then loaded from it (seen as no failure
+        // while kernels of it were looked up: not knowable here, so not called a disagreement).
+        const bool lazy = l.api.rfind("cuLibraryLoad", 0) == 0 && l.result == 0;
+        int later = 0;  // the error of a later lookup in this library
+        for (const FailEvent& f : proc.failures)
+          if (!f.runtime && f.owner == l.handle && may_be_architecture(f.result, false)) later = f.result;
+        std::string observed = l.result == 0 ? "loaded" : std::to_string(l.result) + " at " + l.api;
+        bool disagree = false;
+        if (lazy) {
+          if (later != 0) observed = std::to_string(later) + " at the first kernel lookup";
+          disagree = (!pred_fail && later != 0) || (pred_fail && later != 0 && x.predicted != "fail " + std::to_string(later));
+        } else {
+          disagree = pred_fail != (l.result != 0) || (pred_fail && x.predicted != "fail " + std::to_string(l.result));
+        }
+        if (disagree)
           pr.disagreements.push_back({l.api + " of " + (x.file.empty() ? std::string("an image from memory") : x.file), x.file,
-                                      x.predicted, l.result == 0 ? "loaded" : std::to_string(l.result) + " at " + l.api, ""});
+                                      x.predicted, observed, ""});
       }
       pr.loads.push_back(std::move(x));
     }
     // A driver failure made inside a runtime call is the runtime failure seen from below: keep
     // the runtime one, which names the host function.
+    // So is a failed kernel lookup the runtime made for a launch that then failed with the same
+    // error (the runtime resolves the kernel before its launch callback): the runtime entry names
+    // the host function and so the translation unit.
     const bool runtime_failed = std::any_of(proc.failures.begin(), proc.failures.end(), [](const FailEvent& f) { return f.runtime; });
+    std::vector<Explained> runtime_explained;
+    for (const FailEvent& e : proc.failures)
+      if (e.runtime) runtime_explained.push_back(judge.explain_failure(e, dir));
+    std::size_t next_runtime = 0;
     for (const FailEvent& e : proc.failures) {
       if (!e.runtime && !e.inside.empty() && runtime_failed) continue;
-      Explained x = judge.explain_failure(e, dir);
+      if (!e.runtime && !e.kernel.empty() &&
+          std::any_of(runtime_explained.begin(), runtime_explained.end(),
+                      [&](const Explained& r) { return r.kernel == e.kernel && r.error == e.result; }))
+        continue;
+      Explained x = e.runtime ? runtime_explained[next_runtime++] : judge.explain_failure(e, dir);
       (x.architecture ? report.architecture_failures : report.other_failures) += 1;
       if (options.predict && may_be_architecture(e.result, e.runtime) && !x.predicted.empty() &&
           x.predicted.rfind("fail", 0) != 0)

@@ -14,6 +14,9 @@
 //     loadmapped FILE RESULT        cuModuleLoadData of FILE mapped from disk
 //     loadfile FILE RESULT          cuModuleLoad(FILE)
 //     getfunction NAME RESULT       cuModuleGetFunction(<last module>, NAME)
+//     libload FILE [N]              cuLibraryLoadData of fatbin N (from 0) in FILE (mapped), answered 0:
+//                                   what the runtime does for each fatbin it registered (lazily)
+//     getkernel NAME RESULT         cuLibraryGetKernel(<last library>, NAME): where a lazy load fails
 //     module FILE                   the driver reports FILE's bytes as a loaded module
 //     spawn ARGS...                 run this program again with ARGS (a "+" stands for ","), wait
 //     sleep SECONDS                 sleep
@@ -158,6 +161,35 @@ int main(int argc, char** argv) {
       cuModuleGetFunction_params p{&f, static_cast<CUmodule>(g_last_module), arg(1).c_str()};
       CUresult r = static_cast<CUresult>(std::atoi(arg(2).c_str()));
       api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, "cuModuleGetFunction", &p, &r);
+    } else if (w == "libload") {
+      const int fd = ::open(arg(1).c_str(), O_RDONLY);
+      struct stat sb{};
+      if (fd < 0 || ::fstat(fd, &sb) != 0) die("cannot open " + arg(1));
+      const auto size = static_cast<size_t>(sb.st_size);
+      void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (m == MAP_FAILED) die("cannot map " + arg(1));
+      const auto* bytes = static_cast<const unsigned char*>(m);
+      const void* fatbin = nullptr;
+      int skip = st.size() > 2 ? std::atoi(st[2].c_str()) : 0;
+      for (size_t o = 0; o + 16 <= size && fatbin == nullptr; o += 8) {
+        unsigned magic = 0;
+        std::memcpy(&magic, bytes + o, 4);
+        if (magic == 0xBA55ED50u && skip-- == 0) fatbin = bytes + o;
+      }
+      if (fatbin == nullptr) die("no fatbin in " + arg(1));
+      static CUlibrary lib = nullptr;
+      lib = reinterpret_cast<CUlibrary>(&g_module_handles[g_modules++ % 64]);
+      cuLibraryLoadData_params p{};
+      p.library = &lib;
+      p.code = fatbin;
+      CUresult r = CUDA_SUCCESS;
+      api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, "cuLibraryLoadData", &p, &r);
+      g_last_module = lib;
+    } else if (w == "getkernel") {
+      CUkernel k = nullptr;
+      cuLibraryGetKernel_params p{&k, static_cast<CUlibrary>(g_last_module), arg(1).c_str()};
+      CUresult r = static_cast<CUresult>(std::atoi(arg(2).c_str()));
+      api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel, "cuLibraryGetKernel", &p, &r);
     } else if (w == "module") {
       keep.push_back(read_file(arg(1)));
       hooks();

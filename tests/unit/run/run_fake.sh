@@ -50,6 +50,19 @@ grep -q "plugin_kernel(int\*)" plugin.err && grep -q "libplugin_sm80.so" plugin.
   { echo "FAIL plugin: the text report does not name the kernel and the file"; fails=$((fails + 1)); }
 [[ ! -s plugin.out ]] || { echo "FAIL plugin: the report reached the command's stdout"; fails=$((fails + 1)); }
 
+# 1b. The same failure as the CUDA 12+ runtime meets it with lazy loading: the fatbin was handed
+#     to cuLibraryLoadData (which succeeds), the kernel lookup fails; the runtime's launch fails
+#     with the same error and is the one reported (the lookup folded into it).
+run lazy 0 --predict -- "$app" init , libload "$work/libplugin_sm80.so" 1 , getkernel _Z13plugin_kernelPi 209 , \
+    launch "$work/libplugin_sm80.so" 209 &&
+  expect lazy 'r["architecture_failures"] == 1' 'failures(r)[0]["api"] == "cudaLaunchKernel"' \
+    'loads(r)[0]["predicted"] == "fail 209" and loads(r)[0]["translation_unit"] == "plugin.cu"' 'r["disagreements"] == 0'
+# 1c. Only the lookup seen (launch calls not watched): it alone names file, unit and fix.
+run lookup_only 0 -- "$app" init , libload "$work/libplugin_sm80.so" 1 , getkernel _Z13plugin_kernelPi 209 &&
+  expect lookup_only 'r["architecture_failures"] == 1' 'failures(r)[0]["api"] == "cuLibraryGetKernel"' \
+    'failures(r)[0]["file"].endswith("libplugin_sm80.so") and failures(r)[0]["translation_unit"] == "plugin.cu"' \
+    'failures(r)[0]["kernel_demangled"] == "plugin_kernel(int*)"' '"9.0" in fixes_text(failures(r)[0])'
+
 # 2. The same plugin for sm_90: launched fine; with --predict no disagreement.
 run plugin_ok 0 --predict -- "$app" init , launch "$work/libplugin_sm90.so" 0 5 &&
   expect plugin_ok 'r["architecture_failures"] == 0' 'r["disagreements"] == 0' 'r["processes"][0]["counts"]["launches"] == 5'
