@@ -492,6 +492,16 @@ struct Judge {
     }
     x.origin = l->origin;
     x.file = l->origin.kind == "memory" ? std::string() : l->origin.path;
+    if (l->origin.kind == "mapped" && !x.kernel.empty()) {
+      // The library came from a file: judge the kernel there as check does (every fatbin of the
+      // file, device-link drops included), which also names its translation unit.
+      Explained y = x;
+      explain_in_file(y, l->origin.path, *d, false);
+      if (y.architecture) {
+        y.origin = l->origin;
+        return y;
+      }
+    }
     LoadedImage li = read_image(l->origin, dir);
     if (!li.fatbin) {
       x.cause = li.error;

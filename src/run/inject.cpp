@@ -57,9 +57,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   config.predict = predict != nullptr && *predict != 0 && std::strcmp(predict, "0") != 0;
   config.max_copy_bytes = parse_size(std::getenv("ARCHGUARD_RUN_MAX_COPY"), config.max_copy_bytes);
   config.origin = "injection";
-  // ARCHGUARD_RUN_LAUNCHES: all (default), runtime, driver, none: which launch calls are watched
-  // (fewer: less overhead; a failure is then seen only at loads and lookups). Measurement only:
+  // ARCHGUARD_RUN_LAUNCHES: none (default), runtime, driver, all: which launch calls are watched.
+  // Every launch that cannot run fails first at a load or a kernel lookup, which are always
+  // watched; watching launches adds their counts and the runtime's host function, at CUPTI's
+  // cost per launch (docs/run.md, "Cost"). Measurement only:
   // ARCHGUARD_RUN_EMPTY_CALLBACK=1 subscribes and does nothing (CUPTI's own cost).
+  config.runtime_launches = false;
+  config.driver_launches = false;
   if (const char* w = std::getenv("ARCHGUARD_RUN_LAUNCHES")) {
     config.runtime_launches = std::strcmp(w, "all") == 0 || std::strcmp(w, "runtime") == 0;
     config.driver_launches = std::strcmp(w, "all") == 0 || std::strcmp(w, "driver") == 0;

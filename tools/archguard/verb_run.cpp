@@ -44,6 +44,7 @@ struct RunArgs {
   bool predict = false;
   bool stop_at_first = false;
   bool quiet = false;
+  bool watch_launches = false;
 };
 
 std::string self_dir() {
@@ -195,7 +196,7 @@ void render(std::ostream& out, const Report& r, const RunArgs& a, int status, co
                                       << (p.recorder_detail.empty() ? "" : ": " + shown(p.recorder_detail)) << "\n";
     for (const auto& d : p.devices)
       out << "  device " << d.ordinal << ": " << shown(d.name) << ", compute capability " << cli::version_text(d.cc) << "\n";
-    out << "  launches: " << p.launches << " (" << p.failed_launches << " failed), driver loads: " << p.module_loads
+    out << "  launches: " << (p.launches == 0 && p.failed_launches == 0 ? std::string("not watched (--watch-launches)") : std::to_string(p.launches) + " (" + std::to_string(p.failed_launches) + " failed)") << ", driver loads: " << p.module_loads
         << ", modules loaded: " << p.modules << (p.complete ? "" : " (the process did not exit normally: counts are partial)")
         << "\n";
     for (const Explained& x : p.failures) {
@@ -239,7 +240,7 @@ int run_command(const RunArgs& a, const std::string& dir, const std::string& inj
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view v(*e);
     if (v.starts_with("CUDA_INJECTION64_PATH=") || v.starts_with("ARCHGUARD_RUN_DIR=") ||
-        v.starts_with("ARCHGUARD_RUN_PREDICT=") || v.starts_with("ARCHGUARD_RUN_CHAIN=") || v.starts_with("ARCHGUARD_CUPTI="))
+        v.starts_with("ARCHGUARD_RUN_PREDICT=") || (a.watch_launches && v.starts_with("ARCHGUARD_RUN_LAUNCHES=")) || v.starts_with("ARCHGUARD_RUN_CHAIN=") || v.starts_with("ARCHGUARD_CUPTI="))
       continue;
     env_strings.emplace_back(v);
   }
@@ -247,6 +248,7 @@ int run_command(const RunArgs& a, const std::string& dir, const std::string& inj
   env_strings.push_back("ARCHGUARD_RUN_DIR=" + dir);
   if (!cupti.empty()) env_strings.push_back("ARCHGUARD_CUPTI=" + cupti);
   if (a.predict) env_strings.push_back("ARCHGUARD_RUN_PREDICT=1");
+  if (a.watch_launches) env_strings.push_back("ARCHGUARD_RUN_LAUNCHES=all");
   if (prev != nullptr && *prev != 0 && inject != prev) env_strings.push_back(std::string("ARCHGUARD_RUN_CHAIN=") + prev);
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
@@ -379,6 +381,8 @@ void setup(CLI::App& root, cli::Context& ctx) {
   cmd->add_option("--keep", args->keep, "Keep the recording (event files, image copies) in DIR");
   cmd->add_option("--cupti", args->cupti, "The libcupti to use (default: the CUDA toolkit's, then the loader's search)");
   cmd->add_option("--inject", args->inject, "The injection library (default: libarchguard_inject.so beside the tool)");
+  cmd->add_flag("--watch-launches", args->watch_launches,
+                "Also watch every launch call (counts, the runtime's host function; costs about 1 us per launch)");
   cmd->add_flag("-q,--quiet", args->quiet, "Print the report only when something failed or nothing was recorded");
   cmd->positionals_at_end(false);
   cmd->callback([args, &ctx]() { run_verb(*args, ctx); });

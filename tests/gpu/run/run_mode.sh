@@ -237,7 +237,9 @@ working_case() {
     fail "$c" "plain run failed (status $prc): $(tail -2 "$c.plain.out" | tr '\n' ' ')"
     return
   fi
-  under "$c" --predict -- "$@"
+  local ropts=(--predict)
+  [[ " ${copts[*]} " == *" --min-launches "* ]] && ropts+=(--watch-launches)  # launches are counted only when watched
+  under "$c" "${ropts[@]}" -- "$@"
   if [[ $arc -ne 0 ]]; then
     fail "$c" "archguard run --predict exited $arc, the program itself 0 ($(tail -2 "$c.run.out" | tr '\n' ' '))"
     return

@@ -26,7 +26,9 @@ fails=0
 run() {  # run NAME EXPECTED_STATUS [archguard options] -- STEPS...
   local name=$1 want=$2
   shift 2
-  "$ag" run --cupti "$cupti" --json "$name.json" "$@" > "$name.out" 2> "$name.err"
+  local watch=--watch-launches
+  [[ $name == lookup_only ]] && watch=  # the default: loads and lookups only
+  "$ag" run --cupti "$cupti" --json "$name.json" $watch "$@" > "$name.out" 2> "$name.err"
   local got=$?
   if [[ $got -ne $want ]]; then
     echo "FAIL $name: exit status $got, expected $want (the command's own)"; cat "$name.err"; fails=$((fails + 1)); return 1
