@@ -115,6 +115,8 @@ rm -rf "$root"
 mv "$root.tmp" "$root"
 
 # A smoke test of the layout: nvcc must pick the aarch64 target by itself.
-"$root/bin/nvcc" -ccbin aarch64-linux-gnu-g++ --dryrun -x cu -c /dev/null -o /dev/null 2>&1 \
-  | grep -q "_TARGET_DIR_=targets/sbsa-linux" || die "$root/bin/nvcc does not select targets/sbsa-linux for aarch64-linux-gnu-g++"
+# (The output is taken whole first: `grep -q` would stop reading early, nvcc would die of SIGPIPE
+# and, under pipefail, a good layout would be refused depending on timing.)
+dryrun="$("$root/bin/nvcc" -ccbin aarch64-linux-gnu-g++ --dryrun -x cu -c /dev/null -o /dev/null 2>&1 || true)"
+grep -q "_TARGET_DIR_=targets/sbsa-linux" <<< "$dryrun" || die "$root/bin/nvcc does not select targets/sbsa-linux for aarch64-linux-gnu-g++"
 echo "setup-cross: ok ($root: $want)"
