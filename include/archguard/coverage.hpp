@@ -10,6 +10,8 @@
 #include <archguard/fatbin.hpp>
 
 #include <cstddef>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -116,7 +118,9 @@ struct ObjectVerdict {
   bool has_device_code() const { return !units.empty(); }
 };
 
-/// The compatibility engine on every unit of an object.
+/// The compatibility engine on every unit of an object. The image the driver takes must also
+/// decode: one that does not (a corrupt or truncated payload) fails the load with 200, as
+/// `verify` says (the driver cannot load it).
 ObjectVerdict check_object(const ObjectFatbins& object, const Device& device,
                            const DriverSettings& settings = {});
 
@@ -143,12 +147,25 @@ Result<std::vector<KernelFinding>> kernels_without_image(const ObjectFatbins& ob
 enum class ObjectKind {
   executable,      ///< ET_EXEC, or ET_DYN whose name has no ".so" (a PIE)
   shared_library,  ///< ET_DYN named *.so or *.so.N (a Python extension module too)
+  static_library,  ///< the members of an `ar` archive judged as one library (shipped_objects)
   relocatable,     ///< ET_REL: an object file or archive member
   other,           ///< a memory region, a standalone cubin, PTX or LTO-IR file
 };
 std::string_view to_string(ObjectKind k);
 /// From the ELF type and the display path (the last path component is looked at).
 ObjectKind object_kind(const ObjectFatbins& object);
+
+/// The kernels of each image, decoded once and shared by the verdicts of several GPUs (a
+/// fleet, --cc given twice, the doctor's devices). Not thread-safe: one per thread.
+class KernelIndex {
+ public:
+  /// The kernels of `entry` (sorted by mangled name, unique), or why they cannot be listed.
+  /// `name` names the file in messages. LTO-IR gives an empty list.
+  const Result<std::vector<Kernel>>& of(const FatbinEntry& entry, std::string_view name);
+
+ private:
+  std::map<const FatbinEntry*, Result<std::vector<Kernel>>> cache_;
+};
 
 /// The tiers of an object on one GPU.
 enum class Tier {
@@ -177,6 +194,15 @@ struct KernelVerdict {
   std::string arch_tag;
   /// Why a kernel without an image here reads as "built for other GPUs"; "" when it does not.
   std::string other_gpus;
+  /// The fatbin runs here but the image the driver takes does not define this kernel, which
+  /// other images of the same translation unit do: "" when not so, else what is missing, e.g.
+  /// "not in the sm_80 image (in sm_90)" (the source leaves it out of older architectures).
+  std::string absent_from_image;
+  /// A device-link drop: the kernel's -rdc object carries no image for the architecture the
+  /// program was device-linked for here, so nvlink left the kernel out of the linked image and
+  /// its launch fails with 500. Names the relocatable fatbin ("fatbin 3 (old_lib.cu) has only
+  /// sm_80(rel)"); "" when not a drop.
+  std::string link_drop;
 };
 
 struct ObjectJudgement {
@@ -189,6 +215,8 @@ struct ObjectJudgement {
   std::size_t arch_sets = 0;       ///< distinct image sets among the kernel-bearing fatbins
   std::size_t native = 0, jit = 0, failed = 0;  ///< distinct kernels
   std::size_t failed_tagged = 0;   ///< failing kernels whose name names another GPU
+  std::size_t link_drops = 0;      ///< failing kernels left out by the device link (500)
+  std::size_t absent = 0;          ///< failing kernels left out of the taken image by their source
   /// Why the failing kernels are read as "built for other GPUs" (tier other_gpus), one phrase.
   std::string dispatch_evidence;
   /// Every distinct kernel, sorted by demangled name; only the failing ones unless `all`.
@@ -206,8 +234,70 @@ struct ObjectJudgement {
 /// run); with `all` every unit, and `kernels` lists every kernel.
 /// Only failures with 209 (no image for this GPU) can be read as "built for other GPUs"; with
 /// CUDA_FORCE_PTX_JIT set (`settings`) none is.
+///
+/// Kernels are judged over every image of a translation unit: a kernel that some image defines
+/// and the image the driver takes does not fails here (rule 10, docs/verdicts.md), and a kernel
+/// of an -rdc object that carries no image for the linked architecture is a device-link drop
+/// (500). `index` shares decoded kernel lists between calls (several GPUs); null: a local one.
 ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& verdict, const Device& device,
-                             const DriverSettings& settings = {}, bool all = false);
+                             const DriverSettings& settings = {}, bool all = false, KernelIndex* index = nullptr);
+
+// ---- what users ship as a unit -----------------------------------------------------------
+
+/// An object as the verdicts judge it: an input file or library as read, or the members of one
+/// `ar` archive merged into a single static library (its fatbins renumbered, each fatbin's
+/// translation unit defaulting to its member's name), since a static library, like a shared
+/// one, is linked whole and picks kernels per GPU.
+struct JudgedObject {
+  const ObjectFatbins* object = nullptr;   ///< the object as read (null for a merged archive)
+  std::shared_ptr<ObjectFatbins> merged;   ///< the merged archive, else null
+  std::size_t members = 0;                 ///< archive members with device code (merged only)
+  const ObjectFatbins& get() const { return merged ? *merged : *object; }
+};
+/// The objects of a scan as they are judged: members of one archive (same path before the
+/// last ':', ET_REL) merged; everything else as it is, in order. Objects without device code
+/// are kept (they have no units).
+std::vector<JudgedObject> judged_objects(std::span<const ObjectFatbins> objects);
+
+/// Why an object of a package does not decide the package's verdict on a GPU.
+enum class Variance {
+  none,        ///< it decides: a failure of it is a failure of the package
+  variant,     ///< one of several builds of the same object, per architecture or CUDA runtime
+  specific,    ///< every kernel-bearing fatbin holds only a/f images: for particular GPUs
+  newer,       ///< its oldest target is newer than this GPU: built for newer GPUs on purpose
+};
+
+/// One object of a package and its judgement on one GPU.
+struct PackageMember {
+  std::string path;              ///< display path ("x.whl:pkg/lib_cuda118.so")
+  const ObjectJudgement* judgement = nullptr;
+  bool only_specific = false;    ///< every kernel-bearing fatbin holds only a/f images
+  unsigned oldest_sm = 0;        ///< the lowest architecture of its images (SASS or PTX); 0: none
+  bool dependency = false;       ///< loaded by another input (deps.hpp): never a variant
+};
+
+/// The verdict of what a user ships as one unit (a wheel, a conda package, a directory of
+/// variants) on one GPU (docs/verdicts.md, "Packages").
+struct PackageVerdict {
+  bool problem = false;          ///< some object that decides fails, or a variant group has no member that runs
+  int cuda_error = 0;            ///< of the first deciding failure
+  std::size_t objects = 0, run = 0, failing = 0;
+  std::vector<Variance> variance;  ///< parallel to the members
+  std::vector<bool> excused;       ///< parallel: a problem of the object that the package explains
+  /// One line per variant group and for the architecture-specific objects: which member serves
+  /// this GPU, or that none does and why that is (or is not) a problem.
+  std::vector<std::string> groups;
+  std::string summary;           ///< one line: "runs (3 of 4 objects; ...)", "fails: ..."
+};
+
+/// The variant key of a file name: the name with its architecture tokens (sm_90a, Sm100a, _90a,
+/// sm80) replaced by "{arch}" and its CUDA runtime tokens (cuda118, cu12x, cu126) by "{cuda}";
+/// "" when it has none. Two objects in the same directory with the same key are variants.
+std::string variant_key(std::string_view file_name);
+/// The CUDA runtime (as 118, 120, 130) a name's runtime token stands for; 0 when none.
+unsigned variant_cuda(std::string_view file_name);
+
+PackageVerdict judge_package(std::span<const PackageMember> members, const Device& device);
 
 /// The architecture a kernel name is tagged for ("sm100", "sm_90a", "volta", ...), as an SM
 /// number (100, 90, 70); 0 when the name carries none.

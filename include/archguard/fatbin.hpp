@@ -237,7 +237,7 @@ DeviceFileKind classify_device_file(Bytes bytes);
 /// Builds the one-entry fatbin (FatbinSection::standalone) that stands for a cubin, PTX or LTO-IR
 /// file, so that kernels and coverage are read from it as from any fatbin. The entry's payload
 /// is the whole file, uncompressed. A cubin's architecture comes from e_flags (ELF ABI v7: bits
-/// 7:0, 0x800 for "a"; v8: bits 15:8, "a" from the .nv.compat record 9), a PTX file's from its
+/// 7:0, 0x800 for "a"; v8: bits 15:8, "a" from the .nv.compat record 9 or, for ptxas 12.8/12.9, e_flags bit 0x8), a PTX file's from its
 /// `.target` and `.version` directives, an LTO-IR file's from the header (u16 at 0x1a, sm x 10;
 /// the a/f suffix is not recorded there and is not reported).
 Result<Fatbin> read_standalone(Bytes bytes, const std::string& name);

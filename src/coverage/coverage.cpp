@@ -74,6 +74,23 @@ bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0;
 
 int severity(Outcome o) { return o == Outcome::fail ? 2 : o == Outcome::jit ? 1 : 0; }
 
+std::string image_label(const Image& im) { return nvcc_name(im.arch, im.kind) + (im.relocatable ? "(rel)" : ""); }
+
+/// Why the driver could not load an image: "" when it decodes. Stored images are checked for
+/// their header (an ELF magic for SASS); compressed ones are inflated (and dropped).
+std::string undecodable(const FatbinEntry& e, std::string_view name) {
+  if (e.kind == CodeKind::ltoir) return "";
+  if (e.compression == Compression::none) {
+    const Bytes p = e.payload;
+    if (e.raw_kind == kEntryKindElf &&
+        (p.size() < 4 || p[0] != std::byte{0x7f} || p[1] != std::byte{'E'} || p[2] != std::byte{'L'} || p[3] != std::byte{'F'}))
+      return std::string(name) + ": the sass image at offset " + std::to_string(e.offset) + " is not an ELF file";
+    return "";
+  }
+  auto image = decompress(e, name);
+  return image ? "" : image.message();
+}
+
 /// A shared library whose kernel-bearing fatbins carry at least this many different image sets
 /// is read as one that builds kernels per architecture and picks them per GPU (docs/verdicts.md).
 constexpr std::size_t kDispatchArchSets = 3;
@@ -338,6 +355,17 @@ ObjectVerdict check_object(const ObjectFatbins& object, const Device& device, co
     uv.translation_unit = u.fatbin->translation_unit;
     uv.images = u.images;
     uv.verdict = select_image(uv.images, device, settings);
+    if (uv.verdict.outcome != Outcome::fail && uv.verdict.image && *uv.verdict.image < u.entries.size()) {
+      // The driver loads the image it takes: one that does not decode fails the load (as
+      // `verify` says), whatever else the fatbin holds.
+      if (auto bad = undecodable(*u.entries[*uv.verdict.image], object.path); !bad.empty()) {
+        const std::string taken = image_label(uv.images[*uv.verdict.image]);
+        uv.verdict.outcome = Outcome::fail;
+        uv.verdict.cuda_error = kErrInvalidImage;
+        uv.verdict.reason = "the " + taken + " image the driver takes does not decode (" + bad + "): loading the module fails";
+        uv.verdict.image.reset();
+      }
+    }
     if (severity(uv.verdict.outcome) > severity(v.outcome)) {
       v.outcome = uv.verdict.outcome;
       v.cuda_error = uv.verdict.cuda_error;
@@ -384,6 +412,7 @@ std::string_view to_string(ObjectKind k) {
   switch (k) {
     case ObjectKind::executable: return "executable";
     case ObjectKind::shared_library: return "shared-library";
+    case ObjectKind::static_library: return "static-library";
     case ObjectKind::relocatable: return "relocatable";
     case ObjectKind::other: return "other";
   }
@@ -394,7 +423,8 @@ ObjectKind object_kind(const ObjectFatbins& object) {
   for (const auto& fb : object.fatbins)
     if (fb.section == FatbinSection::standalone || fb.section == FatbinSection::memory) return ObjectKind::other;
   switch (object.elf_type) {
-    case 1: return ObjectKind::relocatable;
+    case 1:  // an archive's members merged by judged_objects carry the archive's name
+      return object.archive.empty() && object.path.ends_with(".a") ? ObjectKind::static_library : ObjectKind::relocatable;
     case 2: return ObjectKind::executable;
     case 3: {
       // ET_DYN is both a shared library and a position-independent executable; the name tells
@@ -493,16 +523,45 @@ std::vector<std::string> ObjectJudgement::failing_units() const {
   return out;
 }
 
+const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std::string_view name) {
+  if (auto it = cache_.find(&entry); it != cache_.end()) return it->second;
+  auto list = [&]() -> Result<std::vector<Kernel>> {
+    if (entry.kind == CodeKind::ltoir) return std::vector<Kernel>{};
+    AG_TRY(auto image, decompress(entry, name));
+    AG_TRY(auto kernels, list_kernels(entry, image, name));
+    std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
+    kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
+                  kernels.end());
+    return kernels;
+  };
+  return cache_.emplace(&entry, list()).first->second;
+}
+
 ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& verdict, const Device& device,
-                             const DriverSettings& settings, bool all) {
+                             const DriverSettings& settings, bool all, KernelIndex* shared) {
+  KernelIndex local;
+  KernelIndex& index = shared != nullptr ? *shared : local;
   ObjectJudgement j;
   j.object = object.path;
   j.kind = object_kind(object);
   j.units = verdict.units.size();
   if (verdict.units.empty()) return j;
+  const std::vector<Unit> units = units_of(object);
+  auto unit_for = [&](std::size_t i, const UnitVerdict& uv) -> const Unit* {
+    if (i < units.size() && units[i].fatbin->index == uv.fatbin && units[i].fatbin->section == uv.section) return &units[i];
+    for (const Unit& u : units)
+      if (u.fatbin->index == uv.fatbin && u.fatbin->section == uv.section) return &u;
+    return nullptr;
+  };
   const bool any_fail = std::any_of(verdict.units.begin(), verdict.units.end(),
                                     [](const UnitVerdict& u) { return u.verdict.outcome == Outcome::fail; });
-  if (!any_fail && !all) {
+  // Kernels are judged over the images of each unit (rule 10): a unit of one SASS or PTX image
+  // cannot lack a kernel another image has, so when nothing fails and no unit has two, there is
+  // nothing to decode.
+  const bool multi_image = std::any_of(units.begin(), units.end(), [](const Unit& u) {
+    return std::count_if(u.images.begin(), u.images.end(), [](const Image& im) { return im.kind != CodeKind::ltoir; }) > 1;
+  });
+  if (!any_fail && !all && !multi_image) {
     j.tier = Tier::all_run;
     return j;
   }
@@ -512,23 +571,38 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
   std::map<std::size_t, std::string> unit_set;  // fatbin index -> its image set
   std::vector<std::size_t> specific_units;      // fatbins holding only a/f images
   std::size_t unknown_fail = 0, unknown_run = 0;
-  int first_error = 0;
-  for (const UnitVerdict& uv : verdict.units) {
-    const Fatbin* fb = nullptr;
-    for (const auto& f : object.fatbins)
-      if (f.index == uv.fatbin && f.section == uv.section) fb = &f;
-    if (fb == nullptr) continue;
-    auto kernels = kernels_of(*fb, object.path);
+  int first_unknown_error = 0;
+  for (std::size_t ui = 0; ui < verdict.units.size(); ++ui) {
+    const UnitVerdict& uv = verdict.units[ui];
+    const Unit* u = unit_for(ui, uv);
+    if (u == nullptr) continue;
     const bool fails = uv.verdict.outcome == Outcome::fail;
-    if (!kernels) {  // when in doubt, judge: a fatbin whose kernels cannot be listed counts
-      j.errors.push_back(kernels.message());
+    // The kernels of every image; the unit's kernels are their union.
+    std::vector<const std::vector<Kernel>*> lists(u->images.size(), nullptr);
+    std::optional<std::string> list_error;
+    std::map<std::string, std::vector<std::size_t>> defined_in;  // mangled name -> images
+    std::map<std::string, const Kernel*> kernel_of;
+    for (std::size_t i = 0; i < u->images.size(); ++i) {
+      if (u->images[i].kind == CodeKind::ltoir) continue;
+      const auto& r = index.of(*u->entries[i], object.path);
+      if (!r) {
+        if (!list_error) list_error = r.message();
+        continue;
+      }
+      lists[i] = &*r;
+      for (const Kernel& k : *r) {
+        defined_in[k.name].push_back(i);
+        kernel_of.try_emplace(k.name, &k);
+      }
+    }
+    if (std::all_of(lists.begin(), lists.end(), [](const auto* l) { return l == nullptr; }) && list_error) {
+      j.errors.push_back(*list_error);  // when in doubt, judge: a fatbin whose kernels cannot be listed counts
       ++(fails ? unknown_fail : unknown_run);
-      if (fails && first_error == 0) first_error = uv.verdict.cuda_error;
+      if (fails && first_unknown_error == 0) first_unknown_error = uv.verdict.cuda_error;
       continue;
     }
-    if (kernels->empty()) continue;  // defines no kernel: decides nothing
+    if (kernel_of.empty()) continue;  // defines no kernel: decides nothing
     ++j.kernel_units;
-    if (fails && first_error == 0) first_error = uv.verdict.cuda_error;
     std::vector<std::string> names;
     for (const Image& im : uv.images) names.push_back(nvcc_name(im.arch, im.kind));
     std::sort(names.begin(), names.end());
@@ -537,53 +611,99 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
     for (const auto& n : names) set += (set.empty() ? "" : " ") + n;
     if (std::find(arch_sets.begin(), arch_sets.end(), set) == arch_sets.end()) arch_sets.push_back(set);
     unit_set[uv.fatbin] = set;
-    if (fb->only_specific()) specific_units.push_back(uv.fatbin);
-    for (Kernel& k : *kernels) {
-      auto it = by_name.find(k.name);
-      if (it != by_name.end() && severity(it->second.verdict.outcome) <= severity(uv.verdict.outcome)) continue;
+    if (u->fatbin->only_specific()) specific_units.push_back(uv.fatbin);
+    const std::size_t taken_at = uv.verdict.image.value_or(lists.size());
+    const std::vector<Kernel>* taken = !fails && taken_at < lists.size() ? lists[taken_at] : nullptr;
+    for (const auto& [name, kernel] : kernel_of) {
       KernelVerdict kv;
-      kv.kernel = std::move(k);
+      kv.kernel = *kernel;
       kv.fatbin = uv.fatbin;
       kv.translation_unit = uv.translation_unit;
       kv.identifier = uv.identifier;
       kv.verdict = uv.verdict;
-      by_name.insert_or_assign(kv.kernel.name, std::move(kv));
+      if (taken != nullptr && !std::binary_search(taken->begin(), taken->end(), *kernel,
+                                                  [](const Kernel& a, const Kernel& b) { return a.name < b.name; })) {
+        // The module loads, but the image the driver took has no code for this kernel: its
+        // lookup (and so its launch) fails with 500, named symbol not found.
+        const std::string in_image = image_label(u->images[taken_at]);
+        std::string where;
+        bool only_rel = true;
+        for (std::size_t i : defined_in[name]) {
+          where += (where.empty() ? "" : ", ") + image_label(u->images[i]);
+          only_rel = only_rel && u->images[i].relocatable;
+        }
+        kv.verdict.outcome = Outcome::fail;
+        kv.verdict.cuda_error = kErrSymbolNotFound;
+        kv.verdict.image.reset();
+        if (u->fatbin->linked && only_rel) {
+          kv.link_drop = "its -rdc object carries only " + where + ", so the device link for " + in_image +
+                         " left it out";
+          kv.verdict.reason = "device-link drop: not in the linked " + in_image + " image (" + kv.link_drop + ")";
+        } else {
+          kv.absent_from_image = "not in the " + in_image + " image the driver takes (in " + where + ")";
+          kv.verdict.reason = "named symbol not found: " + kv.absent_from_image;
+        }
+      }
+      auto it = by_name.find(name);
+      if (it != by_name.end() && severity(it->second.verdict.outcome) <= severity(kv.verdict.outcome)) continue;
+      by_name.insert_or_assign(name, std::move(kv));
     }
   }
   j.arch_sets = arch_sets.size();
   // Which failing kernels are explained by "built for other GPUs" (docs/verdicts.md):
   // (1) the name tags another GPU; (2) the fatbin holds only a/f images, built for particular
-  // GPUs on purpose; (3) the fatbin has the image set of a failing fatbin with tagged kernels.
+  // GPUs on purpose; (3) the fatbin has the image set of a failing fatbin with tagged kernels;
+  // (4) the object is a library built per architecture; (10) the kernel's own source leaves it
+  // out of the image the driver takes while other images of its unit define it. Only failures
+  // the GPU's architecture explains are excused: 209 (rules 1-4) and a kernel left out by its
+  // source (rule 10); never 222, 223, a device-link drop, or anything under CUDA_FORCE_PTX_JIT.
   std::vector<std::string> tagged_sets;
   for (auto& [name, kv] : by_name) {
-    if (kv.verdict.outcome != Outcome::fail) continue;
+    if (kv.verdict.outcome != Outcome::fail || !kv.absent_from_image.empty() || !kv.link_drop.empty()) continue;
     std::string tag;
     const unsigned sm = arch_tag_of(kv.kernel.name, &tag);
     if (sm != 0 && !sass_runs_on(Arch{sm, Suffix::none}, device)) {
       kv.arch_tag = tag;
-      kv.other_gpus = "its name tags " + tag;
       tagged_sets.push_back(unit_set[kv.fatbin]);
     }
   }
-  std::size_t by_tag = 0, by_specific = 0, by_company = 0, untagged_fail = 0;
+  const bool environment_free = !settings.force_ptx_jit && unknown_fail == 0;
+  const bool shape = (j.kind == ObjectKind::shared_library || j.kind == ObjectKind::static_library) &&
+                     arch_sets.size() >= kDispatchArchSets;
+  std::size_t by_tag = 0, by_specific = 0, by_company = 0, by_shape = 0, by_source = 0, unexcused = 0;
+  int first_error = 0, first_unexcused = 0;
   for (auto& [name, kv] : by_name) {
     switch (kv.verdict.outcome) {
-      case Outcome::native: ++j.native; break;
-      case Outcome::jit: ++j.jit; break;
-      case Outcome::fail:
-        ++j.failed;
-        if (!kv.arch_tag.empty()) {
-          ++by_tag;
-        } else if (std::find(specific_units.begin(), specific_units.end(), kv.fatbin) != specific_units.end()) {
-          kv.other_gpus = "its fatbin holds only architecture-specific images (" + unit_set[kv.fatbin] + ")";
-          ++by_specific;
-        } else if (std::find(tagged_sets.begin(), tagged_sets.end(), unit_set[kv.fatbin]) != tagged_sets.end()) {
-          kv.other_gpus = "its fatbin is built like those of tagged kernels (" + unit_set[kv.fatbin] + ")";
-          ++by_company;
-        } else {
-          ++untagged_fail;
-        }
-        break;
+      case Outcome::native: ++j.native; continue;
+      case Outcome::jit: ++j.jit; continue;
+      case Outcome::fail: break;
+    }
+    ++j.failed;
+    if (first_error == 0) first_error = kv.verdict.cuda_error;
+    if (!kv.link_drop.empty()) ++j.link_drops;
+    if (!kv.absent_from_image.empty()) ++j.absent;
+    const bool by_arch = environment_free && kv.verdict.cuda_error == kErrNoKernelImage;
+    if (!kv.link_drop.empty() || !environment_free) {
+      // a device-link drop is the build's doing; the environment's failures are not the GPU's
+    } else if (!kv.absent_from_image.empty()) {
+      kv.other_gpus = "its source leaves it out of this GPU's image (" + kv.absent_from_image + ")";
+      ++by_source;
+    } else if (by_arch && !kv.arch_tag.empty()) {
+      kv.other_gpus = "its name tags " + kv.arch_tag;
+      ++by_tag;
+    } else if (by_arch && std::find(specific_units.begin(), specific_units.end(), kv.fatbin) != specific_units.end()) {
+      kv.other_gpus = "its fatbin holds only architecture-specific images (" + unit_set[kv.fatbin] + ")";
+      ++by_specific;
+    } else if (by_arch && std::find(tagged_sets.begin(), tagged_sets.end(), unit_set[kv.fatbin]) != tagged_sets.end()) {
+      kv.other_gpus = "its fatbin is built like those of tagged kernels (" + unit_set[kv.fatbin] + ")";
+      ++by_company;
+    } else if (by_arch && shape) {
+      kv.other_gpus = "the library is built per architecture";
+      ++by_shape;
+    }
+    if (kv.other_gpus.empty()) {
+      ++unexcused;
+      if (first_unexcused == 0) first_unexcused = kv.verdict.cuda_error;
     }
   }
   j.failed_tagged = by_tag;
@@ -594,32 +714,277 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
 
   const std::size_t failing = j.failed + unknown_fail;
   const std::size_t running = j.native + j.jit + unknown_run;
-  j.cuda_error = first_error;
+  j.cuda_error = first_unexcused != 0 ? first_unexcused : first_error != 0 ? first_error : first_unknown_error;
   if (j.kernel_units == 0 && unknown_fail + unknown_run == 0) j.tier = Tier::no_kernels;
   else if (failing == 0) j.tier = Tier::all_run;
   else if (running == 0) j.tier = Tier::none_run;
-  else {
-    j.tier = Tier::some_missing;
-    // "Built for other GPUs" only for what the GPU's architecture explains (209), never for a
-    // driver or environment failure (222, 223, CUDA_FORCE_PTX_JIT).
-    const bool arch_failure = first_error == kErrNoKernelImage && !settings.force_ptx_jit && unknown_fail == 0;
+  else if (unexcused == 0 && unknown_fail == 0) {
+    j.tier = Tier::other_gpus;
     std::vector<std::string> why;
     if (by_tag > 0) why.push_back(std::to_string(by_tag) + " named for another GPU");
     if (by_specific > 0) why.push_back(std::to_string(by_specific) + " in fatbins of architecture-specific images only");
     if (by_company > 0) why.push_back(std::to_string(by_company) + " in fatbins built like those of the named ones");
-    const bool shape = j.kind == ObjectKind::shared_library && j.arch_sets >= kDispatchArchSets;
-    if (untagged_fail > 0 && shape)
-      why.push_back(std::to_string(untagged_fail) + " in a shared library built per architecture (" + std::to_string(j.arch_sets) +
-                    " image sets among " + std::to_string(j.kernel_units) + " kernel-bearing fatbins)");
-    if (arch_failure && (untagged_fail == 0 || shape)) {
-      j.tier = Tier::other_gpus;
-      for (std::size_t i = 0; i < why.size(); ++i) j.dispatch_evidence += (i == 0 ? "" : ", ") + why[i];
-      if (untagged_fail > 0)
-        for (auto& kv : j.kernels)
-          if (kv.verdict.outcome == Outcome::fail && kv.other_gpus.empty()) kv.other_gpus = "the library is built per architecture";
-    }
+    if (by_shape > 0)
+      why.push_back(std::to_string(by_shape) + " in a " + std::string(j.kind == ObjectKind::static_library ? "static" : "shared") +
+                    " library built per architecture (" + std::to_string(j.arch_sets) + " image sets among " +
+                    std::to_string(j.kernel_units) + " kernel-bearing fatbins)");
+    if (by_source > 0) why.push_back(std::to_string(by_source) + " left out of this GPU's image by their source");
+    for (std::size_t i = 0; i < why.size(); ++i) j.dispatch_evidence += (i == 0 ? "" : ", ") + why[i];
+  } else {
+    j.tier = Tier::some_missing;
   }
   return j;
+}
+
+// ---- what users ship as a unit -------------------------------------------------------------
+
+std::vector<JudgedObject> judged_objects(std::span<const ObjectFatbins> objects) {
+  std::vector<JudgedObject> out;
+  std::map<std::string, std::size_t> archive_at;  // "lib.a" -> out[i] of its merged object
+  for (const ObjectFatbins& o : objects) {
+    const std::size_t colon = o.path.rfind(':');
+    if (o.elf_type != 1 || o.archive.empty() || colon == std::string::npos || o.fatbins.empty()) {
+      if (!(o.fatbins.empty() && !o.archive.empty())) out.push_back(JudgedObject{&o, nullptr, 0});
+      continue;
+    }
+    const std::string lib = o.path.substr(0, colon);
+    const std::string_view member = std::string_view(o.path).substr(colon + 1);
+    auto [it, fresh] = archive_at.try_emplace(lib, out.size());
+    if (fresh) {
+      JudgedObject j;
+      j.merged = std::make_shared<ObjectFatbins>();
+      j.merged->path = lib;
+      j.merged->elf_type = 1;
+      j.merged->machine = o.machine;
+      j.merged->loaded_by = o.loaded_by;
+      out.push_back(std::move(j));
+    }
+    JudgedObject& j = out[it->second];
+    ++j.members;
+    for (const Fatbin& fb : o.fatbins) {
+      Fatbin copy = fb;
+      copy.index = j.merged->fatbins.size();
+      if (copy.translation_unit.empty()) copy.translation_unit = std::string(member);
+      j.merged->fatbins.push_back(std::move(copy));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+bool is_upper(char c) { return std::isupper(static_cast<unsigned char>(c)) != 0; }
+
+/// One token of a name that marks a variant: [begin, end) and what it stands for.
+struct VariantToken {
+  std::size_t begin = 0, end = 0;
+  bool cuda = false;
+  unsigned number = 0;  ///< sm, or cuda release x 10 (118, 120)
+};
+
+std::vector<VariantToken> variant_tokens(std::string_view n) {
+  std::vector<VariantToken> out;
+  auto digits_at = [&](std::size_t i) {
+    std::size_t e = i;
+    while (e < n.size() && is_digit(n[e])) ++e;
+    return e - i;
+  };
+  for (std::size_t i = 0; i < n.size();) {
+    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(n[i])));
+    const bool boundary = i == 0 || !is_alpha(n[i - 1]) || (is_upper(n[i]) && !is_upper(n[i - 1]));
+    // sm_90a, Sm100a, sm80: an architecture
+    if (c == 's' && boundary && i + 1 < n.size() && std::tolower(static_cast<unsigned char>(n[i + 1])) == 'm') {
+      std::size_t d = i + 2;
+      if (d < n.size() && n[d] == '_') ++d;
+      const std::size_t len = digits_at(d);
+      if (len >= 2 && len <= 3) {
+        std::size_t e = d + len;
+        if (e < n.size() && (n[e] == 'a' || n[e] == 'f')) ++e;
+        const unsigned sm = static_cast<unsigned>(std::stoul(std::string(n.substr(d, len))));
+        if (find_arch(sm) != nullptr && (e == n.size() || !is_digit(n[e]))) {
+          out.push_back({i, e, false, sm});
+          i = e;
+          continue;
+        }
+      }
+    }
+    // cuda118, cuda12x, cu126, cu12: a CUDA runtime
+    if (c == 'c' && boundary && n.substr(i).size() >= 4 && std::tolower(static_cast<unsigned char>(n[i + 1])) == 'u') {
+      std::size_t d = i + 2;
+      if (n.size() >= d + 2 && std::tolower(static_cast<unsigned char>(n[d])) == 'd' &&
+          std::tolower(static_cast<unsigned char>(n[d + 1])) == 'a')
+        d += 2;
+      const std::size_t len = digits_at(d);
+      std::size_t e = d + len;
+      const bool x = len == 2 && e < n.size() && n[e] == 'x';
+      if (x) ++e;
+      if (len >= 2 && len <= 3 && (e == n.size() || !is_alpha(n[e]) || n[e] == '_')) {
+        const std::string num(n.substr(d, len));
+        const unsigned major = static_cast<unsigned>(std::stoul(num.substr(0, 2)));
+        const unsigned minor = len == 3 ? static_cast<unsigned>(num[2] - '0') : 0;
+        if (major >= 9 && major <= 20) {
+          out.push_back({i, e, true, major * 10 + minor});
+          i = e;
+          continue;
+        }
+      }
+    }
+    // _90a., _100a_: an architecture number with its suffix, between separators
+    if (n[i] == '_' || n[i] == '-') {
+      const std::size_t d = i + 1;
+      const std::size_t len = digits_at(d);
+      std::size_t e = d + len;
+      if (len >= 2 && len <= 3 && e < n.size() && (n[e] == 'a' || n[e] == 'f')) {
+        ++e;
+        const unsigned sm = static_cast<unsigned>(std::stoul(std::string(n.substr(d, len))));
+        if (find_arch(sm) != nullptr && (e == n.size() || n[e] == '.' || n[e] == '_' || n[e] == '-')) {
+          out.push_back({i, e, false, sm});
+          i = e;
+          continue;
+        }
+      }
+    }
+    ++i;
+  }
+  return out;
+}
+
+std::string_view file_part(std::string_view path) {
+  if (const std::size_t at = path.find_last_of("/:"); at != std::string_view::npos) path.remove_prefix(at + 1);
+  return path;
+}
+
+std::string dir_part(std::string_view path) {
+  const std::size_t at = path.find_last_of("/:");
+  return at == std::string_view::npos ? std::string() : std::string(path.substr(0, at + 1));
+}
+
+bool runs_here(Tier t) { return t == Tier::all_run || t == Tier::other_gpus; }
+
+std::string count_of(std::size_t n, std::string_view what) {
+  return std::to_string(n) + " " + std::string(what) + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::string variant_key(std::string_view name) {
+  const auto tokens = variant_tokens(name);
+  if (tokens.empty()) return "";
+  std::string key;
+  std::size_t at = 0;
+  for (const VariantToken& t : tokens) {
+    key += name.substr(at, t.begin - at);
+    if (name[t.begin] == '_' || name[t.begin] == '-') key += name[t.begin];
+    key += t.cuda ? "{cuda}" : "{arch}";
+    at = t.end;
+  }
+  return key + std::string(name.substr(at));
+}
+
+unsigned variant_cuda(std::string_view name) {
+  for (const VariantToken& t : variant_tokens(name))
+    if (t.cuda) return t.number;
+  return 0;
+}
+
+PackageVerdict judge_package(std::span<const PackageMember> members, const Device& device) {
+  PackageVerdict p;
+  p.variance.assign(members.size(), Variance::none);
+  p.excused.assign(members.size(), false);
+  std::map<std::string, std::vector<std::size_t>> groups;  // dir + key -> members
+  std::vector<std::size_t> specific;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const PackageMember& m = members[i];
+    if (m.judgement == nullptr || m.judgement->tier == Tier::no_device_code) continue;
+    ++p.objects;
+    if (runs_here(m.judgement->tier)) ++p.run;
+    if (is_problem(m.judgement->tier)) ++p.failing;
+    if (m.dependency) continue;
+    if (const std::string key = variant_key(file_part(m.path)); !key.empty()) groups[dir_part(m.path) + key].push_back(i);
+    if (m.only_specific) specific.push_back(i);
+  }
+  std::vector<bool> grouped(members.size(), false);
+  std::vector<std::string> problems;
+  for (auto& [key, list] : groups) {
+    if (list.size() < 2) continue;
+    bool cuda = false, all_specific = true;
+    std::vector<std::string> serving;
+    for (std::size_t i : list) {
+      grouped[i] = true;
+      p.variance[i] = Variance::variant;
+      cuda = cuda || variant_cuda(file_part(members[i].path)) != 0;
+      all_specific = all_specific && members[i].only_specific;
+      if (runs_here(members[i].judgement->tier)) serving.emplace_back(file_part(members[i].path));
+    }
+    std::string line = std::string(file_part(key)) + ": " + count_of(list.size(), "variant") + " per " +
+                       (cuda ? "CUDA runtime" : "architecture") + "; ";
+    if (!serving.empty()) {
+      for (std::size_t i : list) p.excused[i] = is_problem(members[i].judgement->tier);
+      line += std::to_string(serving.size()) + " serve this GPU (";
+      for (std::size_t k = 0; k < serving.size() && k < 3; ++k) line += (k == 0 ? "" : ", ") + serving[k];
+      if (serving.size() > 3) line += " and " + std::to_string(serving.size() - 3) + " more";
+      line += ")";
+    } else if (all_specific) {
+      for (std::size_t i : list) p.excused[i] = is_problem(members[i].judgement->tier);
+      line += "none serves this GPU: all are built for particular GPUs (architecture-specific images only)";
+    } else {
+      line += "none serves this GPU";
+      problems.push_back("no variant of " + std::string(file_part(key)) + " runs here");
+    }
+    p.groups.push_back(std::move(line));
+  }
+  std::size_t specific_failing = 0, newer_failing = 0;
+  std::string specific_names, newer_names;
+  for (std::size_t i : specific) {
+    if (grouped[i]) continue;
+    p.variance[i] = Variance::specific;
+    if (!is_problem(members[i].judgement->tier)) continue;
+    p.excused[i] = true;
+    if (specific_failing++ < 3) specific_names += (specific_names.empty() ? "" : ", ") + std::string(file_part(members[i].path));
+  }
+  // Built for newer GPUs only: every image targets an architecture above this GPU's. A stale
+  // object is one built for older GPUs than the rest; one whose oldest target is newer than the
+  // GPU is built for those GPUs on purpose (torchao's _C_mxfp8: sm_100 and compute_120). It is
+  // excused like an architecture-specific one.
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const PackageMember& m = members[i];
+    if (m.judgement == nullptr || m.dependency || grouped[i] || p.variance[i] != Variance::none || m.oldest_sm == 0) continue;
+    if (!is_problem(m.judgement->tier) || cc_of_sm(m.oldest_sm) <= device.cc) continue;
+    p.variance[i] = Variance::newer;
+    p.excused[i] = true;
+    if (newer_failing++ < 3)
+      newer_names += (newer_names.empty() ? "" : ", ") + std::string(file_part(m.path)) + " (sm_" + std::to_string(m.oldest_sm) + " and up)";
+  }
+  if (specific_failing > 0)
+    p.groups.push_back(count_of(specific_failing, "object") + " built for particular GPUs only (architecture-specific images), not for this one: " +
+                       specific_names + (specific_failing > 3 ? " and " + std::to_string(specific_failing - 3) + " more" : ""));
+  if (newer_failing > 0)
+    p.groups.push_back(count_of(newer_failing, "object") + " built for newer GPUs only: " + newer_names +
+                       (newer_failing > 3 ? " and " + std::to_string(newer_failing - 3) + " more" : ""));
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const PackageMember& m = members[i];
+    if (m.judgement == nullptr || !is_problem(m.judgement->tier) || p.excused[i]) continue;
+    if (p.cuda_error == 0) p.cuda_error = m.judgement->cuda_error;
+    if (p.variance[i] == Variance::none) problems.push_back(std::string(file_part(m.path)) + " " + std::string(to_string(m.judgement->tier)));
+  }
+  p.problem = !problems.empty();
+  if (p.problem) {
+    p.summary = "fails: ";
+    for (std::size_t i = 0; i < problems.size() && i < 3; ++i) p.summary += (i == 0 ? "" : "; ") + problems[i];
+    if (problems.size() > 3) p.summary += " and " + std::to_string(problems.size() - 3) + " more";
+    return p;
+  }
+  const std::size_t excused = static_cast<std::size_t>(std::count(p.excused.begin(), p.excused.end(), true));
+  if (p.run == 0 && p.failing > 0) {
+    // Everything that fails is built for other GPUs on purpose: the package holds nothing for
+    // this GPU, which is its makers' choice, not a broken install.
+    p.summary = "holds no device code for this GPU: its " + count_of(p.objects, "object") +
+                " with device code are built for other GPUs on purpose (below)";
+    return p;
+  }
+  p.summary = "runs: " + std::to_string(p.run) + " of " + count_of(p.objects, "object") + " with device code run here";
+  if (excused > 0) p.summary += "; " + std::to_string(excused) + " that do not are variants for other GPUs or CUDA runtimes";
+  return p;
 }
 
 Result<std::vector<FleetModel>> parse_fleet_csv(std::string_view text, std::string_view name) {

@@ -115,6 +115,9 @@ bool compat_says_arch_specific(const ElfFile& cubin) {
   return false;
 }
 
+/// ELF ABI v8 e_flags: the architecture-specific ("a") bit of ptxas 12.8-12.9.
+constexpr std::uint32_t kCubinFlagArchSpecificV8 = 0x8;
+
 FatbinEntry whole_file_entry(Bytes bytes) {
   FatbinEntry e;
   e.offset = 0;
@@ -163,7 +166,10 @@ Result<Fatbin> read_standalone(Bytes bytes, const std::string& name) {
       bool a = false;
       if (abi >= 8) {  // CUDA 12.8+ (sm >= 100) and CUDA 13
         sm = (flags >> 8) & 0xff;
-        a = compat_says_arch_specific(cubin);
+        // Two spellings of "a": ptxas 13 writes .nv.compat record 9; ptxas 12.8/12.9 wrote
+        // none and set e_flags bit 0x8 instead (flashinfer-cubin's sm_100a/sm_103a cubins;
+        // their sm_100f and plain cubins leave it clear, docs/fatbin-format.md).
+        a = (flags & kCubinFlagArchSpecificV8) != 0 || compat_says_arch_specific(cubin);
       } else {  // ABI v7 and older: SM in bits 7:0, 0x800 marks sm_90a
         sm = flags & 0xff;
         a = (flags & 0x800) != 0;

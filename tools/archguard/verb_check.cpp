@@ -186,22 +186,275 @@ std::string device_text(const Gpu& g) {
   return s;
 }
 
-int run_check(const CheckOptions& opt) {
-  if (!opt.cc.empty() && !opt.fleet.empty()) {
-    std::fprintf(stderr, "archguard check: give one of --cc and --fleet, not both\n");
-    return kExitUsage;
-  }
-  // Without --cc or --fleet: this machine's GPUs and driver (said in the output).
-  const bool this_machine = opt.cc.empty() && opt.fleet.empty();
+/// The verdict of one judged object on one GPU, and its place in its package.
+struct ObjectResult {
+  const ObjectFatbins* object = nullptr;
+  std::size_t members = 0;  ///< archive members merged into it (a static library)
+  ObjectVerdict verdict;
+  ObjectJudgement judgement;
+  Variance variance = Variance::none;
+  bool excused = false;  ///< a problem of the object that its package explains
+};
+
+struct InputResult {
+  std::vector<ObjectResult> objects;
+  bool package = false;  ///< judged as a unit (a directory, a wheel, an archive of libraries)
+  PackageVerdict verdict;
+  bool problem = false;
+};
+
+/// Whether an input is judged as a unit of several objects (docs/verdicts.md, "Packages"): a
+/// directory or an archive (a wheel, a tarball) whose members hold device code. An ELF file named
+/// directly, with the libraries it loads, is judged object by object.
+bool is_package(const ScanReport& r) {
+  if (r.directory) return true;
+  return std::any_of(r.objects.begin(), r.objects.end(), [](const ObjectFatbins& o) { return !o.archive.empty() && o.loaded_by.empty(); });
+}
+
+/// Resolves --cc, --fleet or this machine into the GPUs to judge; prints the usage error itself.
+std::optional<std::vector<Gpu>> resolve_gpus(const CheckOptions& opt, bool this_machine) {
   std::vector<Gpu> gpus;
   if (this_machine) {
     auto visible = visible_gpus();
     if (!visible) {
       std::fprintf(stderr, "archguard check: %s; give --cc (e.g. --cc 9.0) or --fleet\n", visible.message().c_str());
-      return kExitUsage;
+      return std::nullopt;
     }
-    gpus = std::move(*visible);
+    return std::move(*visible);
   }
+  if (!opt.cc.empty()) {
+    auto cc = parse_cc(opt.cc);
+    if (!cc) {
+      std::fprintf(stderr, "archguard check: %s\n", cc.message().c_str());
+      return std::nullopt;
+    }
+    Gpu g;
+    g.device = device_for_cc(*cc);
+    g.device.tegra = g.device.tegra || opt.tegra;
+    gpus.push_back(g);
+    return gpus;
+  }
+  std::ifstream f(opt.fleet, std::ios::binary);
+  if (!f) {
+    std::fprintf(stderr, "archguard check: %s: cannot open\n", opt.fleet.c_str());
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto models = parse_fleet_csv(ss.str(), opt.fleet);
+  if (!models) {
+    std::fprintf(stderr, "archguard check: %s\n", shown(models.message()).c_str());
+    return std::nullopt;
+  }
+  for (const auto& m : *models) {
+    Gpu g{m.name, device_for_cc(m.cc), m.count};
+    g.device.tegra = g.device.tegra || opt.tegra;
+    gpus.push_back(g);
+  }
+  return gpus;
+}
+
+/// --no-kernels: fatbins only (the old, coarse reading), nothing decoded.
+ObjectJudgement coarse_judgement(const ObjectFatbins& o, const ObjectVerdict& v) {
+  ObjectJudgement j;
+  j.object = o.path;
+  j.kind = object_kind(o);
+  j.units = v.units.size();
+  j.cuda_error = v.cuda_error;
+  j.tier = !v.has_device_code() ? Tier::no_device_code
+           : v.outcome != Outcome::fail ? Tier::all_run
+           : std::all_of(v.units.begin(), v.units.end(), [](const UnitVerdict& u) { return u.verdict.outcome == Outcome::fail; })
+               ? Tier::none_run
+               : Tier::some_missing;
+  return j;
+}
+
+bool only_specific_kernels(const ObjectFatbins& o) {
+  const auto units = units_of(o);
+  return !units.empty() && std::all_of(units.begin(), units.end(), [](const Unit& u) { return u.fatbin->only_specific(); });
+}
+
+unsigned oldest_sm(const ObjectFatbins& o) {
+  unsigned sm = 0;
+  for (const Unit& u : units_of(o))
+    for (const Image& im : u.images)
+      if (im.kind != CodeKind::ltoir && (sm == 0 || im.arch.sm < sm)) sm = im.arch.sm;
+  return sm;
+}
+
+/// Every object of one input on one GPU, and the input's verdict as a unit.
+InputResult judge_input(const ScanReport& r, const std::vector<JudgedObject>& judged, std::vector<KernelIndex>& indexes,
+                        const Gpu& g, const DriverSettings& settings, const CheckOptions& opt) {
+  InputResult in;
+  for (std::size_t i = 0; i < judged.size(); ++i) {
+    const ObjectFatbins& o = judged[i].get();
+    ObjectResult res;
+    res.object = &o;
+    res.members = judged[i].members;
+    res.verdict = check_object(o, g.device, settings);
+    res.judgement = opt.no_kernels ? coarse_judgement(o, res.verdict) : judge_object(o, res.verdict, g.device, settings, opt.json, &indexes[i]);
+    in.objects.push_back(std::move(res));
+  }
+  in.package = is_package(r);
+  if (in.package) {
+    std::vector<PackageMember> members;
+    for (const ObjectResult& res : in.objects)
+      members.push_back({res.object->path, &res.judgement, only_specific_kernels(*res.object), oldest_sm(*res.object),
+                         !res.object->loaded_by.empty()});
+    in.verdict = judge_package(members, g.device);
+    for (std::size_t i = 0; i < in.objects.size(); ++i) {
+      in.objects[i].variance = in.verdict.variance[i];
+      in.objects[i].excused = in.verdict.excused[i];
+    }
+    in.problem = in.verdict.problem;
+  } else {
+    in.problem = std::any_of(in.objects.begin(), in.objects.end(), [](const ObjectResult& o) { return is_problem(o.judgement.tier); });
+  }
+  return in;
+}
+
+nlohmann::json object_json(const ObjectResult& res, const std::string& summary, const std::string& assumption) {
+  const ObjectVerdict& v = res.verdict;
+  const ObjectJudgement& j = res.judgement;
+  nlohmann::json units = nlohmann::json::array();
+  for (const auto& u : v.units) {
+    nlohmann::json images = nlohmann::json::array();
+    for (const auto& im : u.images) images.push_back(image_json(im));
+    units.push_back({{"fatbin", u.fatbin},
+                     {"section", to_string(u.section)},
+                     {"identifier", u.identifier},
+                     {"translation_unit", u.translation_unit},
+                     {"verdict", verdict_json(u.verdict, u.images)},
+                     {"images", std::move(images)}});
+  }
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& k : j.kernels)
+    kernels.push_back({{"name", k.kernel.name},
+                       {"demangled", k.kernel.demangled},
+                       {"fatbin", k.fatbin},
+                       {"translation_unit", k.translation_unit},
+                       {"outcome", outcome_text(k.verdict.outcome)},
+                       {"cuda_error", k.verdict.cuda_error},
+                       {"arch_tag", k.arch_tag},
+                       {"other_gpus", k.other_gpus},
+                       {"absent_from_image", k.absent_from_image},
+                       {"link_drop", k.link_drop}});
+  nlohmann::json without = nlohmann::json::array();
+  for (const KernelVerdict* k : j.failing())
+    without.push_back({{"fatbin", k->fatbin}, {"name", k->kernel.name}, {"demangled", k->kernel.demangled}});
+  nlohmann::json oj{{"object", res.object->path},
+                    {"kind", to_string(j.kind)},
+                    {"members", res.members},
+                    {"device_code", v.has_device_code()},
+                    {"tier", to_string(j.tier)},
+                    {"problem", is_problem(j.tier)},
+                    {"variance", res.variance == Variance::variant ? "variant" : res.variance == Variance::specific ? "specific" : res.variance == Variance::newer ? "newer" : "none"},
+                    {"excused", res.excused},
+                    {"outcome", outcome_text(v.outcome)},
+                    {"cuda_error", v.outcome == Outcome::fail ? v.cuda_error : 0},
+                    {"summary", summary},
+                    {"counts",
+                     {{"fatbins", j.units},
+                      {"kernel_fatbins", j.kernel_units},
+                      {"image_sets", j.arch_sets},
+                      {"kernels", j.native + j.jit + j.failed},
+                      {"native", j.native},
+                      {"jit", j.jit},
+                      {"failed", j.failed},
+                      {"failed_tagged", j.failed_tagged},
+                      {"link_drops", j.link_drops},
+                      {"absent_from_image", j.absent}}},
+                    {"kernels_listed", j.kernels_listed},
+                    {"dispatch_evidence", j.dispatch_evidence},
+                    {"loaded_by", res.object->loaded_by},
+                    {"driver_assumption", assumption},
+                    {"units", std::move(units)},
+                    {"kernels", std::move(kernels)},
+                    {"kernels_without_image", std::move(without)}};
+  if (!j.errors.empty()) oj["kernel_error"] = j.errors.front();
+  return oj;
+}
+
+/// The detail lines of one object: per fatbin where they help, the failing kernels per unit.
+void object_details(const ObjectResult& res, std::vector<std::string>& details) {
+  const ObjectVerdict& v = res.verdict;
+  const ObjectJudgement& j = res.judgement;
+  const std::string& path = res.object->path;
+  const bool problem = is_problem(j.tier) && !res.excused;
+  if (res.excused) {  // its package explains it: one line, not its kernels
+    details.push_back("  " + path + ": " + count_text(j.failed, "kernel") + " without an image here, " +
+                      (res.variance == Variance::variant ? "a variant: another one serves this GPU"
+                       : res.variance == Variance::newer ? "built for newer GPUs only"
+                                                         : "built for particular GPUs only"));
+    return;
+  }
+  if (problem || v.units.size() <= 8) {
+    for (const auto& u : v.units) {
+      std::string line = "  " + path + ": " + (u.translation_unit.empty() ? "" : u.translation_unit + ", ") + "fatbin " +
+                         std::to_string(u.fatbin);
+      if (!u.identifier.empty()) line += " (" + u.identifier + ")";
+      line += ": " + std::string(outcome_text(u.verdict.outcome));
+      if (u.verdict.outcome == Outcome::fail) line += " " + std::to_string(u.verdict.cuda_error);
+      line += ": " + u.verdict.reason + " [images:";
+      for (const auto& im : u.images) line += " " + image_name(im) + (im.relocatable ? "(rel)" : "");
+      line += "]";
+      details.push_back(std::move(line));
+    }
+  }
+  const auto failing = j.failing();
+  if (!failing.empty() && is_problem(j.tier)) {
+    // Grouped by translation unit, so that a stale one is named with its kernels.
+    // Bounded: a vendor library can lack thousands (--json lists every one).
+    constexpr std::size_t kUnitsShown = 10, kKernelsShown = 10;
+    const auto units = j.failing_units();
+    for (std::size_t ui = 0; ui < units.size() && ui < kUnitsShown; ++ui) {
+      const std::string& unit = units[ui];
+      details.push_back("  " + path + ": kernels with no usable image in " + unit + ":");
+      std::size_t shown_here = 0, more = 0;
+      for (const KernelVerdict* k : failing) {
+        if (unit_label(k->fatbin, k->translation_unit, k->identifier) != unit) continue;
+        if (shown_here++ >= kKernelsShown) {
+          ++more;
+          continue;
+        }
+        std::string line = "    " + k->kernel.demangled;
+        if (!k->link_drop.empty())
+          line += ": device-link drop, fails with 500 (named symbol not found): " + k->link_drop +
+                  "; build that -rdc object for every architecture the program is device-linked for (nvlink does not warn)";
+        else if (!k->absent_from_image.empty())
+          line += ": fails with 500 (named symbol not found): " + k->absent_from_image;
+        details.push_back(std::move(line));
+      }
+      if (more > 0) details.push_back("    ... and " + count_text(more, "more kernel") + " (archguard check --json lists every one)");
+    }
+    if (units.size() > kUnitsShown)
+      details.push_back("  " + path + ": ... and " + std::to_string(units.size() - kUnitsShown) +
+                        " more translation units with kernels that have no usable image (archguard check --json lists them)");
+  } else if (!failing.empty()) {
+    std::string line = "  " + path + ": " + count_text(failing.size(), "kernel") + " for other GPUs only, e.g. ";
+    for (std::size_t i = 0; i < failing.size() && i < 3; ++i) line += (i == 0 ? "" : ", ") + failing[i]->kernel.demangled;
+    details.push_back(std::move(line));
+  }
+  for (const auto& e : j.errors) details.push_back("  " + path + ": kernels not listed: " + e);
+}
+
+std::string environment_text(const DriverSettings& s) {
+  std::string out;
+  if (s.force_ptx_jit) out += "CUDA_FORCE_PTX_JIT=1";
+  if (s.disable_ptx_jit) out += std::string(out.empty() ? "" : ", ") + "CUDA_DISABLE_PTX_JIT=1";
+  return out.empty() ? "no CUDA_FORCE_PTX_JIT or CUDA_DISABLE_PTX_JIT" : out;
+}
+
+int run_check(const CheckOptions& opt) {
+  if (!opt.cc.empty() && !opt.fleet.empty()) {
+    std::fprintf(stderr, "archguard check: give one of --cc and --fleet, not both\n");
+    return kExitUsage;
+  }
+  // Without --cc or --fleet: this machine's GPUs, driver and environment (said in the output).
+  const bool this_machine = opt.cc.empty() && opt.fleet.empty();
+  auto resolved = resolve_gpus(opt, this_machine);
+  if (!resolved) return kExitUsage;
+  const std::vector<Gpu> gpus = std::move(*resolved);
   DriverSettings settings;
   if (!opt.driver.empty()) {
     auto d = parse_driver_version(opt.driver);
@@ -215,42 +468,10 @@ int run_check(const CheckOptions& opt) {
   }
   settings.force_ptx_jit = opt.force_ptx_jit;
   settings.disable_ptx_jit = opt.disable_ptx_jit;
-  if (opt.from_env) {
+  if (opt.from_env || this_machine) {
     const common::DriverEnv env = common::read_driver_env();
     settings.force_ptx_jit = settings.force_ptx_jit || env.force_ptx_jit_on();
     settings.disable_ptx_jit = settings.disable_ptx_jit || env.disable_ptx_jit_on();
-  }
-
-  if (this_machine) {
-    // gpus came from the driver above
-  } else if (!opt.cc.empty()) {
-    auto cc = parse_cc(opt.cc);
-    if (!cc) {
-      std::fprintf(stderr, "archguard check: %s\n", cc.message().c_str());
-      return kExitUsage;
-    }
-    Gpu g;
-    g.device = device_for_cc(*cc);
-    g.device.tegra = g.device.tegra || opt.tegra;
-    gpus.push_back(g);
-  } else {
-    std::ifstream f(opt.fleet, std::ios::binary);
-    if (!f) {
-      std::fprintf(stderr, "archguard check: %s: cannot open\n", opt.fleet.c_str());
-      return kExitUsage;
-    }
-    std::stringstream ss;
-    ss << f.rdbuf();
-    auto models = parse_fleet_csv(ss.str(), opt.fleet);
-    if (!models) {
-      std::fprintf(stderr, "archguard check: %s\n", shown(models.message()).c_str());
-      return kExitUsage;
-    }
-    for (const auto& m : *models) {
-      Gpu g{m.name, device_for_cc(m.cc), m.count};
-      g.device.tegra = g.device.tegra || opt.tegra;
-      gpus.push_back(g);
-    }
   }
 
   ReadOptions read;
@@ -266,147 +487,80 @@ int run_check(const CheckOptions& opt) {
     std::string line = "assuming this machine: ";
     for (std::size_t i = 0; i < gpus.size(); ++i) line += (i == 0 ? "" : ", ") + device_text(gpus[i]);
     line += settings.driver ? ", driver " + format_driver_version(*settings.driver) : ", driver version unknown";
+    line += ", environment: " + environment_text(settings);
     std::printf("%s\n", line.c_str());
+  }
+  // Objects as judged (archive members merged into their library), and their decoded kernel
+  // lists, shared by every GPU.
+  std::vector<std::vector<JudgedObject>> judged;
+  std::vector<std::vector<KernelIndex>> indexes;
+  for (const ScanReport& r : in.reports) {
+    judged.push_back(judged_objects(r.objects));
+    indexes.emplace_back(judged.back().size());
   }
   bool any_fail = false;
   nlohmann::json devices_json = nlohmann::json::array();
+  const std::string lead = gpus.size() > 1 ? "  " : "";
   for (const Gpu& g : gpus) {
     nlohmann::json objects_json = nlohmann::json::array();
+    nlohmann::json packages_json = nlohmann::json::array();
     std::vector<std::string> details;
     if (!opt.json && gpus.size() > 1) std::printf("%s\n", shown(device_text(g)).c_str());
     for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
       const ScanReport& r = in.reports[ri];
       const InputFacts& facts = in.facts[ri];
-      if (!has_device_code(r) && !opt.json) {
-        std::printf("%s%s\n", gpus.size() > 1 ? "  " : "", shown(no_device_code_line(facts)).c_str());
-      }
+      if (!has_device_code(r) && !opt.json) std::printf("%s%s\n", lead.c_str(), shown(no_device_code_line(facts)).c_str());
       if (!opt.json && &g == &gpus.front())
         for (const auto& n : dependency_notes(facts)) std::printf("%s\n", shown(n).c_str());
-      for (const auto& o : r.objects) {
-        if (o.fatbins.empty() && !o.archive.empty()) continue;
-        if (!opt.json && !has_device_code(r)) break;  // said once above: "no device code (N files scanned)"
-        const ObjectVerdict v = check_object(o, g.device, settings);
-        // --no-kernels: judge fatbins only (the old, coarse reading), decode nothing.
-        ObjectJudgement j;
-        if (opt.no_kernels) {
-          j.object = o.path;
-          j.kind = object_kind(o);
-          j.units = v.units.size();
-          j.cuda_error = v.cuda_error;
-          j.tier = !v.has_device_code() ? Tier::no_device_code
-                   : v.outcome != Outcome::fail ? Tier::all_run
-                   : std::all_of(v.units.begin(), v.units.end(), [](const UnitVerdict& u) { return u.verdict.outcome == Outcome::fail; })
-                       ? Tier::none_run
-                       : Tier::some_missing;
-        } else {
-          j = judge_object(o, v, g.device, settings, opt.json);
-        }
-        any_fail = any_fail || is_problem(j.tier);
-        std::string summary = summary_text(v, j);
-        const std::string assumption = settings.driver ? "" : driver_assumption(v);
-        const auto failing = j.failing();
+      if (!opt.json && !has_device_code(r)) continue;  // said once above: "no device code (N files scanned)"
+      const InputResult result = judge_input(r, judged[ri], indexes[ri], g, settings, opt);
+      any_fail = any_fail || result.problem;
+      for (const ObjectResult& res : result.objects) {
+        std::string summary = summary_text(res.verdict, res.judgement);
+        if (res.members > 0) summary += " (static library, " + count_text(res.members, "member") + " with device code)";
+        if (res.excused) summary += "; not a problem for the package: " +
+                                    std::string(res.variance == Variance::variant ? "a variant (another one serves this GPU)"
+                                                : res.variance == Variance::newer ? "built for newer GPUs only"
+                                                                                  : "built for particular GPUs only");
+        const std::string assumption = settings.driver ? "" : driver_assumption(res.verdict);
         if (opt.json) {
-          nlohmann::json units = nlohmann::json::array();
-          for (const auto& u : v.units) {
-            nlohmann::json images = nlohmann::json::array();
-            for (const auto& im : u.images) images.push_back(image_json(im));
-            units.push_back({{"fatbin", u.fatbin},
-                             {"section", to_string(u.section)},
-                             {"identifier", u.identifier},
-                             {"translation_unit", u.translation_unit},
-                             {"verdict", verdict_json(u.verdict, u.images)},
-                             {"images", std::move(images)}});
-          }
-          auto kernel_json = [&](const KernelVerdict& k) {
-            nlohmann::json kj{{"name", k.kernel.name},
-                              {"demangled", k.kernel.demangled},
-                              {"fatbin", k.fatbin},
-                              {"translation_unit", k.translation_unit},
-                              {"outcome", outcome_text(k.verdict.outcome)},
-                              {"cuda_error", k.verdict.cuda_error},
-                              {"arch_tag", k.arch_tag},
-                              {"other_gpus", k.other_gpus}};
-            return kj;
-          };
-          nlohmann::json kernels = nlohmann::json::array();
-          for (const auto& k : j.kernels) kernels.push_back(kernel_json(k));
-          nlohmann::json without = nlohmann::json::array();
-          for (const KernelVerdict* k : failing)
-            without.push_back({{"fatbin", k->fatbin}, {"name", k->kernel.name}, {"demangled", k->kernel.demangled}});
-          nlohmann::json oj{{"object", o.path},
-                            {"kind", to_string(j.kind)},
-                            {"device_code", v.has_device_code()},
-                            {"tier", to_string(j.tier)},
-                            {"problem", is_problem(j.tier)},
-                            {"outcome", outcome_text(v.outcome)},
-                            {"cuda_error", v.outcome == Outcome::fail ? v.cuda_error : 0},
-                            {"summary", summary},
-                            {"counts",
-                             {{"fatbins", j.units},
-                              {"kernel_fatbins", j.kernel_units},
-                              {"image_sets", j.arch_sets},
-                              {"kernels", j.native + j.jit + j.failed},
-                              {"native", j.native},
-                              {"jit", j.jit},
-                              {"failed", j.failed},
-                              {"failed_tagged", j.failed_tagged}}},
-                            {"kernels_listed", j.kernels_listed},
-                            {"dispatch_evidence", j.dispatch_evidence},
-                            {"loaded_by", o.loaded_by},
-                            {"driver_assumption", assumption},
-                            {"units", std::move(units)},
-                            {"kernels", std::move(kernels)},
-                            {"kernels_without_image", std::move(without)}};
-          if (!j.errors.empty()) oj["kernel_error"] = j.errors.front();
-          objects_json.push_back(std::move(oj));
+          objects_json.push_back(object_json(res, summary, assumption));
           continue;
         }
         // A loaded library is indented under the input that loads it and says who loads it.
-        const std::string indent = std::string(gpus.size() > 1 ? "  " : "") + (o.loaded_by.empty() ? "" : "  ");
-        const std::string who = o.loaded_by.empty() ? "" : " (loaded by " + o.loaded_by + ")";
+        const std::string indent = lead + (res.object->loaded_by.empty() ? "" : "  ");
+        const std::string who = res.object->loaded_by.empty() ? "" : " (loaded by " + res.object->loaded_by + ")";
         if (!assumption.empty()) summary += "; " + assumption;
-        std::printf("%s%s%s: %s%s\n", indent.c_str(), shown(o.path).c_str(), shown(who).c_str(), shown(summary).c_str(),
+        std::printf("%s%s%s: %s%s\n", indent.c_str(), shown(res.object->path).c_str(), shown(who).c_str(), shown(summary).c_str(),
                     gpus.size() == 1 ? shown(" on " + device_text(g)).c_str() : "");
-        // Per-fatbin lines only where they help: a problem, or a handful of fatbins.
-        if (is_problem(j.tier) || v.units.size() <= 8) {
-          for (const auto& u : v.units) {
-            std::string line = "  " + o.path + ": " + (u.translation_unit.empty() ? "" : u.translation_unit + ", ") +
-                               "fatbin " + std::to_string(u.fatbin);
-            if (!u.identifier.empty()) line += " (" + u.identifier + ")";
-            line += ": " + std::string(outcome_text(u.verdict.outcome));
-            if (u.verdict.outcome == Outcome::fail) line += " " + std::to_string(u.verdict.cuda_error);
-            line += ": " + u.verdict.reason + " [images:";
-            for (const auto& im : u.images) line += " " + image_name(im) + (im.relocatable ? "(rel)" : "");
-            line += "]";
-            details.push_back(std::move(line));
-          }
-        }
-        if (!failing.empty() && is_problem(j.tier)) {
-          // Grouped by translation unit, so that a stale one is named with its kernels.
-          for (const std::string& unit : j.failing_units()) {
-            details.push_back("  " + o.path + ": kernels with no usable image in " + unit + ":");
-            for (const KernelVerdict* k : failing)
-              if (unit_label(k->fatbin, k->translation_unit, k->identifier) == unit)
-                details.push_back("    " + k->kernel.demangled);
-          }
-        } else if (!failing.empty()) {
-          std::string line = "  " + o.path + ": " + count_text(failing.size(), "kernel") + " for other GPUs only, e.g. ";
-          for (std::size_t i = 0; i < failing.size() && i < 3; ++i)
-            line += (i == 0 ? "" : ", ") + failing[i]->kernel.demangled;
-          details.push_back(std::move(line));
-        }
-        for (const auto& e : j.errors) details.push_back("  " + o.path + ": kernels not listed: " + e);
+        object_details(res, details);
       }
+      if (!result.package || result.verdict.objects < 2) continue;
+      if (opt.json) {
+        packages_json.push_back({{"input", r.input},
+                                 {"problem", result.verdict.problem},
+                                 {"cuda_error", result.verdict.cuda_error},
+                                 {"summary", result.verdict.summary},
+                                 {"objects", result.verdict.objects},
+                                 {"run", result.verdict.run},
+                                 {"failing", result.verdict.failing},
+                                 {"groups", result.verdict.groups}});
+        continue;
+      }
+      std::printf("%s%s: package %s%s\n", lead.c_str(), shown(r.input).c_str(), shown(result.verdict.summary).c_str(),
+                  gpus.size() == 1 ? shown(" on " + device_text(g)).c_str() : "");
+      for (const auto& line : result.verdict.groups) std::printf("%s  %s\n", lead.c_str(), shown(line).c_str());
     }
     if (opt.json) {
       devices_json.push_back({{"name", g.name},
                               {"cc", version_text(g.device.cc)},
                               {"tegra", g.device.tegra},
                               {"count", g.count},
-                              {"objects", std::move(objects_json)}});
+                              {"objects", std::move(objects_json)},
+                              {"packages", std::move(packages_json)}});
     } else if (!details.empty()) {
-      std::printf("%sdetails:\n", gpus.size() > 1 ? "  " : "");
-      for (const auto& d : details) std::printf("%s%s\n", gpus.size() > 1 ? "  " : "", shown(d).c_str());
+      std::printf("%sdetails:\n", lead.c_str());
+      for (const auto& d : details) std::printf("%s%s\n", lead.c_str(), shown(d).c_str());
     }
   }
   const int code = !in.errors.empty() ? kExitUsage : any_fail ? kExitProblem : kExitOk;
@@ -448,7 +602,8 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_flag("--tegra", opt->tegra, "The GPU is an integrated (Tegra) part");
   cmd->add_flag("--force-ptx-jit", opt->force_ptx_jit, "As with CUDA_FORCE_PTX_JIT=1: ignore SASS, JIT the PTX");
   cmd->add_flag("--disable-ptx-jit", opt->disable_ptx_jit, "As with CUDA_DISABLE_PTX_JIT=1: SASS only");
-  cmd->add_flag("--from-env", opt->from_env, "Take CUDA_FORCE_PTX_JIT / CUDA_DISABLE_PTX_JIT from this environment");
+  cmd->add_flag("--from-env", opt->from_env,
+                "Take CUDA_FORCE_PTX_JIT / CUDA_DISABLE_PTX_JIT from this environment (always so without --cc and --fleet)");
   cmd->add_flag("--no-kernels", opt->no_kernels,
                 "Judge fatbins only: decode no payload, name no kernel, no tiers beyond all/some/none fatbins");
   cmd->add_flag("--no-deps", opt->no_deps, "Do not judge the shared libraries an executable or library loads");

@@ -574,6 +574,11 @@ TEST_CASE("standalone cubins: the architecture from e_flags, ELF ABI v7 and v8",
   CHECK(arch_of(cubin(8, 0x6007802)) == Arch{120, Suffix::none});  // sm_120
   CHECK(arch_of(cubin(7, 0x500550)) == Arch{80, Suffix::none});    // CUDA 12: SM in bits 7:0
   CHECK(arch_of(cubin(7, 0x5a0d5a)) == Arch{90, Suffix::a});       // 0x800: sm_90a
+  // ptxas 12.8/12.9 (ABI v8) marked "a" with e_flags bit 0x8 and wrote no .nv.compat record 9:
+  // the values of flashinfer-cubin 0.6.13's cubins.
+  CHECK(arch_of(cubin(8, 0x600640a)) == Arch{100, Suffix::a});   // fmhaSm100aKernel_...
+  CHECK(arch_of(cubin(8, 0x1000670c)) == Arch{103, Suffix::a});  // fmhaSm103aKernel_...
+  CHECK(arch_of(cubin(8, 0x6006402)) == Arch{100, Suffix::none});  // its sm_100f ones: no trace
   CHECK(read_standalone(cubin(8, 0x6005a04), "k.cubin")->entries[0].version == Version2{1, 8});
   auto bad = read_standalone(cubin(8, 0x6000004), "zero.cubin");
   REQUIRE_FALSE(bad.ok());
