@@ -86,6 +86,8 @@ struct UnitFinding {
   std::vector<Arch> missing_sass;
   std::vector<std::pair<Arch, Arch>> compatible;  ///< {required, lower SASS accepted instead}
   std::vector<Arch> missing_ptx;                  ///< exact PTX requirements not met
+  /// Device-link drops: {linked architecture, kernel} of -rdc objects built without it.
+  std::vector<std::pair<Arch, Kernel>> link_drops;
   bool missing_ptx_highest = false;
   std::string message;  ///< one line naming the object, the fatbin and what it lacks; "" when ok
 };
@@ -118,11 +120,24 @@ struct ObjectVerdict {
   bool has_device_code() const { return !units.empty(); }
 };
 
+/// The kernels of each image, decoded once and shared by the verdicts of several GPUs (a
+/// fleet, --cc given twice, the doctor's devices). Not thread-safe: one per thread.
+class KernelIndex {
+ public:
+  /// The kernels of `entry` (sorted by mangled name, unique), or why they cannot be listed.
+  /// `name` names the file in messages. LTO-IR gives an empty list.
+  const Result<std::vector<Kernel>>& of(const FatbinEntry& entry, std::string_view name);
+
+ private:
+  std::map<const FatbinEntry*, Result<std::vector<Kernel>>> cache_;
+};
+
 /// The compatibility engine on every unit of an object. The image the driver takes must also
 /// decode: one that does not (a corrupt or truncated payload) fails the load with 200, as
 /// `verify` says (the driver cannot load it).
+/// `index` (optional) keeps what was decoded for judge_object and for other GPUs.
 ObjectVerdict check_object(const ObjectFatbins& object, const Device& device,
-                           const DriverSettings& settings = {});
+                           const DriverSettings& settings = {}, KernelIndex* index = nullptr);
 
 /// The kernels of a fatbin, from its first image that decodes (SASS preferred). `name`
 /// names the file in messages.
@@ -154,18 +169,6 @@ enum class ObjectKind {
 std::string_view to_string(ObjectKind k);
 /// From the ELF type and the display path (the last path component is looked at).
 ObjectKind object_kind(const ObjectFatbins& object);
-
-/// The kernels of each image, decoded once and shared by the verdicts of several GPUs (a
-/// fleet, --cc given twice, the doctor's devices). Not thread-safe: one per thread.
-class KernelIndex {
- public:
-  /// The kernels of `entry` (sorted by mangled name, unique), or why they cannot be listed.
-  /// `name` names the file in messages. LTO-IR gives an empty list.
-  const Result<std::vector<Kernel>>& of(const FatbinEntry& entry, std::string_view name);
-
- private:
-  std::map<const FatbinEntry*, Result<std::vector<Kernel>>> cache_;
-};
 
 /// The tiers of an object on one GPU.
 enum class Tier {
@@ -203,6 +206,7 @@ struct KernelVerdict {
   /// its launch fails with 500. Names the relocatable fatbin ("fatbin 3 (old_lib.cu) has only
   /// sm_80(rel)"); "" when not a drop.
   std::string link_drop;
+  std::string link_drop_object;  ///< for a drop: the -rdc object's unit ("old_lib.cu", "fatbin 3")
 };
 
 struct ObjectJudgement {
@@ -242,6 +246,20 @@ struct ObjectJudgement {
 ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& verdict, const Device& device,
                              const DriverSettings& settings = {}, bool all = false, KernelIndex* index = nullptr);
 
+/// A kernel of an -rdc object missing from an image nvlink wrote: the object carries no code
+/// for that architecture, so the device link left the kernel out, without a warning. On a GPU
+/// that takes that image its launch fails with 500 (named symbol not found).
+struct LinkDrop {
+  std::size_t linked_fatbin = 0;     ///< the fatbin nvlink wrote
+  Image linked;                      ///< its image that lacks the kernel
+  Kernel kernel;
+  std::size_t relocatable_fatbin = 0;
+  std::string object_label;          ///< the -rdc object's unit ("old_lib.cu" or "fatbin 3")
+  std::string defined_in;            ///< the relocatable images defining it: "sm_80(rel)"
+};
+/// Every device-link drop of an object (decodes its linked and relocatable images).
+std::vector<LinkDrop> device_link_drops(const ObjectFatbins& object, KernelIndex* index = nullptr);
+
 // ---- what users ship as a unit -----------------------------------------------------------
 
 /// An object as the verdicts judge it: an input file or library as read, or the members of one
@@ -275,6 +293,10 @@ struct PackageMember {
   unsigned oldest_sm = 0;        ///< the lowest architecture of its images (SASS or PTX); 0: none
   bool dependency = false;       ///< loaded by another input (deps.hpp): never a variant
 };
+
+/// The member record of an object and its judgement (only_specific, oldest_sm and dependency
+/// read off the object).
+PackageMember package_member(const ObjectFatbins& object, const ObjectJudgement& judgement);
 
 /// The verdict of what a user ships as one unit (a wheel, a conda package, a directory of
 /// variants) on one GPU (docs/verdicts.md, "Packages").

@@ -337,13 +337,33 @@ VerifyReport verify(std::span<const ObjectFatbins> objects, const Requirement& r
           f.message += nvcc_name(f.compatible[i].second, CodeKind::sass) + " for " + nvcc_name(f.compatible[i].first, CodeKind::sass);
         }
       }
+      // A device-link drop: a kernel of an -rdc object that carries no image for an architecture
+      // the program is device-linked for is not in that linked image, and nvlink says nothing.
+      if (u.fatbin->linked) {
+        for (auto& drop : device_link_drops(object)) {
+          if (drop.linked_fatbin != u.fatbin->index) continue;
+          if (f.status != UnitStatus::missing) {
+            f.status = UnitStatus::missing;
+            f.message = unit_name(u) + ": ";
+          } else {
+            f.message += "; and ";
+          }
+          f.message += "device-link drop: " + drop.kernel.demangled + " is not in the linked " + image_label(drop.linked) +
+                       " image (its -rdc object, " + drop.object_label + ", carries only " + drop.defined_in +
+                       "), so its launches fail there with 500 (named symbol not found); build that object for " +
+                       nvcc_name(drop.linked.arch, CodeKind::sass) + " too";
+          f.link_drops.push_back({drop.linked.arch, drop.kernel});
+          f.kernels.push_back(drop.kernel);
+        }
+      }
       report.units.push_back(std::move(f));
     }
   }
   return report;
 }
 
-ObjectVerdict check_object(const ObjectFatbins& object, const Device& device, const DriverSettings& settings) {
+ObjectVerdict check_object(const ObjectFatbins& object, const Device& device, const DriverSettings& settings,
+                           KernelIndex* index) {
   ObjectVerdict v;
   v.object = object.path;
   for (const Unit& u : units_of(object)) {
@@ -358,7 +378,14 @@ ObjectVerdict check_object(const ObjectFatbins& object, const Device& device, co
     if (uv.verdict.outcome != Outcome::fail && uv.verdict.image && *uv.verdict.image < u.entries.size()) {
       // The driver loads the image it takes: one that does not decode fails the load (as
       // `verify` says), whatever else the fatbin holds.
-      if (auto bad = undecodable(*u.entries[*uv.verdict.image], object.path); !bad.empty()) {
+      const FatbinEntry& taken_entry = *u.entries[*uv.verdict.image];
+      std::string bad;
+      if (index != nullptr && taken_entry.compression != Compression::none) {
+        if (const auto& listed = index->of(taken_entry, object.path); !listed) bad = listed.message();
+      } else {
+        bad = undecodable(taken_entry, object.path);
+      }
+      if (!bad.empty()) {
         const std::string taken = image_label(uv.images[*uv.verdict.image]);
         uv.verdict.outcome = Outcome::fail;
         uv.verdict.cuda_error = kErrInvalidImage;
@@ -537,6 +564,72 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
   return cache_.emplace(&entry, list()).first->second;
 }
 
+namespace {
+
+/// The fatbin of `object` that holds `entry`, or null.
+const Fatbin* owner_of(const ObjectFatbins& object, const FatbinEntry* entry) {
+  for (const Fatbin& fb : object.fatbins)
+    if (!fb.entries.empty() && entry >= &fb.entries.front() && entry <= &fb.entries.back()) return &fb;
+  return nullptr;
+}
+
+/// Whether nvlink had code of relocatable fatbin `r` to link for `arch`: SASS of that
+/// architecture, or PTX it can compile. Without it, r's kernels are dropped from that image; with
+/// it, a kernel the image still lacks was left out by its own source (`#if __CUDA_ARCH__`).
+bool linkable_for(const Fatbin& r, Arch arch) {
+  return std::any_of(r.entries.begin(), r.entries.end(), [&](const FatbinEntry& e) {
+    return e.kind == CodeKind::ptx || (e.kind == CodeKind::sass && e.arch.sm == arch.sm);
+  });
+}
+
+}  // namespace
+
+std::vector<LinkDrop> device_link_drops(const ObjectFatbins& object, KernelIndex* shared) {
+  KernelIndex local;
+  KernelIndex& index = shared != nullptr ? *shared : local;
+  std::vector<LinkDrop> out;
+  for (const Unit& u : units_of(object)) {
+    if (!u.fatbin->linked) continue;
+    struct Def {
+      Kernel kernel;
+      std::string images;
+      const Fatbin* fatbin = nullptr;
+    };
+    std::map<std::string, Def> rel;  // kernel -> where the relocatable code defines it
+    for (std::size_t i = 0; i < u.images.size(); ++i) {
+      if (!u.images[i].relocatable || u.images[i].kind == CodeKind::ltoir) continue;
+      const auto& listed = index.of(*u.entries[i], object.path);
+      if (!listed) continue;
+      const Fatbin* owner = owner_of(object, u.entries[i]);
+      for (const Kernel& k : *listed) {
+        auto [it, fresh] = rel.try_emplace(k.name, Def{k, "", owner});
+        it->second.images += (it->second.images.empty() ? "" : ", ") + image_label(u.images[i]);
+      }
+    }
+    for (std::size_t i = 0; i < u.images.size() && !rel.empty(); ++i) {
+      if (u.images[i].relocatable || u.images[i].kind != CodeKind::sass) continue;
+      const auto& listed = index.of(*u.entries[i], object.path);
+      if (!listed) continue;
+      for (const auto& [name, d] : rel) {
+        if (std::binary_search(listed->begin(), listed->end(), d.kernel, [](const Kernel& a, const Kernel& b) { return a.name < b.name; }))
+          continue;
+        if (d.fatbin != nullptr && linkable_for(*d.fatbin, u.images[i].arch)) continue;  // its source left it out
+        LinkDrop drop;
+        drop.linked_fatbin = u.fatbin->index;
+        drop.linked = u.images[i];
+        drop.kernel = d.kernel;
+        drop.defined_in = d.images;
+        if (d.fatbin != nullptr) {
+          drop.relocatable_fatbin = d.fatbin->index;
+          drop.object_label = unit_label(d.fatbin->index, d.fatbin->translation_unit, d.fatbin->identifier());
+        }
+        out.push_back(std::move(drop));
+      }
+    }
+  }
+  return out;
+}
+
 ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& verdict, const Device& device,
                              const DriverSettings& settings, bool all, KernelIndex* shared) {
   KernelIndex local;
@@ -558,9 +651,17 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
   // Kernels are judged over the images of each unit (rule 10): a unit of one SASS or PTX image
   // cannot lack a kernel another image has, so when nothing fails and no unit has two, there is
   // nothing to decode.
-  const bool multi_image = std::any_of(units.begin(), units.end(), [](const Unit& u) {
-    return std::count_if(u.images.begin(), u.images.end(), [](const Image& im) { return im.kind != CodeKind::ltoir; }) > 1;
-  });
+  // Every image is decoded for -rdc links (a drop fails launches), with `all`, and for what users
+  // build themselves (executables, object files, cubins); a shared or static library's kernels
+  // left out of one architecture by their source are excused anyway (rule 10), and decoding every
+  // image of a vendor library costs several times the verdict (docs/verdicts.md).
+  const ObjectKind kind = object_kind(object);
+  const bool library = kind == ObjectKind::shared_library || kind == ObjectKind::static_library;
+  auto union_wanted = [&](const Unit& u) {
+    if (std::count_if(u.images.begin(), u.images.end(), [](const Image& im) { return im.kind != CodeKind::ltoir; }) < 2) return false;
+    return all || u.fatbin->linked || !library;
+  };
+  const bool multi_image = std::any_of(units.begin(), units.end(), union_wanted);
   if (!any_fail && !all && !multi_image) {
     j.tier = Tier::all_run;
     return j;
@@ -582,8 +683,36 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
     std::optional<std::string> list_error;
     std::map<std::string, std::vector<std::size_t>> defined_in;  // mangled name -> images
     std::map<std::string, const Kernel*> kernel_of;
-    for (std::size_t i = 0; i < u->images.size(); ++i) {
+    // Kernel sets differ between architectures (a source's `#if __CUDA_ARCH__`), not between the
+    // SASS and the PTX nvcc compiled for one: one decoded image per architecture, the taken one
+    // first, stands for the others of that architecture.
+    // A unit judged on its taken image alone (a library's, nothing asked) lists the kernels of
+    // that image, or, when it fails, of its first image that decodes (SASS first).
+    std::vector<std::size_t> order;
+    if (uv.verdict.image && *uv.verdict.image < u->images.size()) order.push_back(*uv.verdict.image);
+    const bool every = union_wanted(*u);
+    for (CodeKind want : {CodeKind::sass, CodeKind::ptx})
+      for (std::size_t i = 0; i < u->images.size(); ++i)
+        if (u->images[i].kind == want && std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+    if (!every && order.size() > 1) {
+      // the first that decodes stands for the unit: try them in order, stop at the first list
+      std::size_t keep = 0;
+      for (; keep < order.size(); ++keep)
+        if (index.of(*u->entries[order[keep]], object.path)) break;
+      order = keep < order.size() ? std::vector<std::size_t>{order[keep]} : std::vector<std::size_t>{order.front()};
+    }
+    for (std::size_t i : order) {
       if (u->images[i].kind == CodeKind::ltoir) continue;
+      bool same = false;
+      for (std::size_t k = 0; k < u->images.size() && !same; ++k)
+        if (lists[k] != nullptr && u->images[k].arch == u->images[i].arch && u->images[k].relocatable == u->images[i].relocatable) {
+          lists[i] = lists[k];
+          same = true;
+        }
+      if (same) {
+        for (const Kernel& k : *lists[i]) defined_in[k.name].push_back(i);
+        continue;
+      }
       const auto& r = index.of(*u->entries[i], object.path);
       if (!r) {
         if (!list_error) list_error = r.message();
@@ -635,9 +764,17 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
         kv.verdict.outcome = Outcome::fail;
         kv.verdict.cuda_error = kErrSymbolNotFound;
         kv.verdict.image.reset();
-        if (u->fatbin->linked && only_rel) {
-          kv.link_drop = "its -rdc object carries only " + where + ", so the device link for " + in_image +
-                         " left it out";
+        std::string owner;
+        bool linkable = false;
+        for (std::size_t i : defined_in[name])
+          if (const Fatbin* fb = owner_of(object, u->entries[i]); fb != nullptr && u->images[i].relocatable) {
+            if (owner.empty()) owner = unit_label(fb->index, fb->translation_unit, fb->identifier());
+            linkable = linkable || linkable_for(*fb, u->images[taken_at].arch);
+          }
+        if (u->fatbin->linked && only_rel && !linkable) {
+          kv.link_drop_object = owner;
+          kv.link_drop = "its -rdc object" + (owner.empty() ? std::string() : " (" + owner + ")") + " carries only " + where +
+                         ", so the device link for " + in_image + " left it out";
           kv.verdict.reason = "device-link drop: not in the linked " + in_image + " image (" + kv.link_drop + ")";
         } else {
           kv.absent_from_image = "not in the " + in_image + " image the driver takes (in " + where + ")";
@@ -885,6 +1022,19 @@ unsigned variant_cuda(std::string_view name) {
   for (const VariantToken& t : variant_tokens(name))
     if (t.cuda) return t.number;
   return 0;
+}
+
+PackageMember package_member(const ObjectFatbins& object, const ObjectJudgement& judgement) {
+  PackageMember m;
+  m.path = object.path;
+  m.judgement = &judgement;
+  m.dependency = !object.loaded_by.empty();
+  const auto units = units_of(object);
+  m.only_specific = !units.empty() && std::all_of(units.begin(), units.end(), [](const Unit& u) { return u.fatbin->only_specific(); });
+  for (const Unit& u : units)
+    for (const Image& im : u.images)
+      if (im.kind != CodeKind::ltoir && (m.oldest_sm == 0 || im.arch.sm < m.oldest_sm)) m.oldest_sm = im.arch.sm;
+  return m;
 }
 
 PackageVerdict judge_package(std::span<const PackageMember> members, const Device& device) {

@@ -83,9 +83,15 @@ Step step_binaries(Session& s, Report& report) {
                                  "install it or set LD_LIBRARY_PATH as the program runs", FixKind::other});
       for (const auto& n : libs.notes) step.findings.push_back({Level::warn, file, n, ""});
     }
+    // Judged as `check` judges them: an archive's members as one static library, and a
+    // directory or archive of several objects as a package (docs/verdicts.md).
+    const std::vector<JudgedObject> judged = judged_objects(scan->objects);
     std::vector<const ObjectFatbins*> with_code;
-    for (const auto& o : scan->objects)
-      if (!units_of(o).empty()) with_code.push_back(&o);
+    for (const auto& jo : judged)
+      if (!units_of(jo.get()).empty()) with_code.push_back(&jo.get());
+    const bool package = scan->directory || std::any_of(with_code.begin(), with_code.end(), [](const ObjectFatbins* o) {
+                           return !o->archive.empty() && o->loaded_by.empty();
+                         });
     if (with_code.empty()) {
       step.findings.push_back({Level::pass, file,
                                "no device code (" + std::to_string(files_scanned) + (files_scanned == 1 ? " file" : " files") +
@@ -120,10 +126,34 @@ Step step_binaries(Session& s, Report& report) {
       std::string failures, notes;
       std::vector<std::string> rebuild_units;
       int first_error = 0;
-      std::size_t shown = 0, noted = 0;
+      std::size_t shown = 0, noted = 0, variants = 0;
+      std::vector<ObjectVerdict> verdicts;
+      std::vector<ObjectJudgement> judgements;
       for (const ObjectFatbins* o : with_code) {
-        const ObjectVerdict v = check_object(*o, dev, settings);
-        const ObjectJudgement j = judge_object(*o, v, dev, settings);
+        KernelIndex index;
+        verdicts.push_back(check_object(*o, dev, settings, &index));
+        judgements.push_back(judge_object(*o, verdicts.back(), dev, settings, false, &index));
+      }
+      PackageVerdict pv;
+      if (package) {
+        std::vector<PackageMember> members;
+        for (std::size_t i = 0; i < with_code.size(); ++i)
+          members.push_back(package_member(*with_code[i], judgements[i]));
+        pv = judge_package(members, dev);
+      }
+      for (std::size_t oi = 0; oi < with_code.size(); ++oi) {
+        const ObjectFatbins* o = with_code[oi];
+        const ObjectVerdict& v = verdicts[oi];
+        const ObjectJudgement& j = judgements[oi];
+        if (package && pv.excused[oi]) {  // a variant of it, or its other GPUs, serve the package
+          ++variants;
+          if (noted++ < 3)
+            notes += (notes.empty() ? "" : "; ") + o->path + ": " +
+                     (pv.variance[oi] == Variance::variant ? "a variant: another one serves this gpu"
+                      : pv.variance[oi] == Variance::newer ? "built for newer gpus only"
+                                                           : "built for particular gpus only");
+          continue;
+        }
         switch (j.tier) {
           case Tier::no_device_code:
           case Tier::no_kernels: ++no_kernels; continue;
@@ -175,6 +205,7 @@ Step step_binaries(Session& s, Report& report) {
                            " native, " + std::to_string(jit) + " through ptx jit, " + std::to_string(none_run) +
                            " without a usable image, " + std::to_string(some_missing) + " with some kernels without an image";
       if (other_gpus > 0) counts += ", " + std::to_string(other_gpus) + " with kernels for other gpus only (not launched here)";
+      if (variants > 0) counts += ", " + std::to_string(variants) + " variants of the package for other gpus or cuda runtimes (not loaded here)";
       if (no_kernels > 0) counts += ", " + std::to_string(no_kernels) + " defining no kernel";
       if (failed > 0) {
         std::string fix;

@@ -173,6 +173,17 @@ std::vector<Fix> collect_fixes(const Report& report) {
       for (const Finding& f : step.findings) {
         if (f.status != wanted || f.fix.empty()) continue;
         if (step.number == 3 && f.status == Level::fail) {
+          // The cause that alone explains the failure first: when the environment does it
+          // (CUDA_FORCE_PTX_JIT over a binary that has the SASS), unsetting it is the fix and a
+          // rebuild only matters to whoever needs forced JIT.
+          if (f.fix_kind == FixKind::environment) {
+            add(f.fix_kind, f.fix);
+            if (!f.cc.empty()) {
+              Fix rf = rebuild_fix(f.cc, f.subject);
+              add(FixKind::rebuild, "only if the program must run with forced JIT: " + rf.text, rf.details);
+            }
+            continue;
+          }
           // A failure that judges a compute capability: the rebuild fix spells out its targets and
           // stands for the finding's own rebuild advice.
           if (!f.cc.empty()) {

@@ -268,7 +268,7 @@ struct Judge {
     std::string imgs;
     for (const auto& i : rdc_images) imgs += (imgs.empty() ? "" : ", ") + i;
     x.images = rdc_images;
-    x.predicted = "native";  // what check says today: it judges the linked code only
+    x.predicted = "fail 500";  // check names the drop (judge_object); this path is for files it could not judge
     x.cause = "device-link drop: the kernel is defined only in relocatable (-rdc) code for " + imgs +
               (rdc_tu.empty() ? "" : " (" + rdc_tu + ")") +
               ", and the code the program was device-linked into has no image of it that runs on compute capability " +
@@ -301,6 +301,21 @@ struct Judge {
       for (const Fatbin& fb : object.fatbins)
         if (fb.index == kv->fatbin) x.images = image_names(fb);
       x.predicted = kernel_predicted(*kv);
+      if (kv->verdict.outcome == Outcome::fail && !kv->link_drop.empty()) {
+        // check names the drop itself (coverage.hpp): its words, the object's fix
+        if (explain_drop(x, object, d)) {  // the relocatable images and their unit, as run reads them
+          x.predicted = kernel_predicted(*kv);
+          return;
+        }
+        x.architecture = true;
+        if (!kv->link_drop_object.empty() && kv->link_drop_object.rfind("fatbin ", 0) != 0) x.translation_unit = kv->link_drop_object;
+        x.cause = "device-link drop: " + kv->link_drop + " (compute capability " + common::version_text(d.cc) + ")";
+        x.fixes = fixes_for(kErrNoKernelImage, d.cc,
+                            "the object or static library that defines the kernel must be built for every architecture the "
+                            "program is device-linked for",
+                            false);
+        return;
+      }
       if (kv->verdict.outcome == Outcome::fail) {
         x.architecture = true;
         x.cause = "no usable image for compute capability " + common::version_text(d.cc) + ": " + kv->verdict.reason;
@@ -641,7 +656,7 @@ Report analyze(const Recording& recording, const AnalyzeOptions& options) {
           x.predicted.rfind("fail", 0) != 0)
         pr.disagreements.push_back({x.kernel_demangled.empty() ? x.kernel : x.kernel_demangled, x.file, x.predicted,
                                     std::to_string(e.result) + " at " + e.api,
-                                    x.cause.rfind("device-link drop", 0) == 0 ? "a device-link drop: check does not judge these yet" : ""});
+                                    ""});
       pr.failures.push_back(std::move(x));
     }
     for (const LazyEvent& lz : proc.lazy) {

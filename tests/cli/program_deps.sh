@@ -151,6 +151,13 @@ if [[ -n $mode && -f $mode ]]; then
   expect 0 "libold\.so: runs natively \(sm_80\)" -- \
     env ARCHGUARD_LIBCUDA="$mode" FAKE_CUDA_CC=8.0 "$ag" check --no-deps "$lib"
   expect 1 "/bin/app: fails with 209" -- env ARCHGUARD_LIBCUDA="$mode" FAKE_CUDA_CC=8.0 "$ag" check "$app"
+  # This machine's environment too (issue 26): the sm_80-only library fails under forced JIT.
+  expect 0 "environment: no CUDA_FORCE_PTX_JIT or CUDA_DISABLE_PTX_JIT" -- \
+    env -u CUDA_FORCE_PTX_JIT -u CUDA_DISABLE_PTX_JIT ARCHGUARD_LIBCUDA="$mode" FAKE_CUDA_CC=8.0 "$ag" check --no-deps "$lib"
+  expect 1 "^assuming this machine: .*environment: CUDA_FORCE_PTX_JIT=1" -- \
+    env CUDA_FORCE_PTX_JIT=1 ARCHGUARD_LIBCUDA="$mode" FAKE_CUDA_CC=8.0 "$ag" check --no-deps "$lib"
+  expect 0 "libold\.so: runs natively \(sm_80\)" -- \
+    env CUDA_FORCE_PTX_JIT=1 ARCHGUARD_LIBCUDA="$mode" FAKE_CUDA_CC=8.0 "$ag" check --cc 8.0 --no-deps "$lib"
 fi
 
 [[ $fails == 0 ]] && echo "all passed" || echo "$fails failed"

@@ -269,19 +269,6 @@ ObjectJudgement coarse_judgement(const ObjectFatbins& o, const ObjectVerdict& v)
   return j;
 }
 
-bool only_specific_kernels(const ObjectFatbins& o) {
-  const auto units = units_of(o);
-  return !units.empty() && std::all_of(units.begin(), units.end(), [](const Unit& u) { return u.fatbin->only_specific(); });
-}
-
-unsigned oldest_sm(const ObjectFatbins& o) {
-  unsigned sm = 0;
-  for (const Unit& u : units_of(o))
-    for (const Image& im : u.images)
-      if (im.kind != CodeKind::ltoir && (sm == 0 || im.arch.sm < sm)) sm = im.arch.sm;
-  return sm;
-}
-
 /// Every object of one input on one GPU, and the input's verdict as a unit.
 InputResult judge_input(const ScanReport& r, const std::vector<JudgedObject>& judged, std::vector<KernelIndex>& indexes,
                         const Gpu& g, const DriverSettings& settings, const CheckOptions& opt) {
@@ -291,16 +278,18 @@ InputResult judge_input(const ScanReport& r, const std::vector<JudgedObject>& ju
     ObjectResult res;
     res.object = &o;
     res.members = judged[i].members;
-    res.verdict = check_object(o, g.device, settings);
-    res.judgement = opt.no_kernels ? coarse_judgement(o, res.verdict) : judge_object(o, res.verdict, g.device, settings, opt.json, &indexes[i]);
+    // One GPU: what was decoded for an object is dropped with it; several share it.
+    KernelIndex local;
+    KernelIndex* index = indexes.empty() ? &local : &indexes[i];
+    res.verdict = check_object(o, g.device, settings, opt.no_kernels ? nullptr : index);
+    res.judgement = opt.no_kernels ? coarse_judgement(o, res.verdict) : judge_object(o, res.verdict, g.device, settings, opt.json, index);
     in.objects.push_back(std::move(res));
   }
   in.package = is_package(r);
   if (in.package) {
     std::vector<PackageMember> members;
     for (const ObjectResult& res : in.objects)
-      members.push_back({res.object->path, &res.judgement, only_specific_kernels(*res.object), oldest_sm(*res.object),
-                         !res.object->loaded_by.empty()});
+      members.push_back(package_member(*res.object, res.judgement));
     in.verdict = judge_package(members, g.device);
     for (std::size_t i = 0; i < in.objects.size(); ++i) {
       in.objects[i].variance = in.verdict.variance[i];
@@ -496,7 +485,7 @@ int run_check(const CheckOptions& opt) {
   std::vector<std::vector<KernelIndex>> indexes;
   for (const ScanReport& r : in.reports) {
     judged.push_back(judged_objects(r.objects));
-    indexes.emplace_back(judged.back().size());
+    indexes.emplace_back(gpus.size() > 1 ? judged.back().size() : 0);
   }
   bool any_fail = false;
   nlohmann::json devices_json = nlohmann::json::array();

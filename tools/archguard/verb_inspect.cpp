@@ -241,6 +241,12 @@ nlohmann::json counts_json(const FatbinCounts& c) {
           {"embedded_by_section", c.embedded_by_section}, {"standalone", c.standalone}, {"memory", c.memory}};
 }
 
+/// The device-link drops of an object that has an -rdc link (nothing is decoded for others).
+std::vector<LinkDrop> link_drops_of(const ObjectFatbins& o) {
+  const bool linked = std::any_of(o.fatbins.begin(), o.fatbins.end(), [](const Fatbin& fb) { return fb.linked; });
+  return linked ? device_link_drops(o) : std::vector<LinkDrop>{};
+}
+
 nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
   nlohmann::json fatbins = nlohmann::json::array();
   for (const auto& fb : o.fatbins) {
@@ -266,6 +272,14 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"fatbins", std::move(fatbins)},
           {"fatbin_counts", counts_json(count_fatbins(o))},
           {"coverage", coverage_json(summarize(o))},
+          {"device_link_drops", [&] {
+             nlohmann::json drops = nlohmann::json::array();
+             for (const LinkDrop& d : link_drops_of(o))
+               drops.push_back({{"kernel", d.kernel.name}, {"demangled", d.kernel.demangled}, {"linked_fatbin", d.linked_fatbin},
+                                {"linked", nvcc_name(d.linked.arch, CodeKind::sass)}, {"relocatable_fatbin", d.relocatable_fatbin},
+                                {"object", d.object_label}, {"defined_in", d.defined_in}, {"cuda_error", kErrSymbolNotFound}});
+             return drops;
+           }()},
           {"coverage_every_fatbin",
            {{"sass", arch_list_json(every_fatbin(o).sass, CodeKind::sass)},
             {"ptx", arch_list_json(every_fatbin(o).ptx, CodeKind::ptx)}}}};
@@ -334,6 +348,11 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
       }
       std::printf("%s\n", counts_line(count_fatbins(o)).c_str());
       std::printf("%s\n", shown(coverage_line(summarize(o), every_fatbin(o))).c_str());
+      for (const LinkDrop& d : link_drops_of(o))
+        std::printf("%s\n", shown("  device-link drop: " + d.kernel.demangled + " (" + d.object_label + ", " + d.defined_in +
+                                   ") is not in the linked " + nvcc_name(d.linked.arch, CodeKind::sass) + " image of fatbin " +
+                                   std::to_string(d.linked_fatbin) + ": its launches there fail with 500")
+                                .c_str());
     }
   }
 }

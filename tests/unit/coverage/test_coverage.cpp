@@ -354,3 +354,139 @@ TEST_CASE("fleet files: the corpus shared with the CMake reader", "[coverage][fl
     CHECK(m.message().rfind("nul.csv:2: the line holds a NUL byte", 0) == 0);
   }
 }
+
+TEST_CASE("variant keys: architecture and CUDA runtime tokens in file names", "[coverage][package]") {
+  CHECK(variant_key("libbitsandbytes_cuda118.so") == "libbitsandbytes_{cuda}.so");
+  CHECK(variant_key("libbitsandbytes_cuda110_nocublaslt.so") == "libbitsandbytes_{cuda}_nocublaslt.so");
+  CHECK(variant_cuda("libbitsandbytes_cuda118.so") == 118);
+  CHECK(variant_cuda("libbitsandbytes_cuda132.so") == 132);
+  CHECK(variant_key("fmhaSm100aKernel_QE4m3.cubin") == "fmha{arch}Kernel_QE4m3.cubin");
+  CHECK(variant_key("fmhaSm103aKernel_QE4m3.cubin") == "fmha{arch}Kernel_QE4m3.cubin");
+  CHECK(variant_key("_C_cutlass_90a.abi3.so") == "_C_cutlass_{arch}.abi3.so");
+  CHECK(variant_key("kernels_sm_80.so") == "kernels_{arch}.so");
+  CHECK(variant_key("cupy_backends_cu12x.so") == "cupy_backends_{cuda}.so");
+  CHECK(variant_cuda("cupy_backends_cu12x.so") == 120);
+  // no token: a plain name, a version number, an unknown architecture, a word that merely starts with "sm"
+  CHECK(variant_key("libcublas.so.13") == "");
+  CHECK(variant_key("_C_mxfp8.cpython-310-x86_64-linux-gnu.so") == "");
+  CHECK(variant_key("small_sm99.so") == "");
+  CHECK(variant_key("smooth.so") == "");
+}
+
+namespace {
+
+ObjectJudgement judged_tier(Tier t, int error = 209) {
+  ObjectJudgement j;
+  j.tier = t;
+  j.cuda_error = is_problem(t) ? error : 0;
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("package verdicts: a failure only when no variant serves the GPU", "[coverage][package]") {
+  const Device h100 = device_for_cc({9, 0});
+  const ObjectJudgement runs = judged_tier(Tier::all_run), none = judged_tier(Tier::none_run),
+                        some = judged_tier(Tier::some_missing);
+  SECTION("variants per CUDA runtime: one that runs serves the package") {
+    std::vector<PackageMember> m{{"w.whl:pkg/lib_cuda110.so", &none, false, 75, false},
+                                 {"w.whl:pkg/lib_cuda118.so", &runs, false, 75, false}};
+    const PackageVerdict p = judge_package(m, h100);
+    CHECK_FALSE(p.problem);
+    CHECK(p.excused == std::vector<bool>{true, false});
+    CHECK(p.variance[0] == Variance::variant);
+    REQUIRE(p.groups.size() == 1);
+    CHECK(p.groups[0].find("lib_{cuda}.so: 2 variants per CUDA runtime; 1 serve this GPU (lib_cuda118.so)") == 0);
+  }
+  SECTION("no variant runs: the package fails, naming the group") {
+    std::vector<PackageMember> m{{"pkg/lib_cuda110.so", &none, false, 75, false}, {"pkg/lib_cuda111.so", &none, false, 75, false},
+                                 {"pkg/other.so", &runs, false, 75, false}};
+    const PackageVerdict p = judge_package(m, h100);
+    CHECK(p.problem);
+    CHECK(p.cuda_error == 209);
+    CHECK(p.summary == "fails: no variant of lib_{cuda}.so runs here");
+  }
+  SECTION("variants in different directories are not variants of one another") {
+    std::vector<PackageMember> m{{"a/lib_sm80.so", &none, false, 80, false}, {"b/lib_sm90.so", &runs, false, 90, false}};
+    CHECK(judge_package(m, h100).problem);
+  }
+  SECTION("architecture-specific and newer-only objects are built for other GPUs on purpose") {
+    std::vector<PackageMember> m{{"pkg/_C_cutlass_90a.so", &runs, true, 90, false}, {"pkg/_C_mxfp8.so", &none, false, 100, false}};
+    PackageVerdict p = judge_package(m, h100);
+    CHECK_FALSE(p.problem);
+    CHECK(p.variance[1] == Variance::newer);
+    // on an A100 neither runs: nothing of the package is for it, which is not a broken install
+    m[0].judgement = &none;
+    p = judge_package(m, device_for_cc({8, 0}));
+    CHECK_FALSE(p.problem);
+    CHECK(p.summary.find("holds no device code for this GPU") == 0);
+  }
+  SECTION("an object built for older GPUs only is not excused: it is stale") {
+    std::vector<PackageMember> m{{"pkg/core.so", &runs, false, 80, false}, {"pkg/ops.so", &none, false, 70, false}};
+    const PackageVerdict p = judge_package(m, h100);
+    CHECK(p.problem);
+    CHECK(p.summary == "fails: ops.so none-run");
+  }
+  SECTION("a library a program loads is never a variant") {
+    std::vector<PackageMember> m{{"dir/app", &runs, false, 80, false}, {"dir/libx_sm100.so", &some, false, 100, true},
+                                 {"dir/libx_sm90.so", &runs, false, 90, true}};
+    CHECK(judge_package(m, h100).problem);
+  }
+}
+
+TEST_CASE("the members of an archive are judged as one static library", "[coverage][package]") {
+  std::vector<ObjectFatbins> objs;
+  objs.push_back(object("libk.a:a.o", {fatbin({img(CodeKind::ptx, 80)})}));
+  objs.push_back(object("libk.a:empty.o", {}));
+  objs.push_back(object("libk.a:b.o", {fatbin({img(CodeKind::ptx, 100)})}));
+  objs.push_back(object("app", {fatbin({img(CodeKind::ptx, 80)})}));
+  for (auto& o : objs) o.elf_type = 1;
+  for (std::size_t i = 0; i < 3; ++i) {
+    objs[i].archive = "libk.a";
+    objs[i].member = objs[i].path.substr(7);
+  }
+  const auto judged = judged_objects(objs);
+  REQUIRE(judged.size() == 2);
+  REQUIRE(judged[0].merged);
+  CHECK(judged[0].members == 2);
+  const ObjectFatbins& lib = judged[0].get();
+  CHECK(lib.path == "libk.a");
+  CHECK(object_kind(lib) == ObjectKind::static_library);
+  REQUIRE(lib.fatbins.size() == 2);
+  CHECK(lib.fatbins[1].index == 1);
+  CHECK(lib.fatbins[1].translation_unit == "b.o");
+  CHECK(judged[1].object == &objs[3]);
+  // on 9.0 a.o's code JITs, b.o's (compute_100 only) cannot: the unit is named by its member
+  const Device dev = device_for_cc({9, 0});
+  const ObjectVerdict v = check_object(lib, dev);
+  REQUIRE(v.units.size() == 2);
+  CHECK(v.units[0].verdict.outcome == Outcome::jit);
+  CHECK(v.units[1].verdict.outcome == Outcome::fail);
+  CHECK(v.units[1].translation_unit == "b.o");
+  CHECK(judge_object(lib, v, dev).kind == ObjectKind::static_library);
+}
+
+TEST_CASE("the image the driver takes must decode: a corrupt one fails the load with 200", "[coverage][kernels]") {
+  static const std::byte garbage[16] = {};
+  FatbinEntry sass = img(CodeKind::sass, 90);
+  sass.raw_kind = kEntryKindElf;
+  sass.compression = Compression::lz4;
+  sass.payload = Bytes(garbage, sizeof garbage);
+  sass.stored_size = sizeof garbage;
+  sass.compressed_size = sizeof garbage;
+  sass.uncompressed_size = 4096;
+  ObjectFatbins o = object("app", {fatbin({sass})});
+  o.elf_type = 2;
+  const Device dev = device_for_cc({9, 0});
+  const ObjectVerdict v = check_object(o, dev);
+  CHECK(v.outcome == Outcome::fail);
+  CHECK(v.cuda_error == kErrInvalidImage);
+  CHECK(v.units[0].verdict.reason.find("the sm_90 image the driver takes does not decode") == 0);
+  // stored, but not an ELF file
+  FatbinEntry plain = img(CodeKind::sass, 90);
+  plain.raw_kind = kEntryKindElf;
+  plain.payload = Bytes(garbage, sizeof garbage);
+  plain.stored_size = sizeof garbage;
+  ObjectFatbins p = object("app2", {fatbin({plain})});
+  CHECK(check_object(p, dev).cuda_error == kErrInvalidImage);
+}

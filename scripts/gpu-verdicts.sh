@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Issue 26 on a GPU machine, in one go: build the tool; tests/gpu/link_drop (a device-link drop
+# and a kernel left out of the taken image, predicted vs the real launches); `check` and
+# `doctor` of the toolkit's lib64 (static libraries beside the shared ones) on this GPU and on
+# 7.5-12.0; `check --no-deps` of site-packages on this GPU (torch, cupy, jax work here: any
+# problem is a false alarm); the driver oracle, capped. Logs under $OUT: verdicts-summary.md and
+# one log per part.   OUT=<dir> (default ./gpu-verdicts-out)  JOBS=<n>  ORACLE_BUDGET=<s>
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+OUT="${OUT:-$here/gpu-verdicts-out}"
+mkdir -p "$OUT"
+jobs="${JOBS:-$(nproc)}"
+build="${BUILD_DIR:-/tmp/archguard-verdicts-build}"
+export PATH="$PATH:/usr/local/cuda/bin"
+summary="$OUT/verdicts-summary.md"
+: > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+say "# verdicts on $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>&1 | head -n1), $(date -u '+%Y-%m-%d %H:%M UTC')"
+say "- commit: ${GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}; $(nproc) cores"
+# shellcheck source=lib/gpu-deps.sh
+. "$here/scripts/lib/gpu-deps.sh"
+say "- $deps_note"
+t0=$(date +%s)
+{ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCHGUARD_BUILD_SAMPLES=OFF \
+        -DARCHGUARD_BUILD_TESTS=OFF "${extra[@]}" &&
+  cmake --build "$build" -j "$jobs" --target archguard; } > "$OUT/build.log" 2>&1
+rc=$?
+say "- build: exit $rc in $(( $(date +%s) - t0 )) s"
+if [ "$rc" != 0 ]; then tail -n 40 "$OUT/build.log"; exit 1; fi
+ag="$build/bin/archguard"
+
+say ""
+say "## tests/gpu/link_drop: predicted vs real launches"
+bash tests/gpu/link_drop/run.sh "$ag" tests/cli/link_drop > "$OUT/link_drop.log" 2>&1
+say "- exit $?"
+sed 's/^/    /' "$OUT/link_drop.log" | tee -a "$summary"
+
+say ""
+say "## the toolkit's lib64: check and doctor agree"
+lib=/usr/local/cuda/lib64
+say "- $(ls $lib/*.a 2>/dev/null | wc -l) static libraries, $(ls $lib/*.so* 2>/dev/null | wc -l) shared-library names"
+for c in "$cc" 7.5 8.0 10.0 12.0; do
+  t0=$(date +%s.%N)
+  "$ag" check --cc "$c" "$lib" > "$OUT/lib64-check-$c.log" 2>&1; rc=$?
+  t1=$(date +%s.%N)
+  "$ag" doctor --no-smoke --cc "$c" "$lib" > "$OUT/lib64-doctor-$c.log" 2>&1
+  step3=$(sed -n 's/^\[3\] binaries: //p' "$OUT/lib64-doctor-$c.log")
+  say "- cc $c: check exit $rc ($(echo "$t1 - $t0" | bc) s), doctor step 3 $step3; static libraries: $(grep -c 'static library' "$OUT/lib64-check-$c.log")"
+  grep -E "^$lib/[^ ]*\.a: " "$OUT/lib64-check-$c.log" | cut -c1-220 | head -n 6 | sed 's/^/    /' | tee -a "$summary"
+done
+"$ag" doctor --no-smoke "$lib" > "$OUT/lib64-doctor-gpu.log" 2>&1
+say "- doctor on this GPU: step 3 $(sed -n 's/^\[3\] binaries: //p' "$OUT/lib64-doctor-gpu.log")"
+
+say ""
+say "## site-packages on this GPU (everything here works: a problem is a false alarm)"
+sp="$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)"
+t0=$(date +%s)
+timeout 600 "$ag" check --no-deps "$sp" > "$OUT/site-check.log" 2> "$OUT/site-check.err"; rc=$?
+say "- check --no-deps $sp: exit $rc in $(( $(date +%s) - t0 )) s; $(grep -c ': package ' "$OUT/site-check.log") package line(s)"
+grep -E ': package fails|^[^ ].*: (fails with|some kernels have no image)' "$OUT/site-check.log" | grep -v 'not a problem for the package' |
+  cut -c1-240 | head -n 15 | sed 's/^/    - problem: /' | tee -a "$summary"
+grep -E ': package ' "$OUT/site-check.log" | cut -c1-240 | head -n 10 | sed 's/^/    - /' | tee -a "$summary"
+
+say ""
+say "## driver oracle (capped)"
+timeout 420 python3 tests/gpu/driver_oracle.py "$ag" "$sp" /usr/local/cuda/lib64 --budget "${ORACLE_BUDGET:-150}" \
+  --report "$OUT/oracle.md" > "$OUT/oracle.log" 2>&1
+say "- exit $?"
+tail -n 12 "$OUT/oracle.log" | sed 's/^/    /' | tee -a "$summary"
