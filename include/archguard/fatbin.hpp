@@ -189,6 +189,8 @@ struct ObjectFatbins {
   /// The object whose DT_NEEDED loads this one (a shared library found by the dependency walk,
   /// see deps.hpp); empty for an input named by the user.
   std::string loaded_by;
+  /// Read from a Windows PE/COFF image (pe.hpp); elf_type and machine then say what it stands for.
+  bool pe = false;
 
   /// The object of a parsed ELF file (type and machine from its header) that holds `fatbins`;
   /// `archive` and `member` name the enclosing archive, empty when there is none.

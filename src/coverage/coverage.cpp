@@ -460,6 +460,7 @@ ObjectKind object_kind(const ObjectFatbins& object) {
       if (const std::size_t slash = name.find_last_of("/:"); slash != std::string_view::npos) name.remove_prefix(slash + 1);
       for (std::size_t at = name.find(".so"); at != std::string_view::npos; at = name.find(".so", at + 1))
         if (at + 3 == name.size() || name[at + 3] == '.') return ObjectKind::shared_library;
+      if (object.pe) return ObjectKind::shared_library;  // a DLL or .pyd (read_pe says ET_DYN only for those)
       return ObjectKind::executable;
     }
     default: return ObjectKind::other;

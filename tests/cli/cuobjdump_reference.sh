@@ -23,9 +23,15 @@ start=$(date +%s%N)
 for f in "${files[@]}"; do
   ref=$("$cuobjdump" --list-elf "$f" 2>/dev/null; "$cuobjdump" --list-ptx "$f" 2>/dev/null)
   ours=$("$ag" inspect --list-like-cuobjdump "$f" 2>/dev/null)
+  # and what cuobjdump says on stderr ("No ELF file found to extract from ...", "does not contain
+  # device code")
+  ref_err=$("$cuobjdump" --list-elf "$f" 2>&1 >/dev/null; "$cuobjdump" --list-ptx "$f" 2>&1 >/dev/null)
+  ours_err=$("$ag" inspect --list-like-cuobjdump "$f" 2>&1 >/dev/null)
   compared=$((compared + 1))
   if [[ "$ref" != "$ours" ]]; then
     echo "DIFF $f"; diff <(echo "$ref") <(echo "$ours") | head -10; fails=$((fails + 1))
+  elif [[ "$ref_err" != "$ours_err" ]]; then
+    echo "DIFF (stderr) $f"; diff <(echo "$ref_err") <(echo "$ours_err") | head -10; fails=$((fails + 1))
   else
     echo "same: $f ($(grep -c 'file ' <<<"$ours") entries)"
   fi

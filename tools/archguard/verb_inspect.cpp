@@ -396,6 +396,11 @@ int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
         for (const Fatbin* fbp : listed) {
           const Fatbin& fb = *fbp;
           for (const auto& e : fb.entries) {
+            if (e.kind == CodeKind::ltoir) {  // cuobjdump (13.2) walks LTO-IR entries and says it cannot read them
+              std::fflush(stdout);
+              std::fprintf(stderr, "cuobjdump warning : Can't deobfuscate entry '%s' without obfuscation key\n",
+                           shown(input_shown).c_str());
+            }
             if (e.kind != kind) continue;
             std::string name;
             if (fb.section == FatbinSection::standalone) {  // named like an entry with an identifier
@@ -413,10 +418,10 @@ int print_like_cuobjdump(const Inputs& in, bool all_fatbins) {
       if (!any_code) {
         std::fflush(stdout);
         std::fprintf(stderr, "cuobjdump info    : File '%s' does not contain device code\n", shown(input_shown).c_str());
-      } else if (kind == CodeKind::ptx && n == 0) {
+      } else if (n == 0) {  // cuobjdump says so on stderr, for ELF (a PTX- or LTO-IR-only file) as for PTX
         std::fflush(stdout);
-        std::fprintf(stderr, "cuobjdump info    : No PTX file found to extract from '%s'. You may try with -all option.\n",
-                     shown(input_shown).c_str());
+        std::fprintf(stderr, "cuobjdump info    : No %s file found to extract from '%s'. You may try with -all option.\n",
+                     kind == CodeKind::sass ? "ELF" : "PTX", shown(input_shown).c_str());
       }
     }
   }
