@@ -11,7 +11,7 @@ tokens the CMake side does not parse itself.
 .. code-block:: cmake
 
   _cag_verifier_build(<out_exe> <out_why>)
-  _cag_arch_tool(<out_cmd> <out_why>)
+  _cag_arch_tool(<out_exe> <out_why>)
 
 ``_cag_verifier_build`` builds the tool once per build tree and reuses it while its sources and
 the C++ compiler stay the same. In a project that enables ``CXX`` it uses ``try_compile``; in a
@@ -22,10 +22,10 @@ script mode ``$XDG_CACHE_HOME/archguard/cmake-verifier`` or ``~/.cache/archguard
 several build trees may share one, each build keyed by its sources and compiler and locked.
 ``<out_exe>`` is ``""`` (with ``<out_why>``) when it cannot be built.
 
-``_cag_arch_tool`` gives the command words of ``arch normalize --format codes``
-(``archguard arch normalize`` or ``archguard-verify arch normalize``, which print any token
-list, nvcc flags included, as ``sm_80;compute_80;lto_80``, nothing lost): the archguard tool when ``CudaArchGuard_EXECUTABLE`` names an existing file, else
-``archguard-verify`` built here (unless ``CudaArchGuard_BUILTIN_VERIFIER`` is ``OFF``).
+``_cag_arch_tool`` gives the tool that answers ``arch plan`` (the policy engine) and ``arch
+normalize`` (the token grammar) at configure time: the archguard tool when
+``CudaArchGuard_EXECUTABLE`` names an existing file, else ``archguard-verify`` built here (unless
+``CudaArchGuard_BUILTIN_VERIFIER`` is ``OFF``); ``""`` with ``<out_why>`` when neither can run.
 #]=======================================================================]
 include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)
@@ -192,11 +192,11 @@ function(_cag_arch_tool out_cmd out_why)
   set(_cmd "")
   set(_why "")
   if(_exe AND NOT TARGET "${_exe}" AND EXISTS "${_exe}" AND NOT IS_DIRECTORY "${_exe}")
-    set(_cmd "${_exe}" arch normalize --format codes)
+    set(_cmd "${_exe}")
   elseif(NOT DEFINED CudaArchGuard_BUILTIN_VERIFIER OR CudaArchGuard_BUILTIN_VERIFIER)
     _cag_verifier_build(_v _why)
     if(_v)
-      set(_cmd "${_v}" arch normalize --format codes)
+      set(_cmd "${_v}")
     else()
       set(_why "archguard-verify: ${_why}")
     endif()

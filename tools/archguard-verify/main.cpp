@@ -9,6 +9,7 @@
 //   archguard-verify [verify] FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible]
 //                    [--strict] [-q|--quiet]
 //   archguard-verify arch normalize [--format cmake|gencode|torch|tf|codes] TEXT...
+//   archguard-verify arch plan --policy P --nvcc-release X.Y --nvcc-sass L --nvcc-ptx L ... (archguard arch plan)
 // Exit codes as archguard verify: 0 ok, 1 an architecture is missing, 2 bad usage or input.
 // "arch normalize" is archguard arch normalize: the CMake module hands it the nvcc flag syntax
 // (-gencode, -arch/-code) it does not parse itself and reads the answer back in the codes format
@@ -17,6 +18,7 @@
 #include <archguard/coverage.hpp>
 #include <archguard/elf.hpp>
 #include <archguard/fatbin.hpp>
+#include <archguard/policy.hpp>
 
 #include "common/fs.hpp"
 
@@ -161,6 +163,11 @@ int normalize(int argc, char** argv, int first) {
 
 int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "arch" && std::string(argv[2]) == "normalize") return normalize(argc, argv, 3);
+  if (argc > 2 && std::string(argv[1]) == "arch" && std::string(argv[2]) == "plan") {
+    const archguard::PlanCommandOutput out = archguard::run_plan_command(std::vector<std::string>(argv + 3, argv + argc));
+    std::fputs(out.text.c_str(), stdout);
+    return out.exit_code;
+  }
   std::vector<std::string> files;
   std::string require, ptx;
   bool have_require = false, allow_compatible = false, strict = false, quiet = false;
