@@ -330,6 +330,67 @@ void warn_inferred(Ctx& c, const std::vector<Target>& targets) {
   }
 }
 
+// In ARCH_POLICY a bare number (between blanks, ';' and ',') is SASS: "90" -> "90-real", the
+// separators kept (nvcc flags hold no bare number).
+std::string bare_as_sass(std::string_view text) {
+  std::string out, word;
+  auto flush = [&] {
+    out += is_bare_number(word) ? word + "-real" : word;
+    word.clear();
+  };
+  for (char ch : text) {
+    if (is_separator(ch)) {
+      flush();
+      out += ch;
+    } else {
+      word += ch;
+    }
+  }
+  flush();
+  return out;
+}
+
+// How a token spells architectures, for the neighbours named in its error.
+enum class Style { cmake, sass, ptx, lto, capability };
+
+Style style_of(std::string_view word) {
+  const std::string w = lower(std::string(word));
+  if (w.rfind("sm_", 0) == 0) return Style::sass;
+  if (w.rfind("compute_", 0) == 0) return Style::ptx;
+  if (w.rfind("lto_", 0) == 0) return Style::lto;
+  if (w.find('.') != std::string::npos) return Style::capability;
+  return Style::cmake;
+}
+
+std::string styled(unsigned sm, Style style) {
+  switch (style) {
+    case Style::sass: return "sm_" + std::to_string(sm);
+    case Style::ptx: return "compute_" + std::to_string(sm);
+    case Style::lto: return "lto_" + std::to_string(sm);
+    case Style::capability: return cc_text(sm);
+    case Style::cmake: break;
+  }
+  return std::to_string(sm);
+}
+
+// An architecture the table lacks is an error unless this nvcc lists it (then it is inferred,
+// with one warning): "<token>: unknown architecture: ...; nearest valid targets: 90, 100".
+std::optional<std::string> check_known(const Ctx& c, Target t, const std::string& token, Style style) {
+  if (find_arch(t.arch.sm) != nullptr) return std::nullopt;
+  if (c.tk.lists(t.arch.sm) && (t.arch.suffix == Suffix::none || std::find(c.tk.variants.begin(), c.tk.variants.end(), t.arch) != c.tk.variants.end())) {
+    return std::nullopt;
+  }
+  unsigned below = 0, above = 0;
+  for (const ArchRow& r : arch_rows()) {
+    if (r.sm < t.arch.sm) below = r.sm;
+    if (r.sm > t.arch.sm && above == 0) above = r.sm;
+  }
+  std::vector<std::string> near;
+  if (below != 0) near.push_back(styled(below, style));
+  if (above != 0) near.push_back(styled(above, style));
+  return token + ": unknown architecture: there is no compute capability " + cc_text(t.arch.sm) + "; nearest valid targets: " + join(near, ", ");
+}
+
 Result<std::vector<Target>> parse_policy_list(Ctx& c, const std::string& policy, bool exact) {
   const std::string usage = ".\n  ARCH_POLICY takes auto, native, all, all-major, fleet:<csv file> or a list such as \"80;90a;120\", \"8.0;9.0+PTX\" or \"sm_80,sm_90\".";
   auto keyword_error = [&](std::string err) {
@@ -344,17 +405,16 @@ Result<std::vector<Target>> parse_policy_list(Ctx& c, const std::string& policy,
   };
   std::vector<Target> out;
   if (is_flag_syntax(policy)) {
-    auto parsed = parse_list(policy);
+    // The grammar reads nvcc's names literally; the table (or this nvcc) decides what exists.
+    auto parsed = parse_list(exact ? policy : bare_as_sass(policy));
     if (!parsed) return keyword_error(parsed.message());
     for (const Target& t : *parsed) {
-      if (!arch_exists(t.arch) && !c.tk.lists(t.arch.sm)) {
-        // the grammar reads nvcc's names literally; the table decides what exists
-        auto again = parse_token(arch_number(t.arch));
-        return keyword_error(again ? std::string("sm_" + arch_number(t.arch) + ": unknown architecture") : again.message());
+      const std::string name = nvcc_name(Arch{t.arch.sm}, t.kind);
+      if (auto err = check_known(c, t, name, t.kind == CodeKind::ptx ? Style::ptx : t.kind == CodeKind::ltoir ? Style::lto : Style::sass)) {
+        return keyword_error(*err + " (read from '" + policy + "')");
       }
     }
     out = *parsed;
-    // In flag syntax every code is what the flag says: nothing to re-read as SASS.
   } else {
     const std::vector<std::string> words = split_plain(policy);
     if (words.empty()) return keyword_error("empty architecture token");
@@ -368,6 +428,9 @@ Result<std::vector<Target>> parse_policy_list(Ctx& c, const std::string& policy,
         // quote the token as the user wrote it
         auto as_written = parse_token(w);
         return keyword_error(as_written ? parsed.message() : as_written.message());
+      }
+      for (const Target& t : *parsed) {
+        if (auto err = check_known(c, t, w, style_of(w))) return keyword_error(*err);
       }
       out.insert(out.end(), parsed->begin(), parsed->end());
     }
@@ -692,11 +755,51 @@ Result<Version2> cc_of(std::string_view text, const std::string& what) {
   return Version2{static_cast<unsigned>(std::stoul(t.substr(0, dot))), static_cast<unsigned>(t.back() - '0')};
 }
 
+std::string unescape(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size() && (s[i + 1] == 'n' || s[i + 1] == '\\')) {
+      out += s[i + 1] == 'n' ? '\n' : '\\';
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// A request file: "name=value" lines, one option each (--name=value), \n and \\ escaped.
+Result<std::vector<std::string>> request_args(const std::string& path) {
+  AG_TRY(std::string text, common::read_file(path, true));
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line == "exact") {
+      out.push_back("--exact");
+      continue;
+    }
+    if (line.find('=') == std::string::npos) return make_error(ErrorKind::usage, path + ": '" + line + "' is not name=value");
+    out.push_back("--" + unescape(line));
+  }
+  return out;
+}
+
 }  // namespace
 
-PlanCommandOutput run_plan_command(const std::vector<std::string>& args) {
+PlanCommandOutput run_plan_command(const std::vector<std::string>& given) {
   PlanRequest req;
   auto fail = [](const std::string& m) { return PlanCommandOutput{format_plan_error(m), 2}; };
+  std::vector<std::string> args;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    if (given[i] == "--request" && i + 1 < given.size()) {
+      auto more = request_args(given[++i]);
+      if (!more) return fail(more.message());
+      args.insert(args.end(), more->begin(), more->end());
+    } else {
+      args.push_back(given[i]);
+    }
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     if (a == "--exact") {
