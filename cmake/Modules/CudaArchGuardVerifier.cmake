@@ -29,6 +29,7 @@ normalize`` (the token grammar) at configure time: the archguard tool when
 #]=======================================================================]
 include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardToolkit.cmake")  # _cag_check: stderr in script mode, where stdout is the result
 
 # Where the tool's sources are: beside the installed module, or the source tree. Sets <out_root>
 # (or "" with <out_why>) and <out_files> (the list file's entries).
@@ -150,7 +151,7 @@ function(_cag_verifier_build out_var out_why)
       file(READ "${_dir}/key.txt" _old)
     endif()
     if(NOT _old STREQUAL _key)
-      message(CHECK_START "CudaArchGuard: building the verify tool archguard-verify")
+      _cag_check(START "CudaArchGuard: building the verify tool archguard-verify")
       file(REMOVE_RECURSE "${_dir}/build" "${_dir}/gen" "${_dir}/project")
       file(REMOVE "${_exe}")
       execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${_dir}/gen/archguard/generated/arch_table.hpp"
@@ -169,12 +170,12 @@ function(_cag_verifier_build out_var out_why)
       endif()
       if(_ok AND NOT _copy_err AND EXISTS "${_exe}")
         file(WRITE "${_dir}/key.txt" "${_key}")
-        message(CHECK_PASS "${_exe}")
+        _cag_check(PASS "${_exe}")
       else()
         file(WRITE "${_dir}/error.log" "${_out}\n${_copy_err}\n")
         set(_why "compiling it failed (log: ${_dir}/error.log)")
         set(_exe "")
-        message(CHECK_FAIL "failed; see ${_dir}/error.log")
+        _cag_check(FAIL "failed; see ${_dir}/error.log")
       endif()
     endif()
   endif()
