@@ -3,12 +3,12 @@
 CudaArchGuardDetect
 -------------------
 
-Finds the compute capabilities of the GPUs this host can see, and reads fleet inventories.
+Finds the compute capabilities of the GPUs this host can see. (Fleet files are read by the
+policy engine, ``archguard::parse_fleet_csv``, through ``arch plan``.)
 
 .. code-block:: cmake
 
   _cag_detect_gpus(<nvidia-smi or ""> <nvcc> <cache dir or ""> <out_prefix>)
-  _cag_read_fleet(<csv file> <out_prefix>)
 
 ``_cag_detect_gpus`` tries, in order:
 
@@ -26,13 +26,11 @@ never become an architecture. Sets ``<out_prefix>_SMS`` (distinct SM numbers, as
 answered) and ``<out_prefix>_WHY`` (why none was found). With a cache directory the answer is kept in
 ``<cache dir>/gpus.cmake`` keyed on the host, the tools and ``CUDA_VISIBLE_DEVICES``; delete
 that file to detect again.
-
-``_cag_read_fleet`` reads what ``nvidia-smi --query-gpu=name,compute_cap --format=csv`` printed
-on many machines, concatenated (header lines may repeat), and sets the same four variables.
 #]=======================================================================]
 include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)  # this file's own policy scope (include() pushes one)
 include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardToolkit.cmake")  # _cag_check
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardTable.cmake")    # _cag_sm_to_cc
 
 # "9.0" -> 90; fails on anything that is not a capability.
 function(_cag_cc_to_sm cc out_var)
@@ -308,116 +306,3 @@ macro(_cag_gpu_results out_prefix)
     set(${out_prefix}_${_v} "${_CAG_GPU_${_v}}" PARENT_SCOPE)
   endforeach()
 endmacro()
-
-# The fleet-file grammar, shared with the C++ reader (parse_fleet_csv) and tested on one corpus
-# (tests/data/fleet): lines end at "\n" (a trailing "\r" is dropped); spaces and tabs around a
-# line and its fields are ignored; an empty line and the header "name, compute_cap" are
-# skipped; every other line is "<name>, <X.Y>" split at its last comma. Any other line, a control
-# character or a NUL byte is an error naming the file, the line number and the text. The file
-# is read with file(READ) and split by hand, never as a CMake list: '[', ']', '\' and ';' in a
-# name would otherwise merge or split lines.
-function(_cag_fleet_fail file lineno text why)
-  message(FATAL_ERROR "CudaArchGuard: ${file}:${lineno}: ${why}; "
-                      "use the output of 'nvidia-smi --query-gpu=name,compute_cap --format=csv'"
-                      " (one line per GPU: name, X.Y)")
-endfunction()
-
-function(_cag_read_fleet file out_prefix)
-  if(NOT EXISTS "${file}" OR IS_DIRECTORY "${file}")
-    message(FATAL_ERROR "CudaArchGuard: ARCH_POLICY=fleet:${file}: the file does not exist; "
-                        "gather it with 'nvidia-smi --query-gpu=name,compute_cap --format=csv' on each machine")
-  endif()
-  # A NUL byte: CMake strings stop there, so look at the bytes.
-  file(READ "${file}" _hex HEX)
-  string(REGEX MATCHALL ".." _bytes "${_hex}")
-  list(FIND _bytes "00" _nul)
-  if(NOT _nul EQUAL -1)
-    list(SUBLIST _bytes 0 ${_nul} _before)
-    list(FILTER _before INCLUDE REGEX "^0a$")
-    list(LENGTH _before _lineno)
-    math(EXPR _lineno "${_lineno} + 1")
-    _cag_fleet_fail("${file}" ${_lineno} "" "the line holds a NUL byte (at offset ${_nul}); a fleet file is text")
-  endif()
-  file(READ "${file}" _text)  # "\r\n" arrives as "\n"
-  string(LENGTH "${_text}" _len)
-  # Control characters other than tab, CR and LF: none may appear (they are also the markers
-  # that stand for list-special characters below).
-  set(_ctl "")
-  foreach(_c 1 2 3 4 5 6 7 8 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 127)
-    string(ASCII ${_c} _ch)
-    string(APPEND _ctl "${_ch}")
-  endforeach()
-  string(REGEX MATCH "^[^${_ctl}]*" _clean "${_text}")
-  string(LENGTH "${_clean}" _clean_len)
-  if(_clean_len LESS _len)
-    string(REGEX MATCHALL "\n" _nl "${_clean}")
-    list(LENGTH _nl _lineno)
-    math(EXPR _lineno "${_lineno} + 1")
-    string(SUBSTRING "${_text}" ${_clean_len} 1 _bad)
-    foreach(_c 1 2 3 4 5 6 7 8 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 127)
-      string(ASCII ${_c} _ch)
-      if(_bad STREQUAL _ch)
-        set(_code ${_c})
-      endif()
-    endforeach()
-    _cag_fleet_fail("${file}" ${_lineno} "" "the line holds control character ${_code}; a fleet file is text")
-  endif()
-  string(ASCII 1 _m_bs)
-  string(ASCII 2 _m_open)
-  string(ASCII 3 _m_close)
-  string(ASCII 4 _m_semi)
-  string(REPLACE "\\" "${_m_bs}" _text "${_text}")
-  string(REPLACE "[" "${_m_open}" _text "${_text}")
-  string(REPLACE "]" "${_m_close}" _text "${_text}")
-  string(REPLACE ";" "${_m_semi}" _text "${_text}")
-  string(REPLACE "\n" ";" _lines "${_text}")
-  set(_sms "")
-  set(_names "")
-  set(_lineno 0)
-  foreach(_l IN LISTS _lines)
-    math(EXPR _lineno "${_lineno} + 1")
-    string(REGEX REPLACE "^[ \t]+|[ \t]+$" "" _l "${_l}")
-    # The text as written, for messages.
-    string(REPLACE "${_m_bs}" "\\" _shown "${_l}")
-    string(REPLACE "${_m_open}" "[" _shown "${_shown}")
-    string(REPLACE "${_m_close}" "]" _shown "${_shown}")
-    string(REPLACE "${_m_semi}" ";" _shown "${_shown}")
-    if(_l STREQUAL "" OR _l MATCHES "^[Nn][Aa][Mm][Ee][ \t]*,[ \t]*[Cc][Oo][Mm][Pp][Uu][Tt][Ee]_[Cc][Aa][Pp]$")
-      continue()
-    endif()
-    if(NOT _l MATCHES "^(.*),([^,]*)$")
-      _cag_fleet_fail("${file}" ${_lineno} "${_shown}" "'${_shown}' is not 'name, compute_cap'")
-    endif()
-    set(_nm "${CMAKE_MATCH_1}")
-    set(_cc "${CMAKE_MATCH_2}")
-    string(REGEX REPLACE "^[ \t]+|[ \t]+$" "" _nm "${_nm}")
-    string(REGEX REPLACE "^[ \t]+|[ \t]+$" "" _cc "${_cc}")
-    # In the name list (display only) the list-special characters become harmless look-alikes.
-    string(REPLACE "${_m_bs}" "/" _nm "${_nm}")
-    string(REPLACE "${_m_open}" "(" _nm "${_nm}")
-    string(REPLACE "${_m_close}" ")" _nm "${_nm}")
-    string(REPLACE "${_m_semi}" "," _nm "${_nm}")
-    string(REPLACE "${_m_bs}" "\\" _cc_shown "${_cc}")
-    string(REPLACE "${_m_open}" "[" _cc_shown "${_cc_shown}")
-    string(REPLACE "${_m_close}" "]" _cc_shown "${_cc_shown}")
-    string(REPLACE "${_m_semi}" ";" _cc_shown "${_cc_shown}")
-    if(_nm STREQUAL "")
-      _cag_fleet_fail("${file}" ${_lineno} "${_shown}" "'${_shown}' has no GPU name before the comma")
-    endif()
-    if(NOT _cc MATCHES "^[0-9]?[0-9]?[0-9]\\.[0-9]$")
-      _cag_fleet_fail("${file}" ${_lineno} "${_shown}" "compute capability '${_cc_shown}' of '${_nm}' is not X.Y")
-    endif()
-    _cag_cc_to_sm("${_cc}" _s)
-    list(APPEND _sms ${_s})
-    list(APPEND _names "${_nm} (${_cc})")
-  endforeach()
-  if(NOT _sms)
-    message(FATAL_ERROR "CudaArchGuard: ARCH_POLICY=fleet:${file}: the file lists no GPU; "
-                        "gather it with 'nvidia-smi --query-gpu=name,compute_cap --format=csv' on each machine")
-  endif()
-  list(REMOVE_DUPLICATES _names)
-  set(${out_prefix}_SMS "${_sms}" PARENT_SCOPE)
-  set(${out_prefix}_NAMES "${_names}" PARENT_SCOPE)
-  set(${out_prefix}_SOURCE "fleet file ${file}" PARENT_SCOPE)
-  set(${out_prefix}_WHY "" PARENT_SCOPE)
-endfunction()

@@ -386,7 +386,7 @@ function(_cag_tokens_from_tool text out_text out_err)
            "not available here (${_why}); write the list as CMake does (e.g. 80-real;90) or name the tool with "
            "CudaArchGuard_EXECUTABLE")
   else()
-    execute_process(COMMAND ${_cmd} "${text}" RESULT_VARIABLE _rc OUTPUT_VARIABLE _t ERROR_VARIABLE _e
+    execute_process(COMMAND "${_cmd}" arch normalize --format codes "${text}" RESULT_VARIABLE _rc OUTPUT_VARIABLE _t ERROR_VARIABLE _e
                     OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
     if(_rc EQUAL 0 AND NOT _t STREQUAL "")
       set(_e "")
@@ -394,8 +394,7 @@ function(_cag_tokens_from_tool text out_text out_err)
       set(_t "")
       set(_e "${CMAKE_MATCH_2}")  # the grammar's own message
     else()
-      string(REPLACE ";" " " _c "${_cmd}")
-      set(_e "${text}: the archguard tool failed to read it (${_c}: exit ${_rc}): ${_t}${_e}")
+      set(_e "${text}: the archguard tool failed to read it (${_cmd} arch normalize: exit ${_rc}): ${_t}${_e}")
       set(_t "")
     endif()
   endif()
@@ -502,18 +501,6 @@ function(_cag_items_highest_sass items out_var)
     endif()
   endforeach()
   set(${out_var} "${_hi}" PARENT_SCOPE)
-endfunction()
-
-# "120" -> "12.0" (table CC when known, else SM / 10).
-function(_cag_sm_to_cc sm out_var)
-  _cag_table_import()
-  if(sm IN_LIST CudaArchGuard_TABLE_SMS)
-    set(${out_var} "${CudaArchGuard_ARCH_${sm}_CC}" PARENT_SCOPE)
-  else()
-    math(EXPR _maj "${sm} / 10")
-    math(EXPR _min "${sm} % 10")
-    set(${out_var} "${_maj}.${_min}" PARENT_SCOPE)
-  endif()
 endfunction()
 
 # Formats items. <format>: cmake (80-real;90; LTO-IR as lto_80, which CMake cannot spell),

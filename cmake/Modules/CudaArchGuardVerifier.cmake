@@ -11,7 +11,7 @@ tokens the CMake side does not parse itself.
 .. code-block:: cmake
 
   _cag_verifier_build(<out_exe> <out_why>)
-  _cag_arch_tool(<out_cmd> <out_why>)
+  _cag_arch_tool(<out_exe> <out_why>)
 
 ``_cag_verifier_build`` builds the tool once per build tree and reuses it while its sources and
 the C++ compiler stay the same. In a project that enables ``CXX`` it uses ``try_compile``; in a
@@ -22,13 +22,14 @@ script mode ``$XDG_CACHE_HOME/archguard/cmake-verifier`` or ``~/.cache/archguard
 several build trees may share one, each build keyed by its sources and compiler and locked.
 ``<out_exe>`` is ``""`` (with ``<out_why>``) when it cannot be built.
 
-``_cag_arch_tool`` gives the command words of ``arch normalize --format codes``
-(``archguard arch normalize`` or ``archguard-verify arch normalize``, which print any token
-list, nvcc flags included, as ``sm_80;compute_80;lto_80``, nothing lost): the archguard tool when ``CudaArchGuard_EXECUTABLE`` names an existing file, else
-``archguard-verify`` built here (unless ``CudaArchGuard_BUILTIN_VERIFIER`` is ``OFF``).
+``_cag_arch_tool`` gives the tool that answers ``arch plan`` (the policy engine) and ``arch
+normalize`` (the token grammar) at configure time: the archguard tool when
+``CudaArchGuard_EXECUTABLE`` names an existing file, else ``archguard-verify`` built here (unless
+``CudaArchGuard_BUILTIN_VERIFIER`` is ``OFF``); ``""`` with ``<out_why>`` when neither can run.
 #]=======================================================================]
 include_guard(GLOBAL)
 cmake_policy(VERSION 3.18...4.4)
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuardToolkit.cmake")  # _cag_check: stderr in script mode, where stdout is the result
 
 # Where the tool's sources are: beside the installed module, or the source tree. Sets <out_root>
 # (or "" with <out_why>) and <out_files> (the list file's entries).
@@ -150,7 +151,7 @@ function(_cag_verifier_build out_var out_why)
       file(READ "${_dir}/key.txt" _old)
     endif()
     if(NOT _old STREQUAL _key)
-      message(CHECK_START "CudaArchGuard: building the verify tool archguard-verify")
+      _cag_check(START "CudaArchGuard: building the verify tool archguard-verify")
       file(REMOVE_RECURSE "${_dir}/build" "${_dir}/gen" "${_dir}/project")
       file(REMOVE "${_exe}")
       execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${_dir}/gen/archguard/generated/arch_table.hpp"
@@ -169,12 +170,12 @@ function(_cag_verifier_build out_var out_why)
       endif()
       if(_ok AND NOT _copy_err AND EXISTS "${_exe}")
         file(WRITE "${_dir}/key.txt" "${_key}")
-        message(CHECK_PASS "${_exe}")
+        _cag_check(PASS "${_exe}")
       else()
         file(WRITE "${_dir}/error.log" "${_out}\n${_copy_err}\n")
         set(_why "compiling it failed (log: ${_dir}/error.log)")
         set(_exe "")
-        message(CHECK_FAIL "failed; see ${_dir}/error.log")
+        _cag_check(FAIL "failed; see ${_dir}/error.log")
       endif()
     endif()
   endif()
@@ -192,11 +193,11 @@ function(_cag_arch_tool out_cmd out_why)
   set(_cmd "")
   set(_why "")
   if(_exe AND NOT TARGET "${_exe}" AND EXISTS "${_exe}" AND NOT IS_DIRECTORY "${_exe}")
-    set(_cmd "${_exe}" arch normalize --format codes)
+    set(_cmd "${_exe}")
   elseif(NOT DEFINED CudaArchGuard_BUILTIN_VERIFIER OR CudaArchGuard_BUILTIN_VERIFIER)
     _cag_verifier_build(_v _why)
     if(_v)
-      set(_cmd "${_v}" arch normalize --format codes)
+      set(_cmd "${_v}")
     else()
       set(_why "archguard-verify: ${_why}")
     endif()

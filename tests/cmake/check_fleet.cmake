@@ -3,27 +3,34 @@
 check_fleet
 -----------
 
-Runs the CMake fleet-file reader (``_cag_read_fleet`` in ``CudaArchGuardDetect``) over the
-corpus shared with the C++ reader (``tests/data/fleet/EXPECTED.txt``: ``<file>|<sms>`` or
-``<file>|ERROR|<line>|<fragment>``) and fails on every disagreement. Each case runs in a child
-``cmake -P`` (a reader error is a FATAL_ERROR). Also generates a file holding a NUL byte in
-``WORK_DIR``, which the corpus cannot hold as text.
+Runs ``ARCH_POLICY=fleet:<file>`` through the module (``cuda_arch_guard_resolve_policy``, which
+hands the file to the policy engine's one fleet reader through ``arch plan``) over the corpus
+shared with the C++ unit test (``tests/data/fleet/EXPECTED.txt``: ``<file>|<sms>`` or
+``<file>|ERROR|<line>|<fragment>``) and fails on every disagreement. The GPUs are compared as a
+multiset (one SM per row, in any order), as the C++ test does. Each case runs in a child ``cmake
+-P`` (a reader error is a FATAL_ERROR). Also generates a file holding a NUL byte in
+``WORK_DIR``, which the corpus cannot hold as text. ``NVCC`` (a fake one will do: nothing is
+compiled) and ``ARCHGUARD`` (archguard or archguard-verify) are passed on to the child.
 
 .. code-block:: console
 
-  cmake -DCORPUS_DIR=tests/data/fleet -DMODULE_DIR=cmake/Modules -DWORK_DIR=/tmp/x -P check_fleet.cmake
+  cmake -DCORPUS_DIR=tests/data/fleet -DMODULE_DIR=cmake/Modules -DWORK_DIR=/tmp/x \
+        -DNVCC=tests/cmake/fake/cuda-13.0/bin/nvcc -DARCHGUARD=build/default/tools/archguard-verify/archguard-verify -P check_fleet.cmake
 #]=======================================================================]
 cmake_policy(VERSION 3.18)
-if(DEFINED ONE)  # child: read one file, print what it gave
-  include("${MODULE_DIR}/CudaArchGuardDetect.cmake")
-  _cag_read_fleet("${ONE}" _fleet)
-  string(REPLACE ";" "," _sms "${_fleet_SMS}")
+if(DEFINED ONE)  # child: resolve fleet:<one file>, print its GPUs' SMs sorted
+  include("${MODULE_DIR}/CudaArchGuardPolicy.cmake")
+  set(CudaArchGuard_EXECUTABLE "${ARCHGUARD}")
+  cuda_arch_guard_resolve_policy(POLICY "fleet:${ONE}" NVCC "${NVCC}")
+  set(_sms "${CudaArchGuard_GPU_SMS}")
+  list(SORT _sms COMPARE NATURAL)
+  string(REPLACE ";" "," _sms "${_sms}")
   message("SMS=${_sms}")
   return()
 endif()
 
 function(_run_case file out_var)
-  execute_process(COMMAND "${CMAKE_COMMAND}" "-DONE=${file}" "-DMODULE_DIR=${MODULE_DIR}"
+  execute_process(COMMAND "${CMAKE_COMMAND}" "-DONE=${file}" "-DMODULE_DIR=${MODULE_DIR}" "-DNVCC=${NVCC}" "-DARCHGUARD=${ARCHGUARD}"
                           -P "${CMAKE_CURRENT_LIST_FILE}"
                   RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
   set(${out_var} "${_rc}|${_out}${_err}" PARENT_SCOPE)
@@ -59,6 +66,9 @@ foreach(_l IN LISTS _lines)
       string(APPEND _bad "\n  ${_file}: expected an error at '${_where}' containing '${_frag}', got: ${_flat}")
     endif()
   else()
+    string(REPLACE "," ";" _want "${_want}")
+    list(SORT _want COMPARE NATURAL)
+    string(REPLACE ";" "," _want "${_want}")
     if(NOT _got MATCHES "^0\\|.*SMS=${_want}\n")
       string(APPEND _bad "\n  ${_file}: expected SMS=${_want}, got: ${_got_shown}")
     endif()

@@ -7,8 +7,9 @@
 // entry headers (only the device-link test decodes an image, and that image is uncompressed).
 //
 //   archguard-verify [verify] FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible]
-//                    [--strict] [-q|--quiet]
+//                    [--strict] [--lines] [-q|--quiet]
 //   archguard-verify arch normalize [--format cmake|gencode|torch|tf|codes] TEXT...
+//   archguard-verify arch plan --policy P --nvcc-release X.Y --nvcc-sass L --nvcc-ptx L ... (archguard arch plan)
 // Exit codes as archguard verify: 0 ok, 1 an architecture is missing, 2 bad usage or input.
 // "arch normalize" is archguard arch normalize: the CMake module hands it the nvcc flag syntax
 // (-gencode, -arch/-code) it does not parse itself and reads the answer back in the codes format
@@ -17,6 +18,8 @@
 #include <archguard/coverage.hpp>
 #include <archguard/elf.hpp>
 #include <archguard/fatbin.hpp>
+#include <archguard/policy.hpp>
+#include <archguard/verify_output.hpp>
 
 #include "common/fs.hpp"
 
@@ -132,7 +135,7 @@ void read_input(Inputs& in, const std::string& path) {
 
 int usage(const char* msg) {
   std::fprintf(stderr, "archguard-verify: %s\nusage: archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] "
-                       "[--allow-compatible] [--strict] [-q|--quiet]\n       archguard-verify arch normalize [--format F] TEXT...\n", msg);
+                       "[--allow-compatible] [--strict] [--lines] [-q|--quiet]\n       archguard-verify arch normalize [--format F] TEXT...\n", msg);
   return kExitUsage;
 }
 
@@ -161,9 +164,14 @@ int normalize(int argc, char** argv, int first) {
 
 int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "arch" && std::string(argv[2]) == "normalize") return normalize(argc, argv, 3);
+  if (argc > 2 && std::string(argv[1]) == "arch" && std::string(argv[2]) == "plan") {
+    const archguard::PlanCommandOutput out = archguard::run_plan_command(std::vector<std::string>(argv + 3, argv + argc));
+    std::fputs(out.text.c_str(), stdout);
+    return out.exit_code;
+  }
   std::vector<std::string> files;
   std::string require, ptx;
-  bool have_require = false, allow_compatible = false, strict = false, quiet = false;
+  bool have_require = false, allow_compatible = false, strict = false, quiet = false, lines = false;
   // "archguard-verify verify FILE ..." is accepted too: the CMake verify step calls both tools alike.
   const int first = argc > 1 && std::string(argv[1]) == "verify" ? 2 : 1;
   for (int i = first; i < argc; ++i) {
@@ -181,6 +189,8 @@ int main(int argc, char** argv) {
       allow_compatible = true;
     } else if (a == "--strict") {
       strict = true;
+    } else if (a == "--lines") {
+      lines = true;
     } else if (a == "-q" || a == "--quiet") {
       quiet = true;
     } else if (a == "-h" || a == "--help") {
@@ -209,26 +219,15 @@ int main(int argc, char** argv) {
   const VerifyReport report = verify(in.objects, *req);
   const bool passed = report.passed();
   const int code = !in.errors.empty() ? kExitUsage : passed ? kExitOk : kExitProblem;
-  std::size_t failed = 0, extras = 0, compatible = 0;
-  for (const auto& u : report.units) {
-    if (u.status == UnitStatus::missing) {
-      ++failed;
-      std::printf("%s\n", u.message.c_str());
-    } else if (u.status == UnitStatus::specific_extra) {
-      ++extras;
-      if (!quiet) std::printf("note: %s\n", u.message.c_str());
-    } else if (u.status == UnitStatus::compatible) {
-      ++compatible;
-      if (!quiet) std::printf("note: %s\n", u.message.c_str());
-    }
+  if (lines) {  // the line format of the CMake verify step
+    std::fputs(verify_lines(report, in.errors).c_str(), stdout);
+    return code;
   }
-  for (const auto& e : in.errors) std::fprintf(stderr, "archguard-verify: error: %s\n", e.c_str());
+  for (const auto& e : in.errors) std::fprintf(stderr, "archguard-verify: error: %s\n", escape_control(e).c_str());
+  std::fputs(verify_text(report, quiet, code != kExitOk).c_str(), stdout);
   if (report.units.empty() && in.errors.empty()) {
     std::fprintf(stderr, "archguard-verify: note: no device code in the given files; nothing to verify\n");
     return kExitOk;
   }
-  if (!quiet || code != kExitOk)
-    std::printf("verify: %s: %zu fatbins in %zu objects, %zu lacking, %zu architecture-specific extras, %zu using compatible SASS\n",
-                code == kExitOk ? "ok" : "FAILED", report.units.size(), report.objects, failed, extras, compatible);
   return code;
 }

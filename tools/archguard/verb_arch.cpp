@@ -5,6 +5,7 @@
 
 #include <archguard/arch.hpp>
 #include <archguard/compat.hpp>
+#include <archguard/policy.hpp>
 #include <archguard/toolkit.hpp>
 
 #include <nlohmann/json.hpp>
@@ -364,6 +365,21 @@ void setup(CLI::App& root, cli::Context& ctx) {
       return;
     }
     ctx.exit_code = run_normalize(opt);
+  });
+
+  // plan: the policy engine in the line format the CMake module reads (docs/policy.md, "The
+  // plan format"); its options are the library's (run_plan_command), shared with archguard-verify.
+  CLI::App* plan = arch->add_subcommand(
+      "plan", "Resolve ARCH_POLICY for an nvcc's answers and print the plan as key=value lines");
+  plan->prefix_command();
+  plan->callback([plan, &ctx] {
+    std::vector<std::string> words;
+    for (const std::string& w : plan->remaining()) {
+      if (w != "--") words.push_back(w);
+    }
+    const archguard::PlanCommandOutput out = archguard::run_plan_command(words);
+    std::cout << out.text;
+    ctx.exit_code = out.exit_code;
   });
 }
 

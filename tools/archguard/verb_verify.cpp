@@ -4,6 +4,8 @@
 #include "cli.hpp"
 #include "verb_inputs.hpp"
 
+#include <archguard/verify_output.hpp>
+
 #include <cstdio>
 #include <memory>
 
@@ -18,6 +20,7 @@ struct VerifyOptions {
   bool allow_compatible = false;
   bool strict = false;
   bool json = false;
+  bool lines = false;
   bool quiet = false;
 };
 
@@ -101,36 +104,20 @@ int run_verify(const VerifyOptions& opt) {
     std::printf("%s\n", doc.dump(2).c_str());
     return code;
   }
-  std::size_t failed = 0, extras = 0, compatible = 0, kernel_less = 0;
-  for (const auto& u : report.units) {
-    if (u.status == UnitStatus::missing) {
-      ++failed;
-      std::printf("%s\n", shown(u.message).c_str());
-    } else if (u.status == UnitStatus::specific_extra) {
-      ++extras;
-      if (!opt.quiet) std::printf("note: %s\n", shown(u.message).c_str());
-    } else if (u.status == UnitStatus::no_kernels) {
-      ++kernel_less;
-      if (!opt.quiet) std::printf("note: %s\n", shown(u.message).c_str());
-    } else if (u.status == UnitStatus::compatible) {
-      ++compatible;
-      if (!opt.quiet) std::printf("note: %s\n", shown(u.message).c_str());
-    }
+  if (opt.lines) {  // the line format of the CMake verify step
+    std::fputs(verify_lines(report, in.errors).c_str(), stdout);
+    return code;
   }
+  std::vector<std::string> no_device;  // every input gets a line; those with device code are in the summary
+  for (std::size_t i = 0; i < in.reports.size(); ++i)
+    if (!has_device_code(in.reports[i])) no_device.push_back(no_device_code_line(in.facts[i]));
   print_errors(in.errors);
-  if (!opt.quiet)  // every input gets a line; those with device code are in the summary below
-    for (std::size_t i = 0; i < in.reports.size(); ++i)
-      if (!has_device_code(in.reports[i])) std::printf("%s\n", no_device_code_line(in.facts[i]).c_str());
+  std::fputs(verify_text(report, opt.quiet, code != kExitOk, no_device).c_str(), stdout);
   if (report.units.empty() && in.errors.empty()) {
     // Nothing can fail with "no kernel image" when there is no kernel: not an error, but say so
     // (a wrong path given to the verify step shows up here).
     std::fprintf(stderr, "archguard verify: note: no device code in the given files; nothing to verify\n");
     return kExitOk;
-  }
-  if (!opt.quiet || code != kExitOk) {
-    std::printf("verify: %s: %zu fatbins in %zu objects, %zu lacking, %zu architecture-specific extras, %zu using compatible SASS%s\n",
-                code == kExitOk ? "ok" : "FAILED", report.units.size(), report.objects, failed, extras, compatible,
-                kernel_less == 0 ? "" : (", " + std::to_string(kernel_less) + " without kernels").c_str());
   }
   return code;
 }
@@ -149,6 +136,7 @@ void setup(CLI::App& root, Context& ctx) {
                 "Accept a binary-compatible lower SASS (e.g. sm_80 for 86) and say so");
   cmd->add_flag("--strict", opt->strict, "Judge fatbins holding only a/f images like the others");
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
+  cmd->add_flag("--lines", opt->lines, "The key=value line format the CMake verify step reads (docs/policy.md)");
   add_limit_flags(cmd, opt->limits);
   cmd->add_flag("-q,--quiet", opt->quiet, "Print only problems");
   cmd->callback([opt, &ctx] { ctx.exit_code = run_verify(*opt); });

@@ -61,25 +61,30 @@ function(_cag_verify_run)
   set(_failures "")
   foreach(_f IN LISTS _files)
     if(ARCHGUARD)
-      execute_process(COMMAND "${ARCHGUARD}" verify "${_f}" --require "${_sass_req}" --ptx "${_ptx_req}" --quiet
+      # The line format made for this step (docs/policy.md, "The verify step"): what each unit
+      # lacks, its fix and the inputs that could not be read, one key=value line each.
+      execute_process(COMMAND "${ARCHGUARD}" verify "${_f}" --require "${_sass_req}" --ptx "${_ptx_req}" --lines
                       RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
       if(_rc EQUAL 0)
         continue()
       endif()
-      string(STRIP "${_out}${_err}" _msg)
-      # Each line already names the file (and its translation unit and kernels). Kept as text:
-      # a ';' in it must not become a list separator, hence the placeholder until the end.
-      string(REPLACE ";" "<cag-semicolon>" _msg "${_msg}")
-      if(_rc EQUAL 1)
-        # Drop verify's own summary line and its generic "add N to ARCH_POLICY" advice: the
-        # architectures are in this target's requirement already (see the Fix line below).
-        string(REGEX REPLACE "\n?verify: FAILED: [^\n]*" "" _msg "${_msg}")
-        string(REGEX REPLACE "<cag-semicolon> (add [^\n]* to ARCH_POLICY( or enable PTX)?|enable PTX for [^\n]*)(\n|$)" "\\3" _msg "${_msg}")
-        string(REPLACE "\n" "\n  " _msg "${_msg}")
-        list(APPEND _failures "${_msg}")
-      else()
+      if(NOT _out MATCHES "^format=1\n")
+        string(STRIP "${_out}${_err}" _msg)
+        string(REPLACE ";" "<cag-semicolon>" _msg "${_msg}")
         list(APPEND _failures "${_f}: archguard verify could not check it (exit ${_rc}): ${_msg}")
+        continue()
       endif()
+      string(REPLACE ";" "<cag-semicolon>" _out "${_out}")  # kept as text until the end
+      string(REPLACE "\n" ";" _lines "${_out}")
+      foreach(_l IN LISTS _lines)
+        if(_l MATCHES "^missing=(.*)$")
+          # The fix= that follows is verify's generic advice: the architectures are in this
+          # target's requirement already (see the Fix line below).
+          list(APPEND _failures "${CMAKE_MATCH_1}")
+        elseif(_l MATCHES "^error=(.*)$")
+          list(APPEND _failures "${_f}: archguard verify could not check it (exit ${_rc}): ${CMAKE_MATCH_1}")
+        endif()
+      endforeach()
     elseif(CUOBJDUMP)
       _cag_verify_list_images("${CUOBJDUMP}" "${_f}" _have _err)
       if(_err)
