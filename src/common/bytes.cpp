@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <archguard/bytes.hpp>
 
+#include <algorithm>
 #include <csetjmp>
 #include <csignal>
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 
 namespace archguard {
@@ -72,6 +74,42 @@ Result<std::string_view> ByteReader::cstring(std::uint64_t offset, std::string_v
     if (begin[i] == '\0') return std::string_view(begin + offset, static_cast<std::size_t>(i - offset));
   }
   return error_at(offset, what, "string is not terminated before " + hex(base_ + end));
+}
+
+Result<std::string_view> StringTable::at(std::uint64_t offset, std::string_view what) {
+  const Bytes b = reader_.bytes();
+  if (offset >= b.size()) return reader_.error_at(offset, what, "offset runs past the string table end " + hex(reader_.base() + b.size()));
+  const auto* chars = reinterpret_cast<const char*>(b.data());  // char view of bytes: always valid
+  auto view = [&](std::uint64_t nul) -> Result<std::string_view> {
+    if (nul - offset > max_length_)
+      return reader_.error_at(offset, what, "name of " + hex(nul - offset) + " bytes is longer than the limit " + hex(max_length_));
+    return std::string_view(chars + offset, static_cast<std::size_t>(nul - offset));
+  };
+  // A run that holds offset answers at once.
+  auto next = runs_.upper_bound(offset);
+  if (next != runs_.begin()) {
+    auto prev = std::prev(next);
+    if (offset <= prev->second) return view(prev->second);
+  }
+  // Scan forward to a NUL or to the next run (whose NUL is then this string's too), but no
+  // further than the length limit allows.
+  const std::uint64_t stop_at = next != runs_.end() ? next->first : b.size();
+  const std::uint64_t limit_end = max_length_ < b.size() - offset ? offset + max_length_ + 1 : b.size();
+  const std::uint64_t end = std::min(stop_at, limit_end);
+  const void* hit = std::memchr(chars + offset, 0, static_cast<std::size_t>(end - offset));
+  std::uint64_t nul = 0;
+  if (hit != nullptr) {
+    nul = static_cast<std::uint64_t>(static_cast<const char*>(hit) - chars);
+  } else if (end == stop_at && next != runs_.end()) {
+    nul = next->second;
+    runs_.erase(next);  // merged into the run starting here
+  } else if (end == limit_end && limit_end < b.size()) {
+    return reader_.error_at(offset, what, "name is longer than the limit " + hex(max_length_) + " bytes");
+  } else {
+    return reader_.error_at(offset, what, "string is not terminated before " + hex(reader_.base() + b.size()));
+  }
+  runs_[offset] = nul;
+  return view(nul);
 }
 
 Error ByteReader::error_at(std::uint64_t offset, std::string_view what, std::string_view detail) const {

@@ -61,6 +61,7 @@ KernelMap collect_kernels(const Inputs& in, unsigned threads) {
     }
   };
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, kMaxThreads);
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads && t < work.size(); ++t) pool.emplace_back(run);
   run();
@@ -271,7 +272,9 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
             {"ptx", arch_list_json(every_fatbin(o).ptx, CodeKind::ptx)}}}};
 }
 
-std::string coverage_line(const CoverageSummary& c, const EveryFatbin& every) {
+/// The coverage lines of an object: what every fatbin covers, then, when fatbins differ, what
+/// only some do. One string per output line (each is escaped on its own when printed).
+std::vector<std::string> coverage_lines(const CoverageSummary& c, const EveryFatbin& every) {
   auto names = [](const std::vector<Arch>& v, CodeKind k) {
     std::string s;
     for (const Arch& a : v) s += (s.empty() ? "" : " ") + nvcc_name(a, k);
@@ -279,12 +282,13 @@ std::string coverage_line(const CoverageSummary& c, const EveryFatbin& every) {
   };
   std::string line = "  coverage: sass " + names(every.sass, CodeKind::sass) + "; ptx " + names(every.ptx, CodeKind::ptx);
   if (c.fatbins > 1) line += " (in all " + std::to_string(c.fatbins) + " fatbins)";
+  std::vector<std::string> lines{std::move(line)};
   if (every.sass != c.sass || every.ptx != c.ptx)
-    line += "\n  in some fatbins only (not enough to run every kernel): union sass " + names(c.sass, CodeKind::sass) +
-            "; ptx " + names(c.ptx, CodeKind::ptx);
-  if (!c.highest_ptx_isa.empty()) line += " (highest ptx isa " + version_text(c.highest_ptx_isa) + ")";
-  if (!c.ltoir.empty()) line += "; lto-ir " + names(c.ltoir, CodeKind::ptx);
-  return line;
+    lines.push_back("  in some fatbins only (not enough to run every kernel): union sass " + names(c.sass, CodeKind::sass) +
+                    "; ptx " + names(c.ptx, CodeKind::ptx));
+  if (!c.highest_ptx_isa.empty()) lines.back() += " (highest ptx isa " + version_text(c.highest_ptx_isa) + ")";
+  if (!c.ltoir.empty()) lines.back() += "; lto-ir " + names(c.ltoir, CodeKind::ptx);
+  return lines;
 }
 
 void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* kernels) {
@@ -332,8 +336,8 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
           }
         }
       }
-      std::printf("%s\n", counts_line(count_fatbins(o)).c_str());
-      std::printf("%s\n", shown(coverage_line(summarize(o), every_fatbin(o))).c_str());
+      std::printf("%s\n", shown(counts_line(count_fatbins(o))).c_str());
+      for (const std::string& line : coverage_lines(summarize(o), every_fatbin(o))) std::printf("%s\n", shown(line).c_str());
     }
   }
 }
@@ -416,6 +420,7 @@ int run_inspect(const InspectOptions& opt) {
   const Inputs in = read_inputs(opt.files, *scan);
   if (opt.cuobjdump) {
     print_like_cuobjdump(in, opt.all_fatbins);
+    print_skipped(in);
     print_errors(in.errors);
     return in.errors.empty() ? kExitOk : kExitUsage;
   }
@@ -430,12 +435,14 @@ int run_inspect(const InspectOptions& opt) {
         if (o.fatbins.empty() && !o.archive.empty()) continue;
         objects.push_back(object_json(o, kp));
       }
-      inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"objects", std::move(objects)}});
+      inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"files_read", r.files_read},
+                        {"skipped", r.skipped}, {"objects", std::move(objects)}});
     }
     nlohmann::json doc{{"schema", "archguard.inspect/1"}, {"inputs", std::move(inputs)}, {"errors", in.errors}};
-    std::printf("%s\n", doc.dump(2).c_str());
+    std::printf("%s\n", cli::json_text(doc).c_str());
   } else {
     print_table(in, opt, kp);
+    print_skipped(in);
     print_errors(in.errors);
   }
   return in.errors.empty() ? kExitOk : kExitUsage;
@@ -453,7 +460,8 @@ void setup(CLI::App& root, Context& ctx) {
                 "Print the lines of 'cuobjdump --list-elf' then 'cuobjdump --list-ptx'");
   cmd->add_flag("--all-fatbins", opt->all_fatbins,
                 "With --list-like-cuobjdump: list __nv_relfatbin too, as cuobjdump -all does");
-  cmd->add_option("--threads", opt->threads, "Worker threads (default: all cores)");
+  cmd->add_option("--threads", opt->threads, "Worker threads, 1 to " + std::to_string(kMaxThreads) + " (default, or 0: all cores)")
+      ->check(CLI::Range(0u, kMaxThreads));
   cmd->callback([opt, &ctx] { ctx.exit_code = run_inspect(*opt); });
 }
 

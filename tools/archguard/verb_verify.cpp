@@ -55,6 +55,8 @@ int run_verify(const VerifyOptions& opt) {
           if (e.kind == CodeKind::ltoir) continue;
           else if (auto image = decompress(e, o.path); !image)
             in.errors.push_back(image.message() + "; the driver cannot load this image");
+          else if (auto cubin = check_cubin_image(e, *image, o.path); !cubin)  // decodes, but to what?
+            in.errors.push_back(cubin.message() + "; the driver cannot load this image");
   VerifyReport report;
   for (const auto& r : in.reports) {  // per input: the reports keep the mapped bytes alive
     VerifyReport part = verify(r.objects, *req);
@@ -96,9 +98,15 @@ int run_verify(const VerifyOptions& opt) {
                          {"allow_compatible", req->allow_compatible},
                          {"strict", req->strict}}},
                        {"objects_checked", report.objects},
+                       {"skipped", [&in] {
+                          nlohmann::json k = nlohmann::json::array();
+                          for (const auto& f : in.facts)
+                            for (const auto& s : f.skipped) k.push_back(s);
+                          return k;
+                        }()},
                        {"units", std::move(units)},
                        {"errors", in.errors}};
-    std::printf("%s\n", doc.dump(2).c_str());
+    std::printf("%s\n", cli::json_text(doc).c_str());
     return code;
   }
   std::size_t failed = 0, extras = 0, compatible = 0, kernel_less = 0;
@@ -117,6 +125,7 @@ int run_verify(const VerifyOptions& opt) {
       if (!opt.quiet) std::printf("note: %s\n", shown(u.message).c_str());
     }
   }
+  print_skipped(in);
   print_errors(in.errors);
   if (!opt.quiet)  // every input gets a line; those with device code are in the summary below
     for (std::size_t i = 0; i < in.reports.size(); ++i)

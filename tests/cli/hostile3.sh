@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Hostile input, round three, through the command line (issue 22): names that are not UTF-8
+# under --json, terminal escapes in human output, files skipped in silence (Mach-O, thin
+# archives, links out of a tree, second names of hard links), --threads bounds, a sass image
+# that is no cubin. Every input is generated here and small.
+# Usage: hostile3.sh ARCHGUARD_BINARY MALFORMED_CORPUS_DIR
+set -u
+A="$1" M="$2"
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
+unset ARCHGUARD_MAX_INFLATED ARCHGUARD_MAX_INFLATED_TOTAL ARCHGUARD_MAX_RATIO
+is_json() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
+
+# --- names that are not UTF-8: every verb's --json writes them as \xNN, no abort --------------
+mkdir -p "$T/latin"
+cp "$M/valid.o" "$T/latin/$(printf 'caf\xe9.o')"
+python3 - "$T" "$M/valid.o" <<'PY'
+import sys, tarfile, io
+t, valid = sys.argv[1], open(sys.argv[2], 'rb').read()
+with tarfile.open(f'{t}/latin.tar', 'w', format=tarfile.GNU_FORMAT, encoding='latin-1') as tf:
+    ti = tarfile.TarInfo('lib/caf\xe9.o'); ti.size = len(valid)
+    tf.addfile(ti, io.BytesIO(valid))
+PY
+for verb in "inspect --json" "inspect --json --kernels" "verify --require 80 --json" "check --cc 8.0 --json"; do
+  for input in "$T/latin" "$T/latin.tar"; do
+    # shellcheck disable=SC2086
+    "$A" $verb "$input" > "$T/out.json" 2> "$T/err.txt"; rc=$?
+    [ $rc -le 2 ] || fail "$verb $input: exit $rc (abort?): $(cat "$T/err.txt")"
+    is_json "$T/out.json" || fail "$verb $input: not JSON: $(head -c 300 "$T/out.json") $(cat "$T/err.txt")"
+    grep -q 'caf\\\\xe9' "$T/out.json" || fail "$verb $input: the name is not written as \\xe9: $(head -c 600 "$T/out.json")"
+  done
+done
+echo "ok: non-utf-8 names under --json"
+
+# --- a fatbin file whose two fatbins differ: the coverage lines are two lines, not \x0a -------
+python3 - "$T" <<'PY'
+import struct, sys
+def fatbin(arch, ptx):
+    p = ptx + b'\0' * (-len(ptx) % 8)
+    e = struct.pack('<HHIQIIHHIIIQQQ', 1, 0x0101, 0x40, len(p), 0, 0, 0, 8, arch, 0, 0, 0x11, 0, 0) + p
+    return struct.pack('<IHHQ', 0xBA55ED50, 1, 16, len(e)) + e
+t = sys.argv[1]
+open(f'{t}/two.fatbin', 'wb').write(fatbin(80, b'.version 8.0\n.target sm_80\n') + fatbin(90, b'.version 8.0\n.target sm_90\n'))
+# A fatbin whose sm_80 sass "image" is text: it decodes, but it is no cubin.
+def sass(arch, payload):
+    p = payload + b'\0' * (-len(payload) % 8)
+    e = struct.pack('<HHIQIIHHIIIQQQ', 2, 0x0101, 0x40, len(p), 0, 0, 7, 1, arch, 0, 0, 0x11, 0, 0) + p
+    return struct.pack('<IHHQ', 0xBA55ED50, 1, 16, len(e)) + e
+open(f'{t}/fake.fatbin', 'wb').write(sass(80, b'no cubin at all, just some text here'))
+PY
+"$A" inspect --summary "$T/two.fatbin" > "$T/out.txt" 2>&1 || fail "inspect --summary: $(cat "$T/out.txt")"
+grep -q 'x0a' "$T/out.txt" && fail "inspect --summary prints a literal \\x0a: $(cat "$T/out.txt")"
+grep -q '^  in some fatbins only (not enough to run every kernel): union sass none; ptx compute_80 compute_90' "$T/out.txt" \
+  || fail "inspect --summary: second coverage line missing: $(cat "$T/out.txt")"
+echo "ok: coverage lines"
+
+# --- verify does not say ok for a sass image that is no cubin ---------------------------------
+"$A" verify --require 80 "$T/fake.fatbin" > "$T/out.txt" 2> "$T/err.txt"; rc=$?
+[ $rc -eq 2 ] || fail "verify of a non-cubin image: exit $rc: $(cat "$T/out.txt" "$T/err.txt")"
+grep -q "fake.fatbin: entry 0 at 0x10: the sass image decodes to 0x28 bytes that are no cubin: no elf magic" "$T/err.txt" \
+  || fail "verify non-cubin message: $(cat "$T/err.txt")"
+echo "ok: verify of a non-cubin image"
+
+# --- terminal: C1 controls and bidirectional overrides are escaped; other UTF-8 passes ------
+python3 - "$T" "$M/valid.o" <<'PY'
+import sys, zipfile
+t, valid = sys.argv[1], open(sys.argv[2], 'rb').read()
+with zipfile.ZipFile(f'{t}/names.zip', 'w') as z:
+    z.writestr('lib/\u00fcn\u00efcode.o', valid)     # non-ASCII: shown as it is (it was "?")
+    z.writestr('lib/csi\u009b2J.o', valid)           # C1 CSI: a terminal obeys it
+    z.writestr('lib/rlo\u202etxt.o', valid)          # right-to-left override
+PY
+"$A" inspect "$T/names.zip" > "$T/out.txt" 2>&1 || fail "inspect names.zip: $(cat "$T/out.txt")"
+grep -q 'lib/ünïcode.o' "$T/out.txt" || fail "non-ASCII member name not shown: $(cat "$T/out.txt")"
+grep -q 'lib/csi\\xc2\\x9b2J.o' "$T/out.txt" || fail "C1 control not escaped: $(cat -v "$T/out.txt")"
+grep -q 'lib/rlo\\xe2\\x80\\xaetxt.o' "$T/out.txt" || fail "bidi override not escaped: $(cat -v "$T/out.txt")"
+LC_ALL=C grep -q $'\xc2\x9b' "$T/out.txt" && fail "a raw C1 byte reached the output"
+echo "ok: terminal escapes"
+
+# --- --threads is bounded --------------------------------------------------------------------
+"$A" inspect --threads 100000 "$M/valid.o" > "$T/out.txt" 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "--threads 100000: exit $rc: $(cat "$T/out.txt")"
+grep -q -- "--threads" "$T/out.txt" || fail "--threads message: $(cat "$T/out.txt")"
+"$A" inspect --threads 256 "$M/valid.o" > /dev/null 2>&1 || fail "--threads 256 refused"
+echo "ok: --threads"
+
+# --- nothing skipped in silence: Mach-O, thin archives, links out of the tree, hard links -----
+mkdir -p "$T/tree/sub" "$T/outside"
+cp "$M/valid.o" "$T/tree/a.o"
+cp "$M/valid.o" "$T/outside/far.o"
+ln "$T/tree/a.o" "$T/tree/sub/b.o"                      # a second name of a.o
+ln -s "$T/outside/far.o" "$T/tree/far-link.o"           # out of the tree
+ln -s "$T/outside" "$T/tree/far-dir"                    # a directory out of the tree
+ln -s a.o "$T/tree/near-link.o"                         # in the tree: read as a.o
+printf '\xcf\xfa\xed\xfe\x07\x00\x00\x01rest of a mach-o header' > "$T/tree/libmac.dylib"
+printf '!<thin>\n' > "$T/tree/libthin.a"
+"$A" inspect --json "$T/tree" > "$T/out.json" 2> "$T/err.txt" || fail "inspect tree: $(cat "$T/err.txt")"
+python3 - "$T/out.json" "$T" <<'PY' || fail "inspect tree --json: $(head -c 1500 "$T/out.json")"
+import json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+i = d['inputs'][0]
+paths = [o['path'] for o in i['objects']]
+assert paths == [f'{t}/tree/a.o'], paths                  # once, not twice
+assert i['files_read'] == 1, i['files_read']              # a.o only: the rest is skipped
+sk = i['skipped']
+want = [f'{t}/tree/far-dir: a symbolic link to the directory {t}/outside outside the tree',
+        f'{t}/tree/far-link.o: a symbolic link to {t}/outside/far.o outside the tree',
+        f'{t}/tree/libmac.dylib: a mach-o file (macos): not supported',
+        f'{t}/tree/libthin.a: a thin archive (ar T)',
+        f'{t}/tree/sub/b.o: the same file as {t}/tree/a.o (a hard link)']
+assert len(sk) == len(want), sk
+for s, w in zip(sk, want): assert s.startswith(w), (s, w)
+PY
+grep -q "archguard: note: not read: $T/tree/libmac.dylib: a mach-o file" <("$A" inspect "$T/tree" 2>&1) \
+  || fail "human output does not name the skipped mach-o file"
+"$A" verify --require 80 "$T/tree" > "$T/out.txt" 2> "$T/err.txt"
+grep -q "not read: $T/tree/far-link.o: a symbolic link" "$T/err.txt" || fail "verify does not name the link: $(cat "$T/err.txt")"
+"$A" inspect "$T/tree/libmac.dylib" > "$T/out.txt" 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "a mach-o file named: exit $rc"
+grep -q "libmac.dylib: a mach-o file (macos): not supported" "$T/out.txt" || fail "mach-o message: $(cat "$T/out.txt")"
+echo "ok: nothing skipped in silence"
+echo "ok"
