@@ -33,6 +33,19 @@ std::string hex(std::uint64_t value);
 /// The fault is caught for this thread only; any other SIGBUS keeps its default effect.
 bool copy_guarded(void* dst, const void* src, std::size_t n);
 
+/// Guards a read-only file mapping [begin, begin + size) against truncation: when another
+/// process shrinks the file, reading a page past its new end raises SIGBUS, which would kill
+/// the process wherever a header or a search touches it. While registered, such a fault maps a
+/// page of zeros over the lost page instead, and the mapping is marked damaged: the read goes
+/// on (finding garbage or zeros) and the owner turns the mark into an error. Returns a slot for
+/// mapping_damaged and unguard_mapping, or -1 when every slot is taken (the mapping is then
+/// unguarded; copy_guarded still protects payload copies).
+int guard_mapping(const void* begin, std::size_t size);
+/// Whether a fault was repaired in the guarded mapping `slot` (see guard_mapping).
+bool mapping_damaged(int slot);
+/// Ends the guard of `slot`; call before unmapping.
+void unguard_mapping(int slot);
+
 /// a + b, or nothing when the sum overflows 64 bits.
 constexpr std::optional<std::uint64_t> checked_add(std::uint64_t a, std::uint64_t b) {
   if (a > UINT64_MAX - b) return std::nullopt;

@@ -34,6 +34,10 @@ class Storage {
     (void)offset;
     (void)length;
   }
+  /// Whether some of the bytes vanished while they were read (a mapped file that another
+  /// process truncated: the lost pages read as zeros, see guard_mapping). What was read from
+  /// such bytes is not to be trusted; the scan reports the file as an error.
+  virtual bool damaged() const { return false; }
 };
 
 /// Maps a file read-only (an empty file gives empty bytes). Anything but a regular file is

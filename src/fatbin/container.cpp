@@ -34,11 +34,13 @@ std::atomic<std::size_t> g_mappings{0};
 
 class MappedStorage final : public Storage {
  public:
-  MappedStorage(void* addr, std::size_t size) : addr_(addr), size_(size) { ++g_mappings; }
+  MappedStorage(void* addr, std::size_t size) : addr_(addr), size_(size), guard_(guard_mapping(addr, size)) { ++g_mappings; }
   ~MappedStorage() override {
+    unguard_mapping(guard_);
     if (addr_ != nullptr) ::munmap(addr_, size_);
     --g_mappings;
   }
+  bool damaged() const override { return mapping_damaged(guard_); }
   MappedStorage(const MappedStorage&) = delete;
   MappedStorage& operator=(const MappedStorage&) = delete;
   Bytes bytes() const override { return {static_cast<const std::byte*>(addr_), size_}; }
@@ -65,6 +67,7 @@ class MappedStorage final : public Storage {
  private:
   void* addr_;
   std::size_t size_;
+  int guard_;
 };
 
 class BufferStorage final : public Storage {
@@ -463,6 +466,15 @@ struct Scanner {
   }
 };
 
+/// When `storage` lost pages while it was read (truncated under the mapping), what was read
+/// from it is dropped (objects from `before` on) and the file is an error; true then.
+bool drop_if_damaged(const Storage& storage, const std::string& path, ScanReport& report, std::size_t before) {
+  if (!storage.damaged()) return false;
+  report.objects.resize(before);
+  report.errors.push_back(path + ": the file shrank while it was being read (truncated by another process?): not judged");
+  return true;
+}
+
 void scan_file_quietly(const std::string& path, const ScanOptions& options, ScanReport& report) {
   const common::UniqueFd fd(open_nonblocking(path));
   if (!fd.valid()) {
@@ -492,6 +504,7 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
   Scanner s{options, report};
   const std::size_t before = report.objects.size();
   (void)s.scan((*storage)->bytes(), path, false, storage->get(), &path);
+  if (drop_if_damaged(**storage, path, report, before)) return;
   // Kept only when an object with device code points into it (else unmapped or freed here).
   bool used = false;
   for (std::size_t i = before; i < report.objects.size(); ++i) used = used || !report.objects[i].fatbins.empty();
@@ -654,6 +667,7 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   Scanner s{options, report};
   s.scan_threads = thread_count(options);
   AG_TRY_STATUS(s.scan(storage->bytes(), path, true, storage.get(), &path));
+  if (drop_if_damaged(*storage, path, report, 0)) return report;
   report.storage.push_back(storage);
   return report;
 }

@@ -409,7 +409,7 @@ class EmbeddedScan {
       readers_.emplace_back(g.bytes, name, g.base);
       if (g.bytes.size() < kFatbinHeaderSize) continue;
       for (std::uint64_t b = (8 - g.address % 8) % 8; b < g.bytes.size(); b += kScanChunk)
-        chunks_.push_back(ScanChunk{i, b, std::min<std::uint64_t>(g.bytes.size(), b + kScanChunk), false, 0, 0, {}});
+        chunks_.push_back(ScanChunk{i, b, std::min<std::uint64_t>(g.bytes.size(), b + kScanChunk), false, false, 0, 0, {}});
     }
   }
   EmbeddedScan(const EmbeddedScan&) = delete;

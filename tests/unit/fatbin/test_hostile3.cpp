@@ -12,8 +12,11 @@
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -309,4 +312,33 @@ TEST_CASE("a sass image that decodes to no cubin is named", "[fatbin][hostile][i
   auto st2 = check_cubin_image(fbs2->at(0).entries.at(0), *image2, "host.fatbin");
   REQUIRE_FALSE(st2.ok());
   CHECK(st2.message().find("an elf file for machine 62, not cuda (190)") != std::string::npos);
+}
+
+TEST_CASE("a file truncated under its mapping before the headers are read: an error, not SIGBUS", "[fatbin][hostile][issue22]") {
+  // Only payload copies were guarded: the section table, the entry headers and the embedded
+  // search read the mapping directly, and a file that shrank under them killed the process
+  // (18 of 40 runs of the review). Here it shrinks before anything is read: every header read
+  // faults.
+  Buf shstr(1, std::byte{0});
+  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  Buf region(std::size_t{3} << 20, std::byte{0x5a});
+  const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x10000, region}});
+  const std::string path = (std::filesystem::temp_directory_path() / ("archguard-bus-" + std::to_string(::getpid()) + ".so")).string();
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));  // bytes as chars
+  }
+  auto storage = map_file(path);
+  REQUIRE(storage.ok());
+  std::filesystem::resize_file(path, 4096);  // the section table and .rodata are gone
+  auto elf = ElfFile::parse((*storage)->bytes(), path);  // reads the section table: past the end now
+  if (elf.ok()) {
+    auto fbs = read_elf_fatbins(*elf);  // searches .rodata: past the end too
+    CHECK(fbs.ok());
+  }
+  CHECK((*storage)->damaged());
+  storage->reset();
+  std::filesystem::remove(path);
 }
