@@ -38,6 +38,9 @@ class Storage {
   /// process truncated: the lost pages read as zeros, see guard_mapping). What was read from
   /// such bytes is not to be trusted; the scan reports the file as an error.
   virtual bool damaged() const { return false; }
+  /// The first offset at or after `offset` that may hold bytes other than zeros (the holes of
+  /// a sparse file are skipped, see DataHook); `offset` itself by default.
+  virtual std::uint64_t next_data(std::uint64_t offset) const { return offset; }
 };
 
 /// Maps a file read-only (an empty file gives empty bytes). Anything but a regular file is

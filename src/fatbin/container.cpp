@@ -41,6 +41,15 @@ class MappedStorage final : public Storage {
     --g_mappings;
   }
   bool damaged() const override { return mapping_damaged(guard_); }
+  /// The data extents of a sparse file (SEEK_DATA / SEEK_HOLE at map time); none: dense.
+  void set_extents(std::vector<std::pair<std::uint64_t, std::uint64_t>> extents) { extents_ = std::move(extents); }
+  std::uint64_t next_data(std::uint64_t offset) const override {
+    if (extents_.empty()) return offset;
+    auto it = std::upper_bound(extents_.begin(), extents_.end(), offset,
+                               [](std::uint64_t o, const auto& e) { return o < e.second; });  // first extent ending after offset
+    if (it == extents_.end()) return size_;
+    return std::max(offset, it->first);
+  }
   MappedStorage(const MappedStorage&) = delete;
   MappedStorage& operator=(const MappedStorage&) = delete;
   Bytes bytes() const override { return {static_cast<const std::byte*>(addr_), size_}; }
@@ -68,7 +77,27 @@ class MappedStorage final : public Storage {
   void* addr_;
   std::size_t size_;
   int guard_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> extents_;  ///< [start, end) with data, sorted
 };
+
+/// The data extents of a file whose blocks on disk cover less than half its size (sparse), or
+/// none (dense, or more than 65,536 extents: then every byte is read as before).
+std::vector<std::pair<std::uint64_t, std::uint64_t>> data_extents(int fd, const struct stat& st) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  if (st.st_size <= 0 || static_cast<std::uint64_t>(st.st_blocks) * 512 >= static_cast<std::uint64_t>(st.st_size) / 2) return out;
+  off_t pos = 0;
+  while (pos < st.st_size) {
+    const off_t data = ::lseek(fd, pos, SEEK_DATA);
+    if (data < 0) break;  // ENXIO: only a hole remains (or no SEEK_DATA support: dense)
+    off_t hole = ::lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) hole = st.st_size;
+    out.emplace_back(static_cast<std::uint64_t>(data), static_cast<std::uint64_t>(hole));
+    if (out.size() > 65536) return {};
+    pos = hole;
+  }
+  if (out.empty()) out.emplace_back(static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_size));  // all hole
+  return out;
+}
 
 class BufferStorage final : public Storage {
  public:
@@ -131,7 +160,9 @@ Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path, s
   if (addr == MAP_FAILED) return errno_error(path + ": cannot map: " + errno_text(errno), errno);
   // Only headers are read: keep the kernel from reading ahead megabytes around each one.
   ::madvise(addr, size, MADV_RANDOM);
-  return std::shared_ptr<const Storage>(std::make_shared<MappedStorage>(addr, size));
+  auto mapped = std::make_shared<MappedStorage>(addr, size);
+  mapped->set_extents(data_extents(fd, st));
+  return std::shared_ptr<const Storage>(std::move(mapped));
 }
 
 enum class Kind { elf, fatbin, archive, device, unsupported, other };
@@ -255,14 +286,17 @@ struct Scanner {
       return;
     }
     ReleaseHook release;
-    if (storage != nullptr && storage->bytes().data() == bytes.data())
+    DataHook next_data;
+    if (storage != nullptr && storage->bytes().data() == bytes.data()) {
       release = [storage](std::uint64_t offset, std::uint64_t length) { storage->release(offset, length); };
+      next_data = [storage](std::uint64_t offset) { return storage->next_data(offset); };
+    }
     if (elf->machine() == kElfMachineCuda) {  // a cubin: device code by itself
       add_standalone(bytes, display, archive, member);
       return;
     }
     // No prefetch hook: no madvise hint made the scan cheaper (docs/benchmarks-inspect.md).
-    auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads);
+    auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads, next_data);
     if (!fatbins) {
       report.errors.push_back(fatbins.message());
       return;

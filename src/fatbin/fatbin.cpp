@@ -195,13 +195,20 @@ Result<Fatbin> Fatbin::parse(const ByteReader& r, std::uint64_t offset, std::siz
 }
 
 Result<std::vector<Fatbin>> Fatbin::parse_all(Bytes bytes, std::string name, FatbinSection section,
-                                              std::uint64_t base, const ReleaseHook& release) {
+                                              std::uint64_t base, const ReleaseHook& release, const DataHook& next_data) {
   ByteReader r(bytes, std::move(name), base);
   std::vector<Fatbin> out;
   std::uint64_t pos = 0;
   while (pos < r.size()) {
     // zero padding between fatbins and at the end of the section
     if (bytes[static_cast<std::size_t>(pos)] == std::byte{0}) {
+      if (next_data && pos % 4096 == 0) {  // a hole of a sparse file is skipped, not read
+        const std::uint64_t d = next_data(base + pos);
+        if (d > base + pos) {
+          pos = std::min<std::uint64_t>(r.size(), d - base);
+          continue;
+        }
+      }
       ++pos;
       continue;
     }
@@ -402,8 +409,8 @@ class EmbeddedScan {
  public:
   /// `regions` (and what the hooks refer to) must outlive the scan.
   EmbeddedScan(const std::vector<ScanRegion>& regions, const std::string& name, const ReleaseHook& release,
-               const ReleaseHook& prefetch)
-      : regions_(regions), release_(release), prefetch_(prefetch) {
+               const ReleaseHook& prefetch, const DataHook& next_data = {})
+      : regions_(regions), release_(release), prefetch_(prefetch), next_data_(next_data) {
     for (std::size_t i = 0; i < regions.size(); ++i) {
       const ScanRegion& g = regions[i];
       readers_.emplace_back(g.bytes, name, g.base);
@@ -471,6 +478,14 @@ class EmbeddedScan {
  private:
   std::uint64_t walk(const ScanChunk& c, std::uint64_t from, std::vector<Fatbin>& out, bool& over_budget) const {
     const ScanRegion& g = regions_[c.region];
+    if (next_data_) {  // holes hold no magic: skip them (to an aligned offset, as the walk steps)
+      const std::uint64_t d = next_data_(g.base + from);
+      if (d > g.base + from) {
+        const std::uint64_t skip = (d - g.base - from) / 8 * 8;
+        if (skip >= c.end - from) return from + (c.end - from + 7) / 8 * 8;
+        from += skip;
+      }
+    }
     if (prefetch_) prefetch_(g.base + from, c.end - from);
     const std::uint64_t stop = walk_region(g, readers_[c.region], from, c.end, out, over_budget);
     if (release_) release_(g.base + from, c.end - from);
@@ -495,6 +510,7 @@ class EmbeddedScan {
   const std::vector<ScanRegion>& regions_;
   const ReleaseHook& release_;
   const ReleaseHook& prefetch_;
+  DataHook next_data_;  // a copy: the default argument is a temporary
   std::vector<ByteReader> readers_;
   std::vector<ScanChunk> chunks_;
   std::size_t run_ = 1;   ///< chunks per run
@@ -547,7 +563,7 @@ ObjectFatbins ObjectFatbins::of_elf(const ElfFile& elf, std::string path, std::s
 }
 
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch,
-                                             unsigned threads) {
+                                             unsigned threads, const DataHook& next_data) {
   // Fatbins kept as data in other loaded, non-executable sections (cuFFT's .ldata, cuBLASLt's
   // .cask_resource, .rodata ...): hundreds of MB in NVIDIA's large libraries, searched in the
   // background while the standard sections are read. Cubins have no such fatbins.
@@ -555,7 +571,7 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
   std::uint64_t total = 0;
   for (const auto& g : regions) total += g.bytes.size();
   threads = static_cast<unsigned>(std::clamp<std::uint64_t>(total / kMinScanPerThread, 1, std::clamp(threads, 1u, kMaxScanThreads)));
-  EmbeddedScan embedded(regions, elf.name(), release, prefetch);
+  EmbeddedScan embedded(regions, elf.name(), release, prefetch, next_data);
   embedded.start(threads);
 
   std::vector<Fatbin> out;
@@ -584,7 +600,7 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
       if (section.name != name) continue;
       const ElfSection* s = &section;
       AG_TRY(Bytes bytes, elf.section_bytes(*s));
-      AG_TRY(std::vector<Fatbin> fbs, Fatbin::parse_all(bytes, elf.name(), kind, s->offset, release));
+      AG_TRY(std::vector<Fatbin> fbs, Fatbin::parse_all(bytes, elf.name(), kind, s->offset, release, next_data));
       if (kind == FatbinSection::nv_fatbin && elf.type() != kElfTypeRel) {
         // Wrappers of version 2 point at the device-link fatbin (rule 9).
         if (!pointers && !slots.empty()) {
