@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -244,6 +245,23 @@ class Utf8NamesLocale {
   locale_t previous_ = static_cast<locale_t>(nullptr);
 };
 
+/// An unlinked temporary file in $TMPDIR (else /tmp), where a large archive member is spilled:
+/// std::tmpfile() ignores TMPDIR, and a container image's layers filled a small /tmp.
+FILE* spill_file() {
+  const char* env = std::getenv("TMPDIR");
+  const std::string dir = env != nullptr && *env == '/' ? env : "/tmp";
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {  // no O_TMPFILE on this file system: create, then unlink at once
+    std::string tmpl = dir + "/archguard-spill-XXXXXX";
+    fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    ::unlink(tmpl.c_str());
+  }
+  FILE* f = ::fdopen(fd, "w+b");
+  if (f == nullptr) ::close(fd);
+  return f;
+}
+
 struct Scanner {
   const ScanOptions& options;
   ScanReport& report;
@@ -386,7 +404,7 @@ struct Scanner {
         }
       }
       if (spill == nullptr && buf.size() + static_cast<std::size_t>(n) > options.spill_threshold) {
-        spill = std::tmpfile();  // unlinked: disappears with the process
+        spill = spill_file();  // unlinked: disappears with the last reference to it
         if (spill == nullptr) return fail(errno_error(name + ": cannot create a temporary file: " + errno_text(errno), errno));
         if (!buf.empty() && std::fwrite(buf.data(), 1, buf.size(), spill) != buf.size())
           return fail(errno_error(name + ": cannot write a temporary file: " + errno_text(errno), errno));

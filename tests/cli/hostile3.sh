@@ -123,6 +123,24 @@ grep -q "not read: $T/tree/far-link.o: a symbolic link" "$T/err.txt" || fail "ve
 grep -q "libmac.dylib: a mach-o file (macos): not supported" "$T/out.txt" || fail "mach-o message: $(cat "$T/out.txt")"
 echo "ok: nothing skipped in silence"
 
+# --- large members are spilled to $TMPDIR, not to /tmp regardless ----------------------------
+python3 - "$T" <<'PY'
+import io, sys, tarfile
+t = sys.argv[1]
+data = b'\x7fELF\x02\x01\x01' + bytes((40 << 20) - 7)   # past the 32 MiB spill threshold
+with tarfile.open(f'{t}/big.tar.gz', 'w:gz', compresslevel=1) as tf:
+    ti = tarfile.TarInfo('lib/libbig.so'); ti.size = len(data)
+    tf.addfile(ti, io.BytesIO(data))
+PY
+TMPDIR="$T/no-such-dir" "$A" inspect "$T/big.tar.gz" > "$T/out.txt" 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "spill with TMPDIR unusable: exit $rc: $(cat "$T/out.txt")"
+grep -q "big.tar.gz:lib/libbig.so: cannot create a temporary file" "$T/out.txt" || fail "spill ignores TMPDIR: $(cat "$T/out.txt")"
+mkdir -p "$T/spill"
+TMPDIR="$T/spill" "$A" inspect "$T/big.tar.gz" > "$T/out.txt" 2>&1
+grep -q "cannot create a temporary file" "$T/out.txt" && fail "spill into TMPDIR failed: $(cat "$T/out.txt")"
+[ -z "$(ls -A "$T/spill")" ] || fail "a spill file was left behind: $(ls -A "$T/spill")"
+echo "ok: spills honour TMPDIR"
+
 # --- a sparse file: its holes are skipped, not read page by page ----------------------------
 # 2 GiB of .rodata and 2 GiB of .nv_fatbin, 4 KB on disk. Counted in page faults, not time:
 # read page by page they cost about a million faults (a 16 GiB file took 49 s).
