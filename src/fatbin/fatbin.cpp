@@ -534,7 +534,23 @@ std::vector<ScanRegion> embedded_regions(const ElfFile& elf) {
     if (!bytes) continue;  // a section past the end holds nothing to find; the standard ones were checked
     out.push_back(ScanRegion{*bytes, std::string(s.name), s.offset, s.addr});
   }
-  return out;
+  // Sections of a valid file do not overlap; 20,000 headers naming the same 16 MB would have
+  // the search read it 20,000 times. A section overlapping one before it (in file order) is
+  // not searched again: the bytes searched stay within the file's size.
+  std::vector<std::size_t> order(out.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&out](std::size_t a, std::size_t b) { return out[a].base < out[b].base; });
+  std::vector<bool> keep(out.size(), false);
+  std::uint64_t covered = 0;  // the end of the last kept section, in file order
+  for (std::size_t i : order) {
+    if (out[i].base < covered) continue;
+    keep[i] = true;
+    covered = out[i].base + out[i].bytes.size();
+  }
+  std::vector<ScanRegion> kept;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (keep[i]) kept.push_back(std::move(out[i]));
+  return kept;
 }
 
 }  // namespace
