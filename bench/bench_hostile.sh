@@ -55,7 +55,7 @@ cp "$here/tests/data/malformed/valid.o" "$t/anchor.o"
 run() {  # label, expected exit codes (regex), args...
   local label=$1 codes=$2; shift 2
   set +e
-  "$gnutime" -f '%e %M' -o "$t/time.txt" "$ag" "$@" > "$t/out.txt" 2> "$t/err.txt"; local rc=$?
+  "$gnutime" -f '%e %M' -o "$t/time.txt" timeout "${BENCH_TIMEOUT:-600}" "$ag" "$@" > "$t/out.txt" 2> "$t/err.txt"; local rc=$?
   set -e
   read -r secs kib < <(tail -1 "$t/time.txt")
   [[ $rc =~ ^($codes)$ ]] || { echo "bench_hostile: $label: exit $rc: $(head -c 400 "$t/err.txt")" >&2; exit 1; }

@@ -342,3 +342,34 @@ TEST_CASE("a file truncated under its mapping before the headers are read: an er
   storage->reset();
   std::filesystem::remove(path);
 }
+
+TEST_CASE("small files of a tree are read, not mapped; the mappings held are bounded", "[fatbin][hostile][issue22]") {
+  // Every file with device code stayed mapped until the end: past vm.max_map_count (65,530)
+  // files, a tree of objects failed. Small files are read into memory; larger ones count
+  // against ScanOptions::max_mappings, and a file past the limit is an error naming it.
+  const auto dir = std::filesystem::temp_directory_path() / ("archguard-maps-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  Buf shstr(1, std::byte{0});
+  const auto n_fb = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"))}});
+  for (int i = 0; i < 4; ++i) {
+    std::ofstream f(dir / ("lib" + std::to_string(i) + ".so"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));  // bytes as chars
+  }
+  ScanOptions o;
+  o.threads = 1;
+  o.max_mappings = 0;  // no mapping may be held: small files need none
+  auto small = scan_path(dir.string(), o);
+  REQUIRE(small.ok());
+  CHECK(small->errors.empty());
+  CHECK(small->objects.size() == 4);
+  CHECK(small->files_read == 4);
+  o.read_small_files_below = 0;  // now every file is mapped: each is past the limit
+  auto mapped = scan_path(dir.string(), o);
+  REQUIRE(mapped.ok());
+  REQUIRE(mapped->errors.size() == 4);
+  CHECK(mapped->errors[0].find("lib0.so: not read: 0 files are mapped already, the limit") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}

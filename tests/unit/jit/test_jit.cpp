@@ -514,3 +514,21 @@ TEST_CASE("a bad cache setting costs the cache, never the compile", "[jit][hosti
     CHECK(is_elf(r->image));
   }
 }
+
+TEST_CASE("a huge header named by an include, even inside #if 0, is not read for the key", "[jit][hostile][issue22]") {
+  // The include scan read every header it found whole: a 3 GB sparse file aborted the compile.
+  // Above 64 MiB it is not read; the source compiles, uncached.
+  TempDir t;
+  const std::string big = t.path + "/huge.h";
+  { std::ofstream f(big); }
+  fs::resize_file(big, std::uint64_t{100} << 20);  // sparse: nothing written
+  auto c = compiler_in(t.path + "/cache");
+  const std::string src = "#if 0\n#include \"" + big + "\"\n#endif\n" + kSaxpy;
+  auto key = c->key(request(src.c_str(), sass(90)));
+  REQUIRE(key.ok());
+  CHECK_FALSE(key->cacheable);
+  CHECK(key->note.find("is larger than 64 MiB and not read for the key") != std::string::npos);
+  auto out = c->compile(request(src.c_str(), sass(90)));
+  REQUIRE(out.ok());
+  CHECK_FALSE(out->from_cache);
+}
