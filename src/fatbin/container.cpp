@@ -367,6 +367,8 @@ struct Scanner {
     bool classified = false;
     std::vector<char> chunk_buf(std::size_t{1} << 16);
     char* chunk = chunk_buf.data();
+    const int format = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
+    const bool stored = archive_filter_count(a) <= 1 && (format == ARCHIVE_FORMAT_TAR || format == ARCHIVE_FORMAT_AR);
     auto fail = [&spill](Error e) -> Result<std::shared_ptr<const Storage>> {
       if (spill != nullptr) std::fclose(spill);
       return e;
@@ -380,7 +382,11 @@ struct Scanner {
       if (n < 0) return fail(Error{ErrorKind::corrupt, name + ": cannot read: " + archive_text(a)});
       if (n == 0) break;
       total += static_cast<std::uint64_t>(n);
-      if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
+      // Only bytes a decoder produced are inflated: a member of a plain tar or ar is stored as
+      // it is (its bytes are part of the input), and charging it made a plain tar layer inside
+      // a plain image count twice.
+      if (!stored)
+        if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
       if (total > options.max_member_size)
         return fail(Error{ErrorKind::limit, name + ": member larger than the limit " + size_text(options.max_member_size)});
       const auto* p = reinterpret_cast<const std::byte*>(chunk);  // char buffer viewed as bytes

@@ -123,6 +123,24 @@ grep -q "not read: $T/tree/far-link.o: a symbolic link" "$T/err.txt" || fail "ve
 grep -q "libmac.dylib: a mach-o file (macos): not supported" "$T/out.txt" || fail "mach-o message: $(cat "$T/out.txt")"
 echo "ok: nothing skipped in silence"
 
+# --- a plain tar layer inside a plain image tar is not charged as inflated (twice) ------------
+python3 - "$T" "$M/valid.o" <<'PY'
+import io, sys, tarfile
+t, valid = sys.argv[1], open(sys.argv[2], 'rb').read()
+big = valid + bytes((6 << 20) - len(valid))  # 6 MiB: an object with padding
+inner = io.BytesIO()
+with tarfile.open(fileobj=inner, mode='w') as tf:
+    ti = tarfile.TarInfo('usr/lib/libbig.so'); ti.size = len(big); tf.addfile(ti, io.BytesIO(big))
+with tarfile.open(f'{t}/image.tar', 'w') as tf:
+    ti = tarfile.TarInfo('layer/layer.tar'); ti.size = len(inner.getvalue()); tf.addfile(ti, io.BytesIO(inner.getvalue()))
+PY
+"$A" inspect --max-inflated 8M "$T/image.tar" > "$T/out.txt" 2>&1 || fail "plain tar in plain tar charged as inflated: $(cat "$T/out.txt")"
+grep -q "image.tar:layer/layer.tar:usr/lib/libbig.so" "$T/out.txt" || fail "plain layer not read: $(cat "$T/out.txt")"
+gzip -1 -c "$T/image.tar" > "$T/image.tar.gz"
+"$A" inspect --max-inflated 4M "$T/image.tar.gz" > "$T/out.txt" 2>&1 && fail "a compressed image is not charged: $(cat "$T/out.txt")"
+grep -q "stopped after inflating" "$T/out.txt" || fail "compressed image budget message: $(cat "$T/out.txt")"
+echo "ok: plain tar layers charged once"
+
 # --- large members are spilled to $TMPDIR, not to /tmp regardless ----------------------------
 python3 - "$T" <<'PY'
 import io, sys, tarfile
