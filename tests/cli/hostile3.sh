@@ -123,6 +123,17 @@ grep -q "not read: $T/tree/far-link.o: a symbolic link" "$T/err.txt" || fail "ve
 grep -q "libmac.dylib: a mach-o file (macos): not supported" "$T/out.txt" || fail "mach-o message: $(cat "$T/out.txt")"
 echo "ok: nothing skipped in silence"
 
+# --- the mappings held are bounded (ARCHGUARD_MAX_MAPPINGS) -----------------------------------
+python3 -c 'import sys; open(sys.argv[1], "wb").write(open(sys.argv[2], "rb").read() + bytes(2 << 20))' "$T/padded.so" "$M/valid.o"
+ARCHGUARD_MAX_MAPPINGS=0 "$A" inspect "$T/tree" > "$T/out.txt" 2>&1 || fail "small files need no mapping: $(cat "$T/out.txt")"
+mkdir -p "$T/bigtree"; cp "$T/padded.so" "$T/bigtree/"
+ARCHGUARD_MAX_MAPPINGS=0 "$A" inspect "$T/bigtree" > "$T/out.txt" 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "mapping limit: exit $rc: $(cat "$T/out.txt")"
+grep -q "padded.so: not read: 0 files are mapped already, the limit" "$T/out.txt" || fail "mapping limit message: $(cat "$T/out.txt")"
+ARCHGUARD_MAX_MAPPINGS=x "$A" inspect "$T/bigtree" > "$T/out.txt" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "ARCHGUARD_MAX_MAPPINGS: 'x' is not a whole number" "$T/out.txt" || fail "bad ARCHGUARD_MAX_MAPPINGS: $(cat "$T/out.txt")"
+echo "ok: mappings bounded"
+
 # --- a plain tar layer inside a plain image tar is not charged as inflated (twice) ------------
 python3 - "$T" "$M/valid.o" <<'PY'
 import io, sys, tarfile

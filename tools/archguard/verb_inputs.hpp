@@ -88,6 +88,9 @@ inline Result<ScanOptions> scan_options(const ReadLimits& l) {
   if (auto st = pick(l.max_inflated_total, "--max-inflated-total", "ARCHGUARD_MAX_INFLATED_TOTAL", false, o.budget.per_run); !st)
     return st.error();
   AG_TRY_STATUS(pick(l.max_ratio, "--max-ratio", "ARCHGUARD_MAX_RATIO", true, o.budget.max_ratio));
+  std::uint64_t mappings = o.max_mappings;  // no flag: a limit of the machine (vm.max_map_count), not of the input
+  AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_MAPPINGS", "ARCHGUARD_MAX_MAPPINGS", true, mappings));
+  o.max_mappings = static_cast<std::size_t>(mappings);
   return o;
 }
 
