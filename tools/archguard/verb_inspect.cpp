@@ -414,7 +414,7 @@ int run_inspect(const InspectOptions& opt) {
   limits.threads = opt.threads;
   auto scan = scan_options(limits);
   if (!scan) {
-    std::fprintf(stderr, "archguard inspect: %s\n", scan.message().c_str());
+    std::fprintf(stderr, "archguard inspect: %s\n", shown(scan.message()).c_str());
     return kExitUsage;
   }
   const Inputs in = read_inputs(opt.files, *scan);

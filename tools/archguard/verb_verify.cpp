@@ -39,7 +39,7 @@ int run_verify(const VerifyOptions& opt) {
   req->strict = opt.strict;
   auto scan = scan_options(opt.limits);
   if (!scan) {
-    std::fprintf(stderr, "archguard verify: %s\n", scan.message().c_str());
+    std::fprintf(stderr, "archguard verify: %s\n", shown(scan.message()).c_str());
     return kExitUsage;
   }
   Inputs in = read_inputs(opt.files, *scan);
@@ -129,7 +129,7 @@ int run_verify(const VerifyOptions& opt) {
   print_errors(in.errors);
   if (!opt.quiet)  // every input gets a line; those with device code are in the summary below
     for (std::size_t i = 0; i < in.reports.size(); ++i)
-      if (!has_device_code(in.reports[i])) std::printf("%s\n", no_device_code_line(in.facts[i]).c_str());
+      if (!has_device_code(in.reports[i])) std::printf("%s\n", shown(no_device_code_line(in.facts[i])).c_str());
   if (report.units.empty() && in.errors.empty()) {
     // Nothing can fail with "no kernel image" when there is no kernel: not an error, but say so
     // (a wrong path given to the verify step shows up here).
