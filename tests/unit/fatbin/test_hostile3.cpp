@@ -373,3 +373,21 @@ TEST_CASE("small files of a tree are read, not mapped; the mappings held are bou
   CHECK(mapped->errors[0].find("lib0.so: not read: 0 files are mapped already, the limit") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("many section headers over one region: searched once, each fatbin found once", "[fatbin][hostile][issue22]") {
+  // 5,000 headers naming the same 1 MiB of .rodata: the search read it 5,000 times and listed
+  // the one fatbin in it 5,000 times.
+  Buf shstr(1, std::byte{0});
+  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  Buf region(std::size_t{1} << 20, std::byte{0x11});
+  const Buf fb = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"));
+  std::copy(fb.begin(), fb.end(), region.begin() + 4096);
+  const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x10000, region}}, 62, 3, 5000, 2);
+  auto elf = ElfFile::parse(file, "many.so");
+  REQUIRE(elf.ok());
+  auto fbs = read_elf_fatbins(*elf);
+  REQUIRE(fbs.ok());
+  CHECK(fbs->size() == 1);
+}
