@@ -123,6 +123,27 @@ grep -q "not read: $T/tree/far-link.o: a symbolic link" "$T/err.txt" || fail "ve
 grep -q "libmac.dylib: a mach-o file (macos): not supported" "$T/out.txt" || fail "mach-o message: $(cat "$T/out.txt")"
 echo "ok: nothing skipped in silence"
 
+# --- the progress line on a terminal escapes the path ---------------------------------------
+# A read that takes over a second draws "archguard: reading PATH ... N s" on a terminal; a file
+# name holding an OSC sequence set the window title. script(1) gives stderr a terminal.
+if command -v script >/dev/null; then
+  F="$T/$(printf 'evil\033]0;pwned\007.tar.xz')"
+  python3 - "$F" <<'PY'
+import io, sys, tarfile
+data = b'\x7fELF\x02\x01\x01' + bytes((400 << 20) - 7)   # decoding 400 MB takes over a second
+with tarfile.open(sys.argv[1], 'w:xz', preset=0) as tf:
+    ti = tarfile.TarInfo('lib/big.so'); ti.size = len(data); tf.addfile(ti, io.BytesIO(data))
+PY
+  A="$A" F="$F" TMPDIR="$T" script -qec '"$A" inspect --max-ratio 1000000 "$F"' /dev/null > "$T/tty.txt" 2>&1
+  LC_ALL=C grep -q $'\033]0;' "$T/tty.txt" && fail "the progress line printed the path raw: $(cat -v "$T/tty.txt")"
+  if grep -q 'archguard: reading ' "$T/tty.txt"; then
+    grep -q 'reading .*evil\\x1b]0;pwned\\x07.tar.xz' "$T/tty.txt" || fail "progress line: $(cat -v "$T/tty.txt")"
+    echo "ok: progress line"
+  else
+    echo "skipped: the read took under a second here, no progress line was drawn"
+  fi
+fi
+
 # --- the mappings held are bounded (ARCHGUARD_MAX_MAPPINGS) -----------------------------------
 python3 -c 'import sys; open(sys.argv[1], "wb").write(open(sys.argv[2], "rb").read() + bytes(2 << 20))' "$T/padded.so" "$M/valid.o"
 ARCHGUARD_MAX_MAPPINGS=0 "$A" inspect "$T/tree" > "$T/out.txt" 2>&1 || fail "small files need no mapping: $(cat "$T/out.txt")"
