@@ -18,6 +18,11 @@
 #include <string>
 #include <vector>
 
+/// Set by replay_main.cpp while it replays prefixes of an input (weak: 0 under libFuzzer).
+extern "C" {
+__attribute__((weak)) int archguard_fuzz_prefix_run = 0;
+}
+
 namespace {
 
 void decode_all(const archguard::ObjectFatbins& object) {
@@ -44,10 +49,10 @@ void put(std::vector<std::byte>& b, std::uint64_t v, std::size_t n) {
 /// of a few KB never reaches: an ELF file whose string tables are the input, named by up to
 /// 20,000 section headers and as many symbols at offsets taken from the input (name bombs,
 /// names overlapping at every offset), read as a host object and as a cubin; and the input
-/// repeated to 256 KiB as a data section (long entry chains for the embedded search).
+/// repeated to 64 KiB as a data section (long entry chains for the embedded search).
 void amplified(const std::uint8_t* data, std::size_t size) {
   if (size < 4) return;
-  const std::size_t count = (static_cast<std::size_t>(data[0]) | static_cast<std::size_t>(data[1]) << 8) % 20001;
+  const std::size_t count = (static_cast<std::size_t>(data[0]) | static_cast<std::size_t>(data[1]) << 8) % 4097;
   auto word = [&](std::size_t i) {  // an offset into the table, from the input
     std::uint32_t w = 0;
     for (std::size_t k = 0; k < 4; ++k) w = w << 8 | data[(i * 4 + k) % size];
@@ -106,8 +111,8 @@ void amplified(const std::uint8_t* data, std::size_t size) {
     }
   }
   std::vector<std::byte> repeated;
-  repeated.reserve(std::size_t{1} << 18);
-  while (repeated.size() + size <= (std::size_t{1} << 18)) repeated.insert(repeated.end(), table.begin(), table.end());
+  repeated.reserve(std::size_t{1} << 16);
+  while (repeated.size() + size <= (std::size_t{1} << 16)) repeated.insert(repeated.end(), table.begin(), table.end());
   std::string problem;
   archguard::ObjectFatbins embedded;
   embedded.path = "fuzz-repeated";
@@ -159,7 +164,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     o.fatbins.push_back(std::move(*standalone));
     decode_all(o);
   }
-  amplified(data, size);
+  if (archguard_fuzz_prefix_run == 0) amplified(data, size);  // whole inputs only when replaying
   auto region = archguard::Fatbin::parse_all(bytes, "fuzz-region");
   if (region) {
     archguard::ObjectFatbins o;
