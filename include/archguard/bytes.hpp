@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -31,6 +32,19 @@ std::string hex(std::uint64_t value);
 /// mapping's pages vanished under the copy (the file was truncated by someone else: SIGBUS).
 /// The fault is caught for this thread only; any other SIGBUS keeps its default effect.
 bool copy_guarded(void* dst, const void* src, std::size_t n);
+
+/// Guards a read-only file mapping [begin, begin + size) against truncation: when another
+/// process shrinks the file, reading a page past its new end raises SIGBUS, which would kill
+/// the process wherever a header or a search touches it. While registered, such a fault maps a
+/// page of zeros over the lost page instead, and the mapping is marked damaged: the read goes
+/// on (finding garbage or zeros) and the owner turns the mark into an error. Returns a slot for
+/// mapping_damaged and unguard_mapping, or -1 when every slot is taken (the mapping is then
+/// unguarded; copy_guarded still protects payload copies).
+int guard_mapping(const void* begin, std::size_t size);
+/// Whether a fault was repaired in the guarded mapping `slot` (see guard_mapping).
+bool mapping_damaged(int slot);
+/// Ends the guard of `slot`; call before unmapping.
+void unguard_mapping(int slot);
 
 /// a + b, or nothing when the sum overflows 64 bits.
 constexpr std::optional<std::uint64_t> checked_add(std::uint64_t a, std::uint64_t b) {
@@ -127,6 +141,30 @@ class ByteReader {
   Bytes bytes_;
   std::string name_;
   std::uint64_t base_;
+};
+
+/// The longest name read from a string table (a section, symbol or DT_NEEDED name): 1 MiB. The
+/// longest kernel name in NVIDIA's libraries is a few KiB; a longer name is an error naming the
+/// table, the offset and the limit, never an allocation (see docs/cli.md, "limits").
+inline constexpr std::uint64_t kMaxNameLength = std::uint64_t{1} << 20;
+
+/// The NUL-terminated strings of one string table (.shstrtab, .strtab, .dynstr), read as views
+/// into its bytes. Any number of look-ups cost one pass over the table in all: what a look-up
+/// scanned is remembered, so that 20,000 headers naming one 1 MiB string, or naming every
+/// offset of it, do not scan it 20,000 times. A string longer than `max_length` is an error.
+class StringTable {
+ public:
+  explicit StringTable(ByteReader reader, std::uint64_t max_length = kMaxNameLength)
+      : reader_(std::move(reader)), max_length_(max_length) {}
+  /// The string at `offset`; `what` names it in messages ("section name").
+  Result<std::string_view> at(std::uint64_t offset, std::string_view what);
+
+ private:
+  ByteReader reader_;
+  std::uint64_t max_length_;
+  /// Scanned runs: start -> the offset of the first NUL at or after every offset in
+  /// [start, that NUL]. Runs never overlap.
+  std::map<std::uint64_t, std::uint64_t> runs_;
 };
 
 static_assert(std::endian::native == std::endian::little,

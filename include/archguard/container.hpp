@@ -34,6 +34,13 @@ class Storage {
     (void)offset;
     (void)length;
   }
+  /// Whether some of the bytes vanished while they were read (a mapped file that another
+  /// process truncated: the lost pages read as zeros, see guard_mapping). What was read from
+  /// such bytes is not to be trusted; the scan reports the file as an error.
+  virtual bool damaged() const { return false; }
+  /// The first offset at or after `offset` that may hold bytes other than zeros (the holes of
+  /// a sparse file are skipped, see DataHook); `offset` itself by default.
+  virtual std::uint64_t next_data(std::uint64_t offset) const { return offset; }
 };
 
 /// Maps a file read-only (an empty file gives empty bytes). Anything but a regular file is
@@ -59,13 +66,24 @@ struct InflateBudget {
   std::shared_ptr<std::atomic<std::uint64_t>> run_total = std::make_shared<std::atomic<std::uint64_t>>(0);
 };
 
+/// The most worker threads a scan starts (a larger ScanOptions::threads is lowered to it): each
+/// thread holds buffers and a mapped chunk, and thousands of them exhaust the process.
+inline constexpr unsigned kMaxThreads = 256;
+
 struct ScanOptions {
   /// Worker threads for the files of a directory, or for the embedded-fatbin search of a file
-  /// named directly (read_elf_fatbins); 0: the hardware concurrency.
+  /// named directly (read_elf_fatbins); 0: the hardware concurrency. At most kMaxThreads.
   unsigned threads = 0;
   /// Archive members larger than this are spilled to an unlinked temporary file and mapped
   /// instead of being held in memory.
   std::uint64_t spill_threshold = std::uint64_t{32} << 20;
+  /// Files of a directory up to this size are read into memory rather than mapped: a tree of
+  /// 100,000 objects with device code would otherwise hold 100,000 mappings, past the kernel's
+  /// vm.max_map_count (65,530 by default), and fail.
+  std::uint64_t read_small_files_below = std::uint64_t{1} << 20;
+  /// At most this many file mappings are held at once by the reports of a process; a larger
+  /// file read when the limit is reached is an error naming it and the limit.
+  std::size_t max_mappings = 16384;
   unsigned max_depth = 4;  ///< archives nested deeper are not opened
   /// Archive members that decompress to more than this are refused (decompression bombs).
   std::uint64_t max_member_size = std::uint64_t{16} << 30;
@@ -81,6 +99,13 @@ struct ScanReport {
   std::vector<ObjectFatbins> objects;
   /// Files or members that could not be read (messages naming file, offset and value).
   std::vector<std::string> errors;
+  /// Files and members that could hold device code but were not read, each "<path>: <why>": a
+  /// symbolic link that leads out of the directory, a second name (hard link) of a file already
+  /// read, a Mach-O file or a thin archive (not supported). Counted apart from files_read.
+  std::vector<std::string> skipped;
+  /// Files whose bytes were read: 1 for a file, the regular files of a directory (each name of
+  /// a hard-linked file once; symbolic links are not followed below the directory).
+  std::size_t files_read = 0;
   std::vector<std::shared_ptr<const Storage>> storage;  ///< keeps the objects' spans alive
 };
 

@@ -24,7 +24,7 @@ inline constexpr std::uint16_t kElfMachineAarch64 = 183;
 inline constexpr std::uint16_t kElfMachineCuda = 190;
 
 struct ElfSection {
-  std::string name;
+  std::string_view name;  ///< points into the file's bytes (at most kMaxNameLength bytes)
   std::uint32_t type = 0;
   std::uint64_t flags = 0;
   std::uint64_t addr = 0;

@@ -95,6 +95,11 @@ enum class Compression : std::uint8_t { none, lz4, zstd };
 /// The same signature announces ranges about to be read in full (prefetch).
 using ReleaseHook = std::function<void(std::uint64_t offset, std::uint64_t length)>;
 
+/// The first offset (in the file) at or after `offset` that may hold bytes other than zeros:
+/// the holes of a sparse file are skipped rather than read (a 16 GiB sparse ELF of 4 KB on disk
+/// cost 49 s and 22 GB of page cache). Optional; without it every byte is looked at.
+using DataHook = std::function<std::uint64_t(std::uint64_t offset)>;
+
 /// Where a fatbin came from.
 enum class FatbinSection : std::uint8_t {
   nv_fatbin,     ///< .nv_fatbin: whole-program fatbins
@@ -168,7 +173,8 @@ class Fatbin {
   /// `base` is the region's offset in its file (0 for memory).
   static Result<std::vector<Fatbin>> parse_all(Bytes bytes, std::string name,
                                                FatbinSection section = FatbinSection::memory,
-                                               std::uint64_t base = 0, const ReleaseHook& release = {});
+                                               std::uint64_t base = 0, const ReleaseHook& release = {},
+                                               const DataHook& next_data = {});
 
   /// The images as the compatibility engine sees them.
   std::vector<Image> images() const;
@@ -207,7 +213,8 @@ struct ObjectFatbins {
 /// 8 MiB searched, 8 at most), meanwhile the standard sections are read; the result does not
 /// depend on the number. The hooks are then called from several threads at once.
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {},
-                                             const ReleaseHook& prefetch = {}, unsigned threads = 1);
+                                             const ReleaseHook& prefetch = {}, unsigned threads = 1,
+                                             const DataHook& next_data = {});
 
 /// Finds the fatbins stored as plain data in `bytes` (one loaded section of an ELF file other
 /// than .nv_fatbin and __nv_relfatbin), by the fatbin magic at 8-aligned addresses followed by a
@@ -220,11 +227,14 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
 /// > 1 runs of consecutive chunks are searched in parallel, each from its first chunk's start,
 /// and merged in order so that the result is exactly that of one thread (a search that began
 /// inside a fatbin found before it keeps only what lies past that fatbin's end); the hooks are
-/// then called from several threads.
+/// then called from several threads. The work is bounded: about two entry headers checked per
+/// 8 bytes searched (real data needs about one per entry found); a search of crafted data
+/// that exceeds the bound stops, and `problem` (when given) receives a message naming the
+/// file, section, offset and limit. read_elf_fatbins fails with that message.
 std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
                                           std::uint64_t base = 0, std::uint64_t address = 0,
                                           const ReleaseHook& release = {}, const ReleaseHook& prefetch = {},
-                                          unsigned threads = 1);
+                                          unsigned threads = 1, std::string* problem = nullptr);
 
 /// The kind of a file that is device code by itself, told by its first bytes.
 enum class DeviceFileKind : std::uint8_t {
@@ -267,12 +277,27 @@ struct Kernel {
   std::string demangled;  ///< equal to name when it does not demangle
 };
 
+/// The most bytes of kernel names one image may yield, mangled and demangled counted together
+/// (64 MiB; the image with the most kernels in NVIDIA's libraries yields a few MiB). The image
+/// size limit bounds an image, not what is derived from it: 20,000 symbols sharing one long
+/// name in a 1 MB compressed image would otherwise copy and demangle gigabytes.
+inline constexpr std::uint64_t kMaxKernelNameBytes = std::uint64_t{64} << 20;
+/// Names longer than this are listed as they are, not demangled (64 KiB).
+inline constexpr std::size_t kMaxDemangledInput = std::size_t{64} << 10;
+
 /// The kernel entry points of an image: cubin symbols marked as CUDA entries, PTX .entry
-/// directives. LTO-IR is not decoded (empty list). `image` is the decompressed payload.
+/// directives. LTO-IR is not decoded (empty list). `image` is the decompressed payload. An
+/// image whose names exceed kMaxKernelNameBytes is an error (ErrorKind::limit).
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
                                          std::string_view name);
 
-/// abi::__cxa_demangle, or the input when it is not a mangled name.
+/// Whether the decoded image of a SASS entry (raw kind 2) is a cubin: a 64-bit little-endian
+/// ELF file for EM_CUDA. Anything else decodes but cannot be loaded by the driver; the error
+/// names the file, the entry and what its first bytes are. Other entries pass.
+Status check_cubin_image(const FatbinEntry& entry, Bytes image, std::string_view name);
+
+/// abi::__cxa_demangle, or the input when it is not a mangled name or longer than
+/// kMaxDemangledInput.
 std::string demangle(std::string_view name);
 
 // ---- cuobjdump-compatible names ----------------------------------------------------------

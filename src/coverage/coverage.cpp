@@ -1096,11 +1096,18 @@ PackageVerdict judge_package(std::span<const PackageMember> members, const Devic
   // Built for newer GPUs only: every image targets an architecture above this GPU's. A stale
   // object is one built for older GPUs than the rest; one whose oldest target is newer than the
   // GPU is built for those GPUs on purpose (torchao's _C_mxfp8: sm_100 and compute_120). It is
-  // excused like an architecture-specific one.
+  // excused like an architecture-specific one when the package is built per GPU.
   for (std::size_t i = 0; i < members.size(); ++i) {
     const PackageMember& m = members[i];
     if (m.judgement == nullptr || m.dependency || grouped[i] || p.variance[i] != Variance::none || m.oldest_sm == 0) continue;
     if (!is_problem(m.judgement->tier) || cc_of_sm(m.oldest_sm) <= device.cc) continue;
+    // Only in a package built per GPU: another object of it targets a different range. Alone (or
+    // beside builds of the same range) an object built for newer GPUs is simply not for this one.
+    const bool per_gpu = std::any_of(members.begin(), members.end(), [&](const PackageMember& o) {
+      return &o != &m && o.judgement != nullptr && o.judgement->tier != Tier::no_device_code && !o.dependency &&
+             o.oldest_sm != 0 && o.oldest_sm != m.oldest_sm;
+    });
+    if (!per_gpu) continue;
     p.variance[i] = Variance::newer;
     p.excused[i] = true;
     if (newer_failing++ < 3)

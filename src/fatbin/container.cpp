@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Inputs: ELF through mmap, archives through libarchive, directories walked in parallel.
 #include <archguard/container.hpp>
+#include <archguard/pe.hpp>
 
 #include "common/fd.hpp"
 #include "common/fs.hpp"
@@ -10,6 +11,7 @@
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,18 +21,36 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <thread>
 
 namespace archguard {
 namespace {
 
+/// File mappings held by this process's reports (ScanOptions::max_mappings).
+std::atomic<std::size_t> g_mappings{0};
+
 class MappedStorage final : public Storage {
  public:
-  MappedStorage(void* addr, std::size_t size) : addr_(addr), size_(size) {}
+  MappedStorage(void* addr, std::size_t size) : addr_(addr), size_(size), guard_(guard_mapping(addr, size)) { ++g_mappings; }
   ~MappedStorage() override {
+    unguard_mapping(guard_);
     if (addr_ != nullptr) ::munmap(addr_, size_);
+    --g_mappings;
+  }
+  bool damaged() const override { return mapping_damaged(guard_); }
+  /// The data extents of a sparse file (SEEK_DATA / SEEK_HOLE at map time); none: dense.
+  void set_extents(std::vector<std::pair<std::uint64_t, std::uint64_t>> extents) { extents_ = std::move(extents); }
+  std::uint64_t next_data(std::uint64_t offset) const override {
+    if (extents_.empty()) return offset;
+    auto it = std::upper_bound(extents_.begin(), extents_.end(), offset,
+                               [](std::uint64_t o, const auto& e) { return o < e.second; });  // first extent ending after offset
+    if (it == extents_.end()) return size_;
+    return std::max(offset, it->first);
   }
   MappedStorage(const MappedStorage&) = delete;
   MappedStorage& operator=(const MappedStorage&) = delete;
@@ -58,7 +78,28 @@ class MappedStorage final : public Storage {
  private:
   void* addr_;
   std::size_t size_;
+  int guard_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> extents_;  ///< [start, end) with data, sorted
 };
+
+/// The data extents of a file whose blocks on disk cover less than half its size (sparse), or
+/// none (dense, or more than 65,536 extents: then every byte is read as before).
+std::vector<std::pair<std::uint64_t, std::uint64_t>> data_extents(int fd, const struct stat& st) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  if (st.st_size <= 0 || static_cast<std::uint64_t>(st.st_blocks) * 512 >= static_cast<std::uint64_t>(st.st_size) / 2) return out;
+  off_t pos = 0;
+  while (pos < st.st_size) {
+    const off_t data = ::lseek(fd, pos, SEEK_DATA);
+    if (data < 0) break;  // ENXIO: only a hole remains (or no SEEK_DATA support: dense)
+    off_t hole = ::lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) hole = st.st_size;
+    out.emplace_back(static_cast<std::uint64_t>(data), static_cast<std::uint64_t>(hole));
+    if (out.size() > 65536) return {};
+    pos = hole;
+  }
+  if (out.empty()) out.emplace_back(static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_size));  // all hole
+  return out;
+}
 
 class BufferStorage final : public Storage {
  public:
@@ -89,21 +130,44 @@ std::string_view file_type_text(mode_t mode) {
 /// Opens without blocking: a FIFO named by mistake would otherwise wait for a writer forever.
 int open_nonblocking(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); }
 
-Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path) {
+/// The whole of a small file, read into memory (no mapping held); an error when it changed size
+/// while being read.
+Result<std::shared_ptr<const Storage>> read_whole(int fd, const std::string& path, std::uint64_t size) {
+  std::vector<std::byte> buf(static_cast<std::size_t>(size));
+  std::uint64_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(fd, buf.data() + got, static_cast<std::size_t>(size - got), static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_error(path + ": cannot read: " + errno_text(errno), errno);
+    if (n == 0) return Error{ErrorKind::io, path + ": the file shrank to " + hex(got) + " bytes while it was being read (it had " + hex(size) + ")"};
+    got += static_cast<std::uint64_t>(n);
+  }
+  return std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::move(buf)));
+}
+
+Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path, std::size_t max_mappings = SIZE_MAX,
+                                              std::uint64_t read_below = 0) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return errno_error(path + ": cannot stat: " + errno_text(errno), errno);
   if (!S_ISREG(st.st_mode))
     return Error{ErrorKind::unsupported, path + ": is " + std::string(file_type_text(st.st_mode)) + ", not a regular file: only files are read"};
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size == 0) return std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::vector<std::byte>{}));
+  if (size < read_below) return read_whole(fd, path, size);
+  if (g_mappings.load() >= max_mappings)
+    return Error{ErrorKind::limit, path + ": not read: " + std::to_string(max_mappings) +
+                                       " files are mapped already, the limit (files with device code are held mapped until the end; "
+                                       "name fewer files at once)"};
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (addr == MAP_FAILED) return errno_error(path + ": cannot map: " + errno_text(errno), errno);
   // Only headers are read: keep the kernel from reading ahead megabytes around each one.
   ::madvise(addr, size, MADV_RANDOM);
-  return std::shared_ptr<const Storage>(std::make_shared<MappedStorage>(addr, size));
+  auto mapped = std::make_shared<MappedStorage>(addr, size);
+  mapped->set_extents(data_extents(fd, st));
+  return std::shared_ptr<const Storage>(std::move(mapped));
 }
 
-enum class Kind { elf, fatbin, archive, device, other };
+enum class Kind { elf, pe, fatbin, archive, device, unsupported, other };
 
 bool starts_with(Bytes b, std::initializer_list<unsigned> magic, std::size_t at = 0) {
   if (b.size() < at + magic.size()) return false;
@@ -113,8 +177,39 @@ bool starts_with(Bytes b, std::initializer_list<unsigned> magic, std::size_t at 
   return true;
 }
 
+/// Why a file of a kind that can hold device code but is not read here is not: "" for others.
+std::string_view unsupported_kind(Bytes b) {
+  auto be32 = [&b](std::size_t at) {
+    return static_cast<std::uint32_t>(std::to_integer<unsigned>(b[at]) << 24 | std::to_integer<unsigned>(b[at + 1]) << 16 |
+                                      std::to_integer<unsigned>(b[at + 2]) << 8 | std::to_integer<unsigned>(b[at + 3]));
+  };
+  if (b.size() >= 8) {
+    const std::uint32_t m = be32(0);
+    if (m == 0xfeedface || m == 0xfeedfacf || m == 0xcefaedfe || m == 0xcffaedfe)
+      return "a mach-o file (macos): not supported, its device code is not read";
+    // A universal (fat) Mach-O file; a Java class file shares the magic but has a version >= 45
+    // where this has its architecture count.
+    if ((m == 0xcafebabe || m == 0xcafebabf) && be32(4) != 0 && be32(4) < 30)
+      return "a universal mach-o file (macos): not supported, its device code is not read";
+  }
+  if (starts_with(b, {'!', '<', 't', 'h', 'i', 'n', '>', '\n'}))
+    return "a thin archive (ar T): its members live in other files and are not read; name the object files";
+  return {};
+}
+
+/// A PE image (Windows .dll, .exe, .pyd): "MZ" and, when the bytes reach e_lfanew, "PE\0\0".
+/// A short head whose e_lfanew lies beyond it counts (an archive member's first bytes).
+bool pe_head(Bytes b) {
+  if (b.size() < 0x40 || b[0] != std::byte{'M'} || b[1] != std::byte{'Z'}) return false;
+  std::uint32_t lfanew = 0;
+  for (int i = 3; i >= 0; --i) lfanew = lfanew << 8 | std::to_integer<std::uint32_t>(b[0x3c + static_cast<std::size_t>(i)]);
+  return std::uint64_t{lfanew} + 4 > b.size() || looks_like_pe(b);
+}
+
 Kind classify(Bytes b) {
   if (looks_like_elf(b)) return Kind::elf;
+  if (pe_head(b)) return Kind::pe;
+  if (!unsupported_kind(b).empty()) return Kind::unsupported;
   if (starts_with(b, {0x50, 0xed, 0x55, 0xba})) return Kind::fatbin;  // nvcc --fatbin output
   if (starts_with(b, {'!', '<', 'a', 'r', 'c', 'h', '>', '\n'}) ||  // ar
       starts_with(b, {'P', 'K', 3, 4}) || starts_with(b, {'P', 'K', 5, 6}) ||  // zip
@@ -139,6 +234,43 @@ std::string size_text(std::uint64_t v) {
   unsigned u = 0;
   while (u < 4 && v >= (std::uint64_t{1} << (10 * (u + 1))) && v % (std::uint64_t{1} << (10 * (u + 1))) == 0) ++u;
   return hex(v) + " (" + std::to_string(v >> (10 * u)) + " " + units[u] + ")";
+}
+
+/// Makes this thread's locale C.UTF-8 for libarchive while it reads names: it converts the
+/// names a zip marks as UTF-8 to the locale's charset, and in the C locale of most runs every
+/// non-ASCII name failed to convert and was lost. Names without such a mark stay bytes. The
+/// process locale is not touched (uselocale is per thread).
+class Utf8NamesLocale {
+ public:
+  Utf8NamesLocale() {
+    static const locale_t utf8 = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+    if (utf8 != static_cast<locale_t>(nullptr)) previous_ = ::uselocale(utf8);
+  }
+  ~Utf8NamesLocale() {
+    if (previous_ != static_cast<locale_t>(nullptr)) ::uselocale(previous_);
+  }
+  Utf8NamesLocale(const Utf8NamesLocale&) = delete;
+  Utf8NamesLocale& operator=(const Utf8NamesLocale&) = delete;
+
+ private:
+  locale_t previous_ = static_cast<locale_t>(nullptr);
+};
+
+/// An unlinked temporary file in $TMPDIR (else /tmp), where a large archive member is spilled:
+/// std::tmpfile() ignores TMPDIR, and a container image's layers filled a small /tmp.
+FILE* spill_file() {
+  const char* env = std::getenv("TMPDIR");
+  const std::string dir = env != nullptr && *env == '/' ? env : "/tmp";
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {  // no O_TMPFILE on this file system: create, then unlink at once
+    std::string tmpl = dir + "/archguard-spill-XXXXXX";
+    fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    ::unlink(tmpl.c_str());
+  }
+  FILE* f = ::fdopen(fd, "w+b");
+  if (f == nullptr) ::close(fd);
+  return f;
 }
 
 struct Scanner {
@@ -183,20 +315,35 @@ struct Scanner {
       return;
     }
     ReleaseHook release;
-    if (storage != nullptr && storage->bytes().data() == bytes.data())
+    DataHook next_data;
+    if (storage != nullptr && storage->bytes().data() == bytes.data()) {
       release = [storage](std::uint64_t offset, std::uint64_t length) { storage->release(offset, length); };
+      next_data = [storage](std::uint64_t offset) { return storage->next_data(offset); };
+    }
     if (elf->machine() == kElfMachineCuda) {  // a cubin: device code by itself
       add_standalone(bytes, display, archive, member);
       return;
     }
     // No prefetch hook: no madvise hint made the scan cheaper (docs/benchmarks-inspect.md).
-    auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads);
+    auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads, next_data);
     if (!fatbins) {
       report.errors.push_back(fatbins.message());
       return;
     }
     if (fatbins->empty() && !named_directly) return;
     report.objects.push_back(ObjectFatbins::of_elf(*elf, display, archive, member, std::move(*fatbins)));
+  }
+
+  /// A Windows binary: its .nv_fatb and __nv_rel sections (pe.hpp).
+  void add_pe(Bytes bytes, const std::string& display, const std::string& archive, const std::string& member,
+              bool named_directly) {
+    auto o = read_pe(bytes, display, archive, member);
+    if (!o) {
+      report.errors.push_back(o.message());
+      return;
+    }
+    if (o->fatbins.empty() && !named_directly) return;
+    report.objects.push_back(std::move(*o));
   }
 
   void add_standalone(Bytes bytes, const std::string& display, const std::string& archive, const std::string& member) {
@@ -243,6 +390,8 @@ struct Scanner {
     bool classified = false;
     std::vector<char> chunk_buf(std::size_t{1} << 16);
     char* chunk = chunk_buf.data();
+    const int format = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
+    const bool stored = archive_filter_count(a) <= 1 && (format == ARCHIVE_FORMAT_TAR || format == ARCHIVE_FORMAT_AR);
     auto fail = [&spill](Error e) -> Result<std::shared_ptr<const Storage>> {
       if (spill != nullptr) std::fclose(spill);
       return e;
@@ -256,7 +405,11 @@ struct Scanner {
       if (n < 0) return fail(Error{ErrorKind::corrupt, name + ": cannot read: " + archive_text(a)});
       if (n == 0) break;
       total += static_cast<std::uint64_t>(n);
-      if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
+      // Only bytes a decoder produced are inflated: a member of a plain tar or ar is stored as
+      // it is (its bytes are part of the input), and charging it made a plain tar layer inside
+      // a plain image count twice.
+      if (!stored)
+        if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
       if (total > options.max_member_size)
         return fail(Error{ErrorKind::limit, name + ": member larger than the limit " + size_text(options.max_member_size)});
       const auto* p = reinterpret_cast<const std::byte*>(chunk);  // char buffer viewed as bytes
@@ -264,7 +417,9 @@ struct Scanner {
         classified = true;
         std::vector<std::byte> head(buf);
         head.insert(head.end(), p, p + n);
-        if (classify(head) == Kind::other) {
+        const Kind head_kind = classify(head);
+        if (head_kind == Kind::unsupported) report.skipped.push_back(name + ": " + std::string(unsupported_kind(head)));
+        if (head_kind == Kind::other || head_kind == Kind::unsupported) {
           if (archive_filter_count(a) <= 1) {
             archive_read_data_skip(a);  // seeks or skips stored bytes: nothing is inflated
             return std::shared_ptr<const Storage>{};
@@ -278,7 +433,7 @@ struct Scanner {
         }
       }
       if (spill == nullptr && buf.size() + static_cast<std::size_t>(n) > options.spill_threshold) {
-        spill = std::tmpfile();  // unlinked: disappears with the process
+        spill = spill_file();  // unlinked: disappears with the last reference to it
         if (spill == nullptr) return fail(errno_error(name + ": cannot create a temporary file: " + errno_text(errno), errno));
         if (!buf.empty() && std::fwrite(buf.data(), 1, buf.size(), spill) != buf.size())
           return fail(errno_error(name + ": cannot write a temporary file: " + errno_text(errno), errno));
@@ -308,6 +463,7 @@ struct Scanner {
       report.errors.push_back(display + ": archives nested deeper than " + std::to_string(options.max_depth) + " are not opened");
       return;
     }
+    const Utf8NamesLocale names;
     archive* a = archive_read_new();
     archive_read_support_filter_gzip(a);
     archive_read_support_filter_zstd(a);
@@ -334,7 +490,10 @@ struct Scanner {
       }
       // Deterministic `ar` (the default of GNU ar) stores mode 644 without a file type: 0.
       if (const auto type = archive_entry_filetype(entry); type != AE_IFREG && type != 0) continue;
-      const char* path = archive_entry_pathname(entry);
+      // The name as stored in UTF-8 when the archive says it is (zip's flag, pax headers):
+      // converted to the locale (C in most runs) a non-ASCII name became "?". Else the bytes.
+      const char* path = archive_entry_pathname_utf8(entry);
+      if (path == nullptr) path = archive_entry_pathname(entry);
       std::string member = path != nullptr ? path : "?";
       if (member == "/" || member == "//" || member.empty()) continue;  // ar symbol/name tables
       const std::string member_display = display + ":" + member;
@@ -346,12 +505,16 @@ struct Scanner {
       if (!*storage) continue;  // neither ELF, fatbin nor archive: not inflated
       const Bytes mb = (*storage)->bytes();
       const Kind k = classify(mb);
-      if (k == Kind::other) continue;
+      if (k == Kind::unsupported && mb.size() < 264)  // classified here, not in read_member
+        report.skipped.push_back(member_display + ": " + std::string(unsupported_kind(mb)));
+      if (k == Kind::other || k == Kind::unsupported) continue;
       const std::size_t before = report.objects.size();
       // Static libraries: every object is listed (as cuobjdump does), with device code or not.
       const bool ar = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_AR;
       if (k == Kind::elf)
         add_elf(mb, member_display, display, member, ar, storage->get());
+      else if (k == Kind::pe)
+        add_pe(mb, member_display, display, member, false);
       else if (k == Kind::fatbin)
         add_fatbin(mb, member_display, display, member);
       else if (k == Kind::device)
@@ -371,9 +534,14 @@ struct Scanner {
     input_size = bytes.size();
     switch (classify(bytes)) {
       case Kind::elf: add_elf(bytes, display, {}, {}, named_directly, storage); return Ok{};
+      case Kind::pe: add_pe(bytes, display, {}, {}, named_directly); return Ok{};
       case Kind::fatbin: add_fatbin(bytes, display, {}, {}); return Ok{};
       case Kind::device: add_standalone(bytes, display, {}, {}); return Ok{};
       case Kind::archive: scan_archive(bytes, display, 1, !named_directly, file); return Ok{};
+      case Kind::unsupported:
+        if (named_directly) return Error{ErrorKind::unsupported, display + ": " + std::string(unsupported_kind(bytes))};
+        report.skipped.push_back(display + ": " + std::string(unsupported_kind(bytes)));
+        return Ok{};
       case Kind::other: break;
     }
     if (named_directly)
@@ -381,6 +549,15 @@ struct Scanner {
     return Ok{};
   }
 };
+
+/// When `storage` lost pages while it was read (truncated under the mapping), what was read
+/// from it is dropped (objects from `before` on) and the file is an error; true then.
+bool drop_if_damaged(const Storage& storage, const std::string& path, ScanReport& report, std::size_t before) {
+  if (!storage.damaged()) return false;
+  report.objects.resize(before);
+  report.errors.push_back(path + ": the file shrank while it was being read (truncated by another process?): not judged");
+  return true;
+}
 
 void scan_file_quietly(const std::string& path, const ScanOptions& options, ScanReport& report) {
   const common::UniqueFd fd(open_nonblocking(path));
@@ -393,9 +570,17 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
   // Peek first: most files in a tree are neither ELF nor archives.
   unsigned char head[4096] = {};  // a PTX file's .target follows a few lines of comments
   const ssize_t got = ::pread(fd.get(), head, sizeof head, 0);
-  if (got <= 0 || classify(Bytes(reinterpret_cast<const std::byte*>(head), static_cast<std::size_t>(got))) == Kind::other)
+  ++report.files_read;
+  if (got <= 0) return;
+  const Bytes head_bytes(reinterpret_cast<const std::byte*>(head), static_cast<std::size_t>(got));
+  const Kind kind = classify(head_bytes);
+  if (kind == Kind::other) return;
+  if (kind == Kind::unsupported) {
+    report.skipped.push_back(path + ": " + std::string(unsupported_kind(head_bytes)));
+    --report.files_read;
     return;
-  auto storage = map_fd(fd.get(), path);
+  }
+  auto storage = map_fd(fd.get(), path, options.max_mappings, options.read_small_files_below);
   if (!storage) {
     report.errors.push_back(storage.message());
     return;
@@ -403,14 +588,41 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
   Scanner s{options, report};
   const std::size_t before = report.objects.size();
   (void)s.scan((*storage)->bytes(), path, false, storage->get(), &path);
-  if (report.objects.size() > before) report.storage.push_back(*storage);  // else unmapped here
+  if (drop_if_damaged(**storage, path, report, before)) return;
+  // Kept only when an object with device code points into it (else unmapped or freed here).
+  bool used = false;
+  for (std::size_t i = before; i < report.objects.size(); ++i) used = used || !report.objects[i].fatbins.empty();
+  if (used) report.storage.push_back(*storage);
 }
 
 /// Lists the regular files under `root`, recursively, without following symbolic links below it
 /// (`root` itself may be one: /usr/local/cuda/lib64 is a link to lib). Every directory that
 /// cannot be opened or read (permissions, too many open files) is reported in `errors`: a walk
 /// never passes over part of its input in silence.
-void walk_directory(const std::string& root, std::vector<std::string>& files, std::vector<std::string>& errors) {
+/// The kind of the file at `path` from its first bytes (Kind::other when it cannot be read).
+Kind peek_kind(const std::string& path, std::string* why) {
+  const common::UniqueFd fd(open_nonblocking(path));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Kind::other;
+  unsigned char head[4096] = {};
+  const ssize_t got = ::pread(fd.get(), head, sizeof head, 0);
+  if (got <= 0) return Kind::other;
+  const Bytes b(reinterpret_cast<const std::byte*>(head), static_cast<std::size_t>(got));
+  if (why != nullptr) *why = unsupported_kind(b);
+  return classify(b);
+}
+
+/// Whether `path` (canonical) is `root` (canonical) or lies below it.
+bool inside(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/');
+}
+
+void walk_directory(const std::string& root, std::vector<std::string>& files, std::vector<std::string>& errors,
+                    std::vector<std::string>& skipped) {
+  std::error_code ec;
+  const std::string real_root = std::filesystem::canonical(root, ec).string();
+  std::vector<std::pair<std::pair<dev_t, ino_t>, std::string>> linked;  // files with several names
   std::vector<std::string> pending{root};
   bool named = true;  // the directory the user named
   while (!pending.empty()) {
@@ -445,16 +657,44 @@ void walk_directory(const std::string& root, std::vector<std::string>& files, st
         continue;
       }
       // Symbolic links are not followed: libfoo.so -> libfoo.so.1 would list the same code twice.
-      if (S_ISDIR(st.st_mode)) pending.push_back(std::move(child));
-      else if (S_ISREG(st.st_mode)) files.push_back(std::move(child));
+      // One that leads out of the tree leads to code that is not read otherwise: named, when
+      // what it points at could hold device code.
+      if (S_ISLNK(st.st_mode)) {
+        const std::string target = std::filesystem::canonical(child, ec).string();
+        if (ec || real_root.empty() || inside(target, real_root)) continue;  // dangling, or read under its own name
+        if (std::filesystem::is_directory(target, ec))
+          skipped.push_back(child + ": a symbolic link to the directory " + target +
+                            " outside the tree: not followed (name it to check it)");
+        else if (peek_kind(target, nullptr) != Kind::other)
+          skipped.push_back(child + ": a symbolic link to " + target + " outside the tree: not followed (name it to check it)");
+        continue;
+      }
+      if (S_ISDIR(st.st_mode)) {
+        pending.push_back(std::move(child));
+      } else if (S_ISREG(st.st_mode)) {
+        if (st.st_nlink > 1) linked.emplace_back(std::pair{st.st_dev, st.st_ino}, child);
+        files.push_back(std::move(child));
+      }
     }
     ::closedir(d);
   }
+  // Hard links: each file read once, under the first of its names in path order.
+  std::sort(linked.begin(), linked.end());
+  std::set<std::string> again;
+  for (std::size_t k = 1, first = 0; k < linked.size(); ++k) {
+    if (linked[k].first != linked[k - 1].first) {
+      first = k;
+      continue;
+    }
+    again.insert(linked[k].second);
+    skipped.push_back(linked[k].second + ": the same file as " + linked[first].second + " (a hard link): read once, under that name");
+  }
+  if (!again.empty()) std::erase_if(files, [&again](const std::string& f) { return again.count(f) != 0; });
 }
 
 /// ScanOptions::threads, 0 meaning the hardware concurrency.
 unsigned thread_count(const ScanOptions& options) {
-  return options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  return std::min(kMaxThreads, options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace
@@ -483,7 +723,7 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   if (std::filesystem::is_directory(status)) {
     report.directory = true;
     std::vector<std::string> files;
-    walk_directory(path, files, report.errors);
+    walk_directory(path, files, report.errors, report.skipped);
     std::sort(files.begin(), files.end());
     unsigned threads = thread_count(options);
     threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, files.size())));
@@ -497,16 +737,21 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     work();
     for (auto& t : pool) t.join();
     for (auto& p : parts) {  // merged in path order: the output does not depend on scheduling
+      report.files_read += p.files_read;
+      for (auto& k : p.skipped) report.skipped.push_back(std::move(k));
       for (auto& o : p.objects) report.objects.push_back(std::move(o));
       for (auto& e : p.errors) report.errors.push_back(std::move(e));
       for (auto& s : p.storage) report.storage.push_back(std::move(s));
     }
+    std::sort(report.skipped.begin(), report.skipped.end());  // in path order, as everything else
     return report;
   }
   AG_TRY(auto storage, map_file(path));
+  report.files_read = 1;
   Scanner s{options, report};
   s.scan_threads = thread_count(options);
   AG_TRY_STATUS(s.scan(storage->bytes(), path, true, storage.get(), &path));
+  if (drop_if_damaged(*storage, path, report, 0)) return report;
   report.storage.push_back(storage);
   return report;
 }

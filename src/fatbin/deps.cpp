@@ -8,6 +8,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -245,12 +246,24 @@ bool may_have_device_code(const ElfFile& elf) {
   // fatbin header is, in allocated read-only, non-executable sections.
   static constexpr unsigned char kMagic[4] = {0x50, 0xed, 0x55, 0xba};
   const Bytes all = elf.bytes();
+  // The sections' byte ranges merged first: headers that name the same bytes many times (a
+  // crafted file) have them searched once.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   for (const auto& s : elf.sections()) {
     if ((s.flags & SHF_ALLOC) == 0 || (s.flags & (SHF_WRITE | SHF_EXECINSTR)) != 0 || s.type == SHT_NOBITS) continue;
     auto end = checked_add(s.offset, s.size);
     if (!end || *end > all.size()) continue;
-    const auto* p = reinterpret_cast<const unsigned char*>(all.data()) + s.offset;  // bounds checked above
-    const unsigned char* const stop = p + s.size;
+    ranges.emplace_back(s.offset, *end);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> merged;
+  for (const auto& r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
+    else merged.push_back(r);
+  }
+  for (const auto& [from, to] : merged) {
+    const auto* p = reinterpret_cast<const unsigned char*>(all.data()) + from;  // bounds checked above
+    const unsigned char* const stop = reinterpret_cast<const unsigned char*>(all.data()) + to;
     while (p < stop) {
       const void* hit = std::memchr(p, kMagic[0], static_cast<std::size_t>(stop - p));
       if (hit == nullptr) break;
@@ -422,7 +435,8 @@ std::string real_path_or_self(const std::string& path) {
 }
 
 bool is_program(const ScanReport& r) {
-  return !r.directory && r.objects.size() == 1 && r.objects[0].archive.empty() &&
+  // A Windows binary loads DLLs through its import table, not DT_NEEDED: not followed here.
+  return !r.directory && r.objects.size() == 1 && r.objects[0].archive.empty() && !r.objects[0].pe &&
          (r.objects[0].elf_type == kElfTypeExec || r.objects[0].elf_type == kElfTypeDyn);
 }
 

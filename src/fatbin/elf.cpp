@@ -72,10 +72,10 @@ Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
   if (shstrndx != 0 && shstrndx < shnum) {
     const ElfSection& strtab = elf.sections_[static_cast<std::size_t>(shstrndx)];
     AG_TRY(auto strs, r.sub(strtab.offset, strtab.size, "section name table"));
+    StringTable names(std::move(strs));  // views, each byte scanned once (a name bomb costs nothing)
     for (std::size_t i = 0; i < elf.sections_.size(); ++i) {
       if (name_offsets[i] == 0 && i == 0) continue;
-      AG_TRY(auto n, strs.cstring(name_offsets[i], "section name"));
-      elf.sections_[i].name = std::string(n);
+      AG_TRY(elf.sections_[i].name, names.at(name_offsets[i], "section name"));
     }
   } else if (shstrndx >= shnum) {
     return r.error_at(62, "elf header", "section name table index " + hex(shstrndx) + " is past the count " + hex(shnum));
@@ -91,7 +91,7 @@ const ElfSection* ElfFile::find(std::string_view name) const {
 
 Result<Bytes> ElfFile::section_bytes(const ElfSection& section) const {
   if (section.type == SHT_NOBITS) return Bytes{};
-  return reader_.span(section.offset, section.size, "section " + section.name);
+  return reader_.span(section.offset, section.size, "section " + std::string(section.name));
 }
 
 Result<std::vector<ElfSymbol>> ElfFile::symbols() const { return symbols_of(SHT_SYMTAB, "symbol table", "symbol string table"); }
@@ -113,6 +113,7 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::stri
   if (!syms) return syms.error();
   auto strs = reader_.sub(strtab.offset, strtab.size, strings);
   if (!strs) return strs.error();
+  StringTable names(std::move(*strs));
   const std::uint64_t count = symtab->size / 24;
   out.reserve(static_cast<std::size_t>(count));
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -125,8 +126,7 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::stri
     AG_TRY(auto size, syms->u64(o + 16, "symbol"));
     ElfSymbol sym;
     if (nm != 0) {
-      AG_TRY(auto n, strs->cstring(nm, "symbol name"));
-      sym.name = n;
+      AG_TRY(sym.name, names.at(nm, "symbol name"));
     }
     sym.info = info; sym.other = other; sym.shndx = shndx; sym.value = value; sym.size = size;
     out.push_back(sym);
@@ -145,12 +145,13 @@ Result<std::vector<std::string>> ElfFile::needed() const {
   const ElfSection& strtab = sections_[dynamic->link];
   AG_TRY(auto entries, reader_.sub(dynamic->offset, dynamic->size, "dynamic section"));
   AG_TRY(auto strs, reader_.sub(strtab.offset, strtab.size, "dynamic string table"));
+  StringTable names(std::move(strs));
   for (std::uint64_t o = 0; dynamic->size - o >= 16; o += 16) {
     AG_TRY(auto tag, entries.u64(o, "dynamic entry"));
     if (tag == DT_NULL) break;
     if (tag != DT_NEEDED) continue;
     AG_TRY(auto value, entries.u64(o + 8, "dynamic entry"));
-    AG_TRY(auto name, strs.cstring(value, "DT_NEEDED name"));
+    AG_TRY(auto name, names.at(value, "DT_NEEDED name"));
     out.emplace_back(name);
   }
   return out;

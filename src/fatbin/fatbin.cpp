@@ -195,13 +195,20 @@ Result<Fatbin> Fatbin::parse(const ByteReader& r, std::uint64_t offset, std::siz
 }
 
 Result<std::vector<Fatbin>> Fatbin::parse_all(Bytes bytes, std::string name, FatbinSection section,
-                                              std::uint64_t base, const ReleaseHook& release) {
+                                              std::uint64_t base, const ReleaseHook& release, const DataHook& next_data) {
   ByteReader r(bytes, std::move(name), base);
   std::vector<Fatbin> out;
   std::uint64_t pos = 0;
   while (pos < r.size()) {
     // zero padding between fatbins and at the end of the section
     if (bytes[static_cast<std::size_t>(pos)] == std::byte{0}) {
+      if (next_data && pos % 4096 == 0) {  // a hole of a sparse file is skipped, not read
+        const std::uint64_t d = next_data(base + pos);
+        if (d > base + pos) {
+          pos = std::min<std::uint64_t>(r.size(), d - base);
+          continue;
+        }
+      }
       ++pos;
       continue;
     }
@@ -221,8 +228,8 @@ constexpr std::uint32_t kMaxEntryHeaderSize = 0x1000;
 
 /// The cheap structural test a candidate must pass before it is parsed: the header and every
 /// entry header agree with each other and fill the fatbin exactly. `at` is the offset of the
-/// magic in `b`.
-bool plausible_fatbin(Bytes b, std::uint64_t at) {
+/// magic in `b`. Each entry header looked at costs one unit of `work`, which the caller bounds.
+bool plausible_fatbin(Bytes b, std::uint64_t at, std::uint64_t& work) {
   auto u16 = [&b](std::uint64_t o) { std::uint16_t v; std::memcpy(&v, b.data() + o, 2); return v; };
   auto u32 = [&b](std::uint64_t o) { std::uint32_t v; std::memcpy(&v, b.data() + o, 4); return v; };
   auto u64 = [&b](std::uint64_t o) { std::uint64_t v; std::memcpy(&v, b.data() + o, 8); return v; };
@@ -236,6 +243,7 @@ bool plausible_fatbin(Bytes b, std::uint64_t at) {
   const std::uint64_t end = at + kFatbinHeaderSize + fat_size;
   std::uint64_t e = at + kFatbinHeaderSize;
   while (e < end) {
+    ++work;
     if (end - e < kEntryHeaderMinSize) return false;
     const std::uint16_t kind = u16(e + H::kind.offset);
     if (kind != kEntryKindPtx && kind != kEntryKindElf && kind != kEntryKindOldCubin && kind != kEntryKindLtoIr) return false;
@@ -330,6 +338,7 @@ struct ScanChunk {
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
   bool done = false;         ///< searched ahead by a worker
+  bool over_budget = false;  ///< that search stopped at kSearchWorkPerByte
   std::uint64_t start = 0;   ///< where that search started (begin, or past a fatbin before it)
   std::uint64_t stop = 0;    ///< where it stopped (past `end` when a fatbin runs on)
   std::vector<Fatbin> found;
@@ -345,20 +354,36 @@ constexpr std::uint64_t kScanChunk = std::uint64_t{1} << 20;
 constexpr std::uint64_t kMinScanPerThread = std::uint64_t{8} << 20;
 constexpr unsigned kMaxScanThreads = 8;
 
+/// The work a search may do: entry headers looked at, per 8 bytes searched, plus a constant.
+/// Real data costs about one per entry of the fatbins found (each is skipped whole once found);
+/// crafted data with a candidate at every aligned word whose entry chain runs to the region's
+/// end would cost quadratic time (16 MB took over 15 minutes). The bound keeps the search
+/// linear: a search that exceeds it stops, and the file is an error (ErrorKind::limit).
+constexpr std::uint64_t kSearchWorkPer8Bytes = 2;
+constexpr std::uint64_t kSearchWorkFloor = std::uint64_t{1} << 16;
+
 /// The scan proper: every 8-aligned offset in [from, to) of the region whose 32-bit word is the
 /// magic, followed by a header and entry chain that pass plausible_fatbin and Fatbin::parse, is
 /// a fatbin; the search resumes at the first aligned offset after it. Appends what it finds to
 /// `out` and returns the offset it stopped at: the first one at or past `to` it did not check.
+/// `over_budget` is set when the work bound stopped it early.
 std::uint64_t walk_region(const ScanRegion& g, const ByteReader& r, std::uint64_t from, std::uint64_t to,
-                          std::vector<Fatbin>& out) {
+                          std::vector<Fatbin>& out, bool& over_budget) {
   const std::uint64_t size = g.bytes.size();
   const std::uint64_t last = size - kFatbinHeaderSize;  // the last offset a header fits at (size >= 16)
   const auto* data = g.bytes.data();
   std::uint64_t pos = from;
+  const std::uint64_t budget = (to > from ? (to - from) / 8 * kSearchWorkPer8Bytes : 0) + kSearchWorkFloor;
+  std::uint64_t work = 0;
   for (; pos < to && pos <= last; pos += 8) {
     std::uint32_t word;
     std::memcpy(&word, data + pos, sizeof word);
-    if (word != kFatbinMagic || !plausible_fatbin(g.bytes, pos)) continue;
+    if (word != kFatbinMagic) continue;
+    if (work > budget) {
+      over_budget = true;
+      return to;
+    }
+    if (!plausible_fatbin(g.bytes, pos, work)) continue;
     auto fb = Fatbin::parse(r, pos, out.size());
     if (!fb) continue;  // a near miss: data that happens to look like a fatbin header
     fb->section = FatbinSection::embedded;
@@ -384,14 +409,14 @@ class EmbeddedScan {
  public:
   /// `regions` (and what the hooks refer to) must outlive the scan.
   EmbeddedScan(const std::vector<ScanRegion>& regions, const std::string& name, const ReleaseHook& release,
-               const ReleaseHook& prefetch)
-      : regions_(regions), release_(release), prefetch_(prefetch) {
+               const ReleaseHook& prefetch, const DataHook& next_data = {})
+      : regions_(regions), release_(release), prefetch_(prefetch), next_data_(next_data) {
     for (std::size_t i = 0; i < regions.size(); ++i) {
       const ScanRegion& g = regions[i];
       readers_.emplace_back(g.bytes, name, g.base);
       if (g.bytes.size() < kFatbinHeaderSize) continue;
       for (std::uint64_t b = (8 - g.address % 8) % 8; b < g.bytes.size(); b += kScanChunk)
-        chunks_.push_back(ScanChunk{i, b, std::min<std::uint64_t>(g.bytes.size(), b + kScanChunk), false, 0, 0, {}});
+        chunks_.push_back(ScanChunk{i, b, std::min<std::uint64_t>(g.bytes.size(), b + kScanChunk), false, false, 0, 0, {}});
     }
   }
   EmbeddedScan(const EmbeddedScan&) = delete;
@@ -411,6 +436,9 @@ class EmbeddedScan {
   }
 
   /// Waits for the chunks searched ahead and merges them; see the class comment.
+  /// After finish: the first search stopped by the work bound, as an error message, or "".
+  const std::string& problem() const { return problem_; }
+
   std::vector<std::vector<Fatbin>> finish() {
     if (!pool_.empty()) work();
     join();
@@ -425,11 +453,21 @@ class EmbeddedScan {
       if (pos >= c.end) continue;
       const std::uint64_t base = regions_[c.region].base;
       auto& found = out[c.region];
+      bool over = false;
       if (c.done && c.start <= pos && (c.start == pos || c.found.empty() || c.found.front().offset - base >= pos)) {
         for (auto& fb : c.found) found.push_back(std::move(fb));
         pos = std::max(pos, c.stop);
+        over = c.over_budget;
       } else {
-        pos = walk(c, pos, found);
+        pos = walk(c, pos, found, over);
+      }
+      if (over && problem_.empty()) {
+        const ScanRegion& g = regions_[c.region];
+        problem_ = std::string(readers_[c.region].name()) + ": embedded-fatbin search of section " + g.section_name +
+                   " at " + hex(g.base + c.begin) + ": more than " +
+                   std::to_string((c.end - c.begin) / 8 * kSearchWorkPer8Bytes + kSearchWorkFloor) +
+                   " fatbin entry headers checked in " + hex(c.end - c.begin) +
+                   " bytes (the limit; crafted data?): the search was stopped";
       }
     }
     for (auto& found : out)
@@ -438,10 +476,18 @@ class EmbeddedScan {
   }
 
  private:
-  std::uint64_t walk(const ScanChunk& c, std::uint64_t from, std::vector<Fatbin>& out) const {
+  std::uint64_t walk(const ScanChunk& c, std::uint64_t from, std::vector<Fatbin>& out, bool& over_budget) const {
     const ScanRegion& g = regions_[c.region];
+    if (next_data_) {  // holes hold no magic: skip them (to an aligned offset, as the walk steps)
+      const std::uint64_t d = next_data_(g.base + from);
+      if (d > g.base + from) {
+        const std::uint64_t skip = (d - g.base - from) / 8 * 8;
+        if (skip >= c.end - from) return from + (c.end - from + 7) / 8 * 8;
+        from += skip;
+      }
+    }
     if (prefetch_) prefetch_(g.base + from, c.end - from);
-    const std::uint64_t stop = walk_region(g, readers_[c.region], from, c.end, out);
+    const std::uint64_t stop = walk_region(g, readers_[c.region], from, c.end, out, over_budget);
     if (release_) release_(g.base + from, c.end - from);
     return stop;
   }
@@ -451,7 +497,7 @@ class EmbeddedScan {
       for (std::size_t i = first; i < last; ++i) {
         ScanChunk& c = chunks_[i];
         c.start = i > first && chunks_[i - 1].region == c.region ? chunks_[i - 1].stop : c.begin;  // stop >= end
-        c.stop = c.start < c.end ? walk(c, c.start, c.found) : c.start;
+        c.stop = c.start < c.end ? walk(c, c.start, c.found, c.over_budget) : c.start;
         c.done = true;
       }
     }
@@ -464,12 +510,14 @@ class EmbeddedScan {
   const std::vector<ScanRegion>& regions_;
   const ReleaseHook& release_;
   const ReleaseHook& prefetch_;
+  DataHook next_data_;  // a copy: the default argument is a temporary
   std::vector<ByteReader> readers_;
   std::vector<ScanChunk> chunks_;
   std::size_t run_ = 1;   ///< chunks per run
   std::size_t runs_ = 0;  ///< runs handed to workers (0 with one thread)
   std::atomic<std::size_t> next_{0};
   std::vector<std::thread> pool_;
+  std::string problem_;
 };
 
 /// The sections that may hold fatbins kept as data: loaded data (SHT_PROGBITS, SHF_ALLOC, not
@@ -484,20 +532,38 @@ std::vector<ScanRegion> embedded_regions(const ElfFile& elf) {
     if (s.name.starts_with(".eh_frame") || s.name.starts_with(".gcc_except_table") || s.name.starts_with(".got")) continue;
     auto bytes = elf.section_bytes(s);
     if (!bytes) continue;  // a section past the end holds nothing to find; the standard ones were checked
-    out.push_back(ScanRegion{*bytes, s.name, s.offset, s.addr});
+    out.push_back(ScanRegion{*bytes, std::string(s.name), s.offset, s.addr});
   }
-  return out;
+  // Sections of a valid file do not overlap; 20,000 headers naming the same 16 MB would have
+  // the search read it 20,000 times. A section overlapping one before it (in file order) is
+  // not searched again: the bytes searched stay within the file's size.
+  std::vector<std::size_t> order(out.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&out](std::size_t a, std::size_t b) { return out[a].base < out[b].base; });
+  std::vector<bool> keep(out.size(), false);
+  std::uint64_t covered = 0;  // the end of the last kept section, in file order
+  for (std::size_t i : order) {
+    if (out[i].base < covered) continue;
+    keep[i] = true;
+    covered = out[i].base + out[i].bytes.size();
+  }
+  std::vector<ScanRegion> kept;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (keep[i]) kept.push_back(std::move(out[i]));
+  return kept;
 }
 
 }  // namespace
 
 std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
                                           std::uint64_t base, std::uint64_t address, const ReleaseHook& release,
-                                          const ReleaseHook& prefetch, unsigned threads) {
+                                          const ReleaseHook& prefetch, unsigned threads, std::string* problem) {
   const std::vector<ScanRegion> regions{ScanRegion{bytes, section_name, base, address}};
   EmbeddedScan scan(regions, name, release, prefetch);
   scan.start(threads);
-  return std::move(scan.finish().front());
+  auto found = std::move(scan.finish().front());
+  if (problem != nullptr) *problem = scan.problem();
+  return found;
 }
 
 ObjectFatbins ObjectFatbins::of_elf(const ElfFile& elf, std::string path, std::string archive, std::string member,
@@ -513,7 +579,7 @@ ObjectFatbins ObjectFatbins::of_elf(const ElfFile& elf, std::string path, std::s
 }
 
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch,
-                                             unsigned threads) {
+                                             unsigned threads, const DataHook& next_data) {
   // Fatbins kept as data in other loaded, non-executable sections (cuFFT's .ldata, cuBLASLt's
   // .cask_resource, .rodata ...): hundreds of MB in NVIDIA's large libraries, searched in the
   // background while the standard sections are read. Cubins have no such fatbins.
@@ -521,60 +587,75 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
   std::uint64_t total = 0;
   for (const auto& g : regions) total += g.bytes.size();
   threads = static_cast<unsigned>(std::clamp<std::uint64_t>(total / kMinScanPerThread, 1, std::clamp(threads, 1u, kMaxScanThreads)));
-  EmbeddedScan embedded(regions, elf.name(), release, prefetch);
+  EmbeddedScan embedded(regions, elf.name(), release, prefetch, next_data);
   embedded.start(threads);
 
   std::vector<Fatbin> out;
+  // Linear: the relocations at the wrappers' pointers indexed in one pass (not all of them:
+  // cuBLASLt has 375,000, sorting them took a tenth of the run), once for every .nv_fatbin
+  // section, fatbins found by offset (a crafted file with many wrappers and relocations took
+  // quadratic time here).
+  std::vector<std::uint64_t> slots;  // addresses of the pointers of version-2 wrappers
+  if (const ElfSection* seg = elf.find(".nvFatBinSegment");
+      seg != nullptr && elf.type() != kElfTypeRel && elf.find(".nv_fatbin") != nullptr) {
+    if (auto seg_bytes = elf.section_bytes(*seg)) {
+      ByteReader w(*seg_bytes, elf.name(), seg->offset);
+      for (std::uint64_t o = 0; o + 24 <= w.size(); o += 24) {
+        auto magic = w.u32(o, "fatbin wrapper");
+        auto version = w.u32(o + 4, "fatbin wrapper");
+        if (magic && version && *magic == kFatbinWrapperMagic && *version == 2) slots.push_back(seg->addr + o + 8);
+      }
+    }
+  }
+  std::optional<std::vector<std::uint64_t>> pointers;  // where they point, sorted (built on first use)
   for (auto [name, kind] : {std::pair{".nv_fatbin", FatbinSection::nv_fatbin},
                             std::pair{"__nv_relfatbin", FatbinSection::nv_relfatbin}}) {
-    const ElfSection* s = elf.find(name);
-    if (s == nullptr) continue;
-    AG_TRY(Bytes bytes, elf.section_bytes(*s));
-    AG_TRY(std::vector<Fatbin> fbs, Fatbin::parse_all(bytes, elf.name(), kind, s->offset, release));
-    if (kind == FatbinSection::nv_fatbin && elf.type() != kElfTypeRel) {
-      // Wrappers of version 2 point at the device-link fatbin (rule 9).
-      if (const ElfSection* seg = elf.find(".nvFatBinSegment"); seg != nullptr) {
-        auto seg_bytes = elf.section_bytes(*seg);
-        if (seg_bytes) {
-          // Linear: the relocations at the wrappers' pointers indexed in one pass (not all of
-          // them: cuBLASLt has 375,000, sorting them took a tenth of the run), fatbins found by
-          // offset (a crafted file with many wrappers and relocations took quadratic time here).
-          ByteReader w(*seg_bytes, elf.name(), seg->offset);
-          std::vector<std::uint64_t> slots;  // addresses of the pointers of version-2 wrappers
-          for (std::uint64_t o = 0; o + 24 <= w.size(); o += 24) {
-            auto magic = w.u32(o, "fatbin wrapper");
-            auto version = w.u32(o + 4, "fatbin wrapper");
-            if (magic && version && *magic == kFatbinWrapperMagic && *version == 2) slots.push_back(seg->addr + o + 8);
-          }
-          const PointerIndex pointers(elf, slots);
+    // Every section of the name, in section order: a file may have two (a linker script that
+    // kept them apart, or crafted); reading only the first would drop the second in silence.
+    for (const ElfSection& section : elf.sections()) {
+      if (section.name != name) continue;
+      const ElfSection* s = &section;
+      AG_TRY(Bytes bytes, elf.section_bytes(*s));
+      AG_TRY(std::vector<Fatbin> fbs, Fatbin::parse_all(bytes, elf.name(), kind, s->offset, release, next_data));
+      if (kind == FatbinSection::nv_fatbin && elf.type() != kElfTypeRel) {
+        // Wrappers of version 2 point at the device-link fatbin (rule 9).
+        if (!pointers && !slots.empty()) {
+          const PointerIndex index(elf, slots);
+          pointers.emplace();
+          for (std::uint64_t slot : slots)
+            if (auto ptr = index.at(slot)) pointers->push_back(*ptr);
+          std::sort(pointers->begin(), pointers->end());
+        }
+        if (pointers) {
+          // The pointers into this section, matched with its fatbins by offset.
           std::vector<std::pair<std::uint64_t, std::size_t>> by_offset;  // fbs is in offset order
           for (std::size_t i = 0; i < fbs.size(); ++i) by_offset.emplace_back(fbs[i].offset, i);
-          for (std::uint64_t slot : slots) {
-            auto ptr = pointers.at(slot);
-            if (!ptr || *ptr < s->addr || *ptr - s->addr >= s->size) continue;
-            const std::uint64_t file_offset = *ptr - s->addr + s->offset;
+          for (auto p = std::lower_bound(pointers->begin(), pointers->end(), s->addr);
+               p != pointers->end() && *p - s->addr < s->size; ++p) {
+            const std::uint64_t file_offset = *p - s->addr + s->offset;
             auto hit = std::lower_bound(by_offset.begin(), by_offset.end(), std::pair{file_offset, std::size_t{0}});
             if (hit != by_offset.end() && hit->first == file_offset) fbs[hit->second].linked = true;
           }
         }
       }
-    }
-    // nvcc 13 executables and shared objects built without -rdc carry no version-2 wrapper: their
-    // device-link fatbin, first in .nv_fatbin, is recognised as in read_region (it defines no
-    // kernel; found by the H200 fatbin-composition matrix, docs/gpu-validation.md).
-    if (kind == FatbinSection::nv_fatbin && elf.type() != kElfTypeRel && fbs.size() > 1 &&
-        std::none_of(fbs.begin(), fbs.end(), [](const Fatbin& f) { return f.linked; }) &&
-        defines_no_kernel(fbs.front(), elf.name()))
-      fbs.front().device_link = true;
-    for (auto& fb : fbs) {
-      if (fb.linked) fb.device_link = defines_no_kernel(fb, elf.name());
-      fb.index = out.size();
-      fb.section_name = name;
-      out.push_back(std::move(fb));
+      // nvcc 13 executables and shared objects built without -rdc carry no version-2 wrapper: their
+      // device-link fatbin, first in .nv_fatbin, is recognised as in read_region (it defines no
+      // kernel; found by the H200 fatbin-composition matrix, docs/gpu-validation.md).
+      if (kind == FatbinSection::nv_fatbin && elf.type() != kElfTypeRel && fbs.size() > 1 &&
+          std::none_of(fbs.begin(), fbs.end(), [](const Fatbin& f) { return f.linked; }) &&
+          defines_no_kernel(fbs.front(), elf.name()))
+        fbs.front().device_link = true;
+      for (auto& fb : fbs) {
+        if (fb.linked) fb.device_link = defines_no_kernel(fb, elf.name());
+        fb.index = out.size();
+        fb.section_name = name;
+        out.push_back(std::move(fb));
+      }
     }
   }
   attribute_translation_units(elf, out);
   auto embedded_found = embedded.finish();
+  if (!embedded.problem().empty()) return Error{ErrorKind::limit, embedded.problem()};
   std::size_t count = out.size();
   for (const auto& found : embedded_found) count += found.size();
   out.reserve(count);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdlib>
 #include <memory>
 
@@ -31,7 +32,7 @@ bool is_ident(char c) {
 }  // namespace
 
 std::string demangle(std::string_view name) {
-  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return std::string(name);
+  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z' || name.size() > kMaxDemangledInput) return std::string(name);
   std::string z(name);
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(z.c_str(), nullptr, nullptr, &status), std::free);
@@ -128,15 +129,49 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
 #endif
 }
 
+Status check_cubin_image(const FatbinEntry& e, Bytes image, std::string_view name) {
+  if (e.kind != CodeKind::sass || e.raw_kind != kEntryKindElf) return Ok{};
+  const ByteReader r(image, entry_where(name, e) + ": sass image");
+  std::string why;
+  if (!looks_like_elf(image)) {
+    std::string first;
+    for (std::size_t i = 0; i < std::min<std::size_t>(4, image.size()); ++i)
+      first += (i != 0 ? " " : "") + hex(std::to_integer<unsigned>(image[i]));
+    why = "no elf magic (first bytes " + (first.empty() ? std::string("none") : first) + ")";
+  } else if (image.size() < sizeof(Elf64_Ehdr)) {
+    why = "an elf header cut short at " + hex(image.size()) + " bytes";
+  } else if (image[EI_CLASS] != std::byte{ELFCLASS64} || image[EI_DATA] != std::byte{ELFDATA2LSB}) {
+    why = "not a 64-bit little-endian elf file";
+  } else if (auto machine = r.u16(offsetof(Elf64_Ehdr, e_machine), "elf header"); machine && *machine != kElfMachineCuda) {
+    why = "an elf file for machine " + std::to_string(*machine) + ", not cuda (190)";
+  }
+  if (why.empty()) return Ok{};
+  return Error{ErrorKind::corrupt, entry_where(name, e) + ": the sass image decodes to " + hex(image.size()) + " bytes that are no cubin: " + why};
+}
+
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std::string_view name) {
   std::vector<Kernel> out;
   if (e.kind == CodeKind::ltoir) return out;
+  std::uint64_t spent = 0;  // name bytes derived so far, against kMaxKernelNameBytes
+  auto add = [&](std::string_view n) -> Status {
+    spent += n.size();
+    if (spent <= kMaxKernelNameBytes) {
+      std::string d = demangle(n);
+      spent += d.size();
+      if (spent <= kMaxKernelNameBytes) {
+        out.push_back(Kernel{std::string(n), std::move(d)});
+        return Ok{};
+      }
+    }
+    return Error{ErrorKind::limit, entry_where(name, e) + ": kernel names after " + std::to_string(out.size()) +
+                                       " kernels exceed the limit " + hex(kMaxKernelNameBytes) + " bytes per image"};
+  };
   if (e.kind == CodeKind::sass) {
     AG_TRY(ElfFile cubin, ElfFile::parse(image, entry_where(name, e) + ": cubin"));
     AG_TRY(std::vector<ElfSymbol> syms, cubin.symbols());
     for (const auto& s : syms) {
       if (s.type() != STT_FUNC || (s.other & kStoCudaEntry) == 0 || s.name.empty()) continue;
-      out.push_back(Kernel{std::string(s.name), demangle(s.name)});
+      AG_TRY_STATUS(add(s.name));
     }
     return out;
   }
@@ -164,7 +199,7 @@ Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std:
     while (len < n.size() && is_ident(n[len])) ++len;
     if (len == 0) continue;
     n = n.substr(0, len);
-    out.push_back(Kernel{std::string(n), demangle(n)});
+    AG_TRY_STATUS(add(n));
   }
   return out;
 }

@@ -55,6 +55,29 @@ Status check_dir(int fd, const std::string& path, bool readonly_layer) {
   return Ok{};
 }
 
+// The links the path of a cache root goes through must be the user's own or root's: a link
+// someone else planted (in /tmp, say: /tmp/cache -> /home/victim/.ssh) would make us create
+// and write the cache wherever they chose. Links the user set up (a moved ~/.cache) are fine.
+Status check_links(const std::string& path) {
+  const uid_t me = ::geteuid();
+  std::string prefix;
+  std::size_t pos = 0;
+  while (pos < path.size()) {
+    const std::size_t next = path.find('/', pos);
+    const std::size_t end = next == std::string::npos ? path.size() : next;
+    prefix = path.substr(0, end);
+    pos = end + 1;
+    if (prefix.empty() || prefix.back() == '/') continue;
+    struct stat st {};
+    if (::lstat(prefix.c_str(), &st) != 0) break;  // the rest does not exist yet: created below
+    if (S_ISLNK(st.st_mode) && st.st_uid != me && st.st_uid != 0)
+      return make_error(ErrorKind::usage, "cache dir " + path + ": " + prefix + " is a symbolic link owned by uid " +
+                        std::to_string(st.st_uid) + ", not by you (uid " + std::to_string(me) +
+                        ") or root: refusing to follow it; use a directory of your own (ARCHGUARD_CACHE_DIR)");
+  }
+  return Ok{};
+}
+
 // mkdir -p with mode 0700 for the components it creates.
 Status make_dirs(const std::string& path) {
   if (path.empty()) return make_error(ErrorKind::usage, "cache dir: empty path");
@@ -226,6 +249,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     auto layer = std::make_unique<Layer>();
     layer->root = root;
     layer->readonly = readonly;
+    AG_TRY_STATUS(check_links(root));
     if (!readonly) {
       AG_TRY_STATUS(make_dirs(root));
     }

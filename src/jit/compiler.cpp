@@ -133,9 +133,13 @@ Result<std::unique_ptr<Compiler>> Compiler::create(const CompilerOptions& option
     CacheOptions co;
     if (options.cache) {
       co = *options.cache;
+    } else if (auto env = CacheOptions::from_environment()) {
+      co = *env;
     } else {
-      AG_TRY(auto env, CacheOptions::from_environment());
-      co = env;
+      // A bad cache setting (ARCHGUARD_CACHE_MAX_BYTES=-1, no HOME) costs the cache, never the
+      // compile: the application's JIT fallback still gets its kernel.
+      co.disabled = true;
+      c->impl_->cache_problem = env.message() + "; compiling without the cache";
     }
     if (!co.disabled) {
       auto cache = Cache::open(co);
@@ -202,7 +206,7 @@ Result<KeyInfo> Compiler::key(const CompileRequest& request) const {
   fields["nvrtc_build_id"] = nv.build_id;
   fields["nvrtc_library"] = nv.library;
   fields["headers"] = headers;
-  k.fields_json = fields.dump();
+  k.fields_json = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // names, options and include spellings are bytes: never throw
   return k;
 }
 
@@ -250,7 +254,7 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
     meta["log"] = r->log;
     meta["image_bytes"] = r->image.size();
     meta["kind"] = request.target.kind == CodeKind::sass ? "cubin" : request.target.kind == CodeKind::ptx ? "ptx" : "ltoir";
-    metadata = meta.dump(2) + "\n";
+    metadata = meta.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // the log quotes the source
     CacheRecord rec;
     rec.kind = kind_code(request.target.kind);
     rec.names = r->lowered;

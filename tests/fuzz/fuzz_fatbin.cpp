@@ -14,7 +14,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
+
+/// Set by replay_main.cpp while it replays prefixes of an input (weak: 0 under libFuzzer).
+extern "C" {
+__attribute__((weak)) int archguard_fuzz_prefix_run = 0;
+}
 
 namespace {
 
@@ -29,6 +36,88 @@ void decode_all(const archguard::ObjectFatbins& object) {
       (void)archguard::list_kernels(e, *image, object.path);
     }
   }
+}
+
+/// Appends the low `n` bytes of `v` (the host is little endian, as the reader requires).
+void put(std::vector<std::byte>& b, std::uint64_t v, std::size_t n) {
+  const std::size_t at = b.size();
+  b.resize(at + n);
+  std::memcpy(b.data() + at, &v, n);
+}
+
+/// The input amplified to the sizes where the CLI's limits act (issue 22), which the raw input
+/// of a few KB never reaches: an ELF file whose string tables are the input, named by up to
+/// 20,000 section headers and as many symbols at offsets taken from the input (name bombs,
+/// names overlapping at every offset), read as a host object and as a cubin; and the input
+/// repeated to 64 KiB as a data section (long entry chains for the embedded search).
+void amplified(const std::uint8_t* data, std::size_t size) {
+  if (size < 4) return;
+  const std::size_t count = (static_cast<std::size_t>(data[0]) | static_cast<std::size_t>(data[1]) << 8) % 4097;
+  auto word = [&](std::size_t i) {  // an offset into the table, from the input
+    std::uint32_t w = 0;
+    for (std::size_t k = 0; k < 4; ++k) w = w << 8 | data[(i * 4 + k) % size];
+    return w % static_cast<std::uint32_t>(size);
+  };
+  const archguard::Bytes table(reinterpret_cast<const std::byte*>(data), size);  // the fuzzer's buffer
+  for (std::uint16_t machine : {std::uint16_t{62}, std::uint16_t{190}}) {
+    std::vector<std::byte> f(64, std::byte{0});
+    f.reserve(64 + size + 8 + 24 * (count + 1) + 64 * (count + 3));
+    const std::uint64_t strs = f.size();
+    f.insert(f.end(), table.begin(), table.end());
+    while (f.size() % 8 != 0) f.push_back(std::byte{0});
+    const std::uint64_t syms = f.size();
+    f.resize(f.size() + 24, std::byte{0});
+    for (std::size_t i = 0; i < count; ++i) {
+      put(f, std::uint64_t{word(i)} | std::uint64_t{0x12} << 32 | std::uint64_t{0x10} << 40 | std::uint64_t{1} << 48, 8);
+      put(f, 0, 8);
+      put(f, 0, 8);
+    }
+    const std::uint64_t shoff = f.size();
+    auto header = [&f](std::uint32_t name, std::uint32_t type, std::uint64_t off, std::uint64_t sz, std::uint32_t link, std::uint64_t es) {
+      put(f, std::uint64_t{name} | std::uint64_t{type} << 32, 8);
+      put(f, 2, 8);
+      put(f, 0, 8);
+      put(f, off, 8);
+      put(f, sz, 8);
+      put(f, link, 8);
+      put(f, 8, 8);
+      put(f, es, 8);
+    };
+    header(0, 0, 0, 0, 0, 0);
+    header(0, 3, strs, size, 0, 0);                       // 1: the names (.shstrtab and .strtab)
+    header(0, 2, syms, 24 * (count + 1), 1, 24);          // 2: the symbols
+    for (std::size_t i = 0; i < count; ++i) header(word(i + count), 1, strs, size, 0, 0);
+    const std::size_t n = 3 + count;
+    const unsigned char ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+    for (int i = 0; i < 16; ++i) f[static_cast<std::size_t>(i)] = std::byte{ident[i]};
+    auto at = [&f](std::size_t o, std::uint64_t v, int k) {
+      for (int i = 0; i < k; ++i) f[o + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+    };
+    at(16, machine == 190 ? 2 : 3, 2);
+    at(18, machine, 2);
+    at(40, shoff, 8);
+    at(52, 64, 2);
+    at(58, 64, 2);
+    at(60, n, 2);
+    at(62, 1, 2);
+    auto report = archguard::scan_bytes(f, "fuzz-amplified");
+    if (report)
+      for (const auto& o : report->objects) decode_all(o);
+    if (machine == 190) {  // the cubin as the image of a fatbin entry (decode_all listed its kernels)
+      archguard::FatbinEntry e;
+      e.kind = archguard::CodeKind::sass;
+      e.raw_kind = archguard::kEntryKindElf;
+      (void)archguard::check_cubin_image(e, f, "fuzz-amplified");
+    }
+  }
+  std::vector<std::byte> repeated;
+  repeated.reserve(std::size_t{1} << 16);
+  while (repeated.size() + size <= (std::size_t{1} << 16)) repeated.insert(repeated.end(), table.begin(), table.end());
+  std::string problem;
+  archguard::ObjectFatbins embedded;
+  embedded.path = "fuzz-repeated";
+  embedded.fatbins = archguard::find_embedded_fatbins(repeated, "fuzz-repeated", ".rodata", 0, 0, {}, {}, 1, &problem);
+  decode_all(embedded);
 }
 
 /// One file per process, rewritten for every input.
@@ -75,6 +164,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     o.fatbins.push_back(std::move(*standalone));
     decode_all(o);
   }
+  if (archguard_fuzz_prefix_run == 0) amplified(data, size);  // whole inputs only when replaying
   auto region = archguard::Fatbin::parse_all(bytes, "fuzz-region");
   if (region) {
     archguard::ObjectFatbins o;

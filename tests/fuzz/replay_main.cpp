@@ -10,6 +10,11 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+/// 1 while a prefix of an input is replayed: a target may skip its costly amplified variants
+/// then (fuzz_fatbin does; they ran 64 times per seed). Weak: defined here and in the targets.
+extern "C" {
+__attribute__((weak)) int archguard_fuzz_prefix_run = 0;
+}
 
 int main(int argc, char** argv) {
   std::size_t inputs = 0;
@@ -19,8 +24,11 @@ int main(int argc, char** argv) {
     LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());  // char as bytes
     // Every prefix of small inputs too: truncation is the commonest corruption.
     if (bytes.size() <= 4096)
-      for (std::size_t cut = 0; cut < bytes.size(); cut += 1 + bytes.size() / 64)
+      for (std::size_t cut = 0; cut < bytes.size(); cut += 1 + bytes.size() / 64) {
+        archguard_fuzz_prefix_run = 1;
         LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), cut);  // char as bytes
+        archguard_fuzz_prefix_run = 0;
+      }
     ++inputs;
   };
   for (int i = 1; i < argc; ++i) {

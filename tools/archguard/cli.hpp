@@ -11,9 +11,11 @@
 
 #include <archguard/arch.hpp>
 
+#include "common/text.hpp"
 #include "common/version.hpp"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <iostream>
 #include <set>
@@ -79,25 +81,39 @@ bool use_colour();
 std::string nearest_subcommand(const CLI::App& root, const std::string& word);
 
 /// Text for a terminal or a log: control characters (a newline or an escape sequence in a zip
-/// member's name, a kernel name, a GPU name) are written as \xNN, so no input can forge an
-/// output line or drive the terminal. Every human-readable line built from input goes through
-/// this; JSON output escapes by itself.
-inline std::string shown(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static const char digits[] = "0123456789abcdef";
-      out += "\\x";
-      out += digits[u >> 4];
-      out += digits[u & 15];
-    } else {
-      out += c;
+/// member's name, a kernel name, a GPU name; C1 controls too), bytes that are not UTF-8 and the
+/// code points that reorder text are written as \xNN, so no input can forge an output line or
+/// drive the terminal (common::terminal_text). Every human-readable line built from input goes
+/// through this; JSON output goes through json_text.
+inline std::string shown(std::string_view text) { return common::terminal_text(text); }
+
+/// Makes every string of `j` (object keys included) valid UTF-8, in place: bytes that are not
+/// UTF-8 (a Latin-1 file name, a tar member, a section name) are written as \xNN, as shown()
+/// does. nlohmann-json refuses to write anything else (it throws).
+inline void make_utf8(nlohmann::json& j) {
+  if (j.is_string()) {
+    auto& s = j.get_ref<std::string&>();
+    if (!common::valid_utf8(s)) s = common::utf8_escaped(s);
+  } else if (j.is_array()) {
+    for (auto& v : j) make_utf8(v);
+  } else if (j.is_object()) {
+    bool keys_ok = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      keys_ok = keys_ok && common::valid_utf8(it.key());
+      make_utf8(it.value());
+    }
+    if (!keys_ok) {
+      nlohmann::json out = nlohmann::json::object();
+      for (auto it = j.begin(); it != j.end(); ++it) out[common::utf8_escaped(it.key())] = std::move(it.value());
+      j = std::move(out);
     }
   }
-  return out;
 }
 
+/// The text of a JSON document as the verbs print it (indent 2), never throwing on input bytes.
+inline std::string json_text(nlohmann::json j, int indent = 2) {
+  make_utf8(j);
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 }  // namespace archguard::cli

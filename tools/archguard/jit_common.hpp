@@ -21,7 +21,7 @@
 namespace archguard::cli::jit_common {
 
 inline int fail(int code, const std::string& message) {
-  std::cerr << "archguard: " << message << "\n";
+  std::cerr << "archguard: " << cli::shown(message) << "\n";
   return code;
 }
 
@@ -32,12 +32,17 @@ inline Result<std::unique_ptr<jit::Compiler>> make_compiler(const std::string& c
   jit::CompilerOptions o;
   o.use_cache = !no_cache;
   if (!no_cache) {
-    AG_TRY(auto env, jit::CacheOptions::from_environment());
+    // A bad cache setting is left to Compiler::create, which compiles without the cache and
+    // says why (the warning "cache unusable"): the cache never fails a compile.
+    auto env = jit::CacheOptions::from_environment();
     if (!cache_dir.empty()) {
-      env.dir = cache_dir;
-      env.disabled = false;
+      jit::CacheOptions given = env ? *env : jit::CacheOptions{};
+      given.dir = cache_dir;
+      given.disabled = false;
+      o.cache = given;
+    } else if (env) {
+      o.cache = *env;
     }
-    o.cache = env;
   }
   return jit::Compiler::create(o);
 }

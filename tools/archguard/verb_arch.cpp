@@ -39,7 +39,7 @@ std::string kind_name(CodeKind k) {
   return "?";
 }
 
-void fail_usage(const std::string& message) { std::cerr << "archguard: " << message << "\n"; }
+void fail_usage(const std::string& message) { std::cerr << "archguard: " << cli::shown(message) << "\n"; }
 
 // ---- list ----------------------------------------------------------------------------------
 
@@ -176,14 +176,14 @@ int run_list(const ListOptions& opt) {
                                {"ptx_isa", cli::version_or_dash(r.ptx_isa)},
                                {"min_driver", *r.min_driver == '\0' ? json(nullptr) : json(r.min_driver)}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << cli::json_text(j) << "\n";
     return cli::kExitOk;
   }
   if (nvcc) {
     std::cout << "nvcc: " << nvcc->path << " (release " << cli::version_or_dash(nvcc->release)
               << (nvcc->build.empty() ? "" : ", V" + nvcc->build) << ")\n\n";
   } else {
-    std::cerr << "archguard: " << nvcc.message() << "; the nvcc column is left out\n";
+    std::cerr << "archguard: " << cli::shown(nvcc.message()) << "; the nvcc column is left out\n";
   }
   const std::string nvcc_head = nvcc ? "nvcc " + cli::version_or_dash(nvcc->release) : "";
   std::vector<std::vector<std::string>> rows{
@@ -251,7 +251,7 @@ int run_explain(const ExplainOptions& opt) {
   }
   archguard::Result<std::vector<Target>> targets = archguard::parse_token(opt.token);
   if (!targets) {
-    if (opt.json) std::cout << json{{"token", opt.token}, {"error", targets.message()}}.dump(2) << "\n";
+    if (opt.json) std::cout << cli::json_text(json{{"token", opt.token}, {"error", targets.message()}}) << "\n";
     fail_usage(targets.message());
     return cli::kExitUsage;
   }
@@ -285,7 +285,7 @@ int run_explain(const ExplainOptions& opt) {
       }
       j["targets"].push_back(item);
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << cli::json_text(j) << "\n";
     return rc;
   }
   for (std::size_t i = 0; i < targets->size(); ++i) {

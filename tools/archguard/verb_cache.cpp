@@ -63,7 +63,7 @@ int run_ls(const Common& c) {
       arr.push_back({{"key", e.key}, {"layer", e.layer}, {"readonly", e.readonly}, {"bytes", e.bytes},
                      {"last_used", e.last_used}, {"metadata", parsed_metadata(e.metadata)}});
     }
-    std::cout << json{{"dir", (*cache)->dir()}, {"entries", arr}}.dump(2) << "\n";
+    std::cout << cli::json_text(json{{"dir", (*cache)->dir()}, {"entries", arr}}) << "\n";
   } else {
     std::cout << std::left << std::setw(18) << "key" << std::setw(12) << "target" << std::setw(10) << "bytes"
               << std::setw(18) << "last used (utc)" << "source\n";
@@ -84,16 +84,15 @@ int run_stat(const Common& c) {
   auto s = (*cache)->stats();
   if (!s) return jc::fail(cli::kExitUsage, s.message());
   if (c.json) {
-    std::cout << json{{"dir", s->dir}, {"entries", s->entries}, {"bytes", s->bytes}, {"max_bytes", s->max_bytes},
-                      {"temp_files", s->temp_files}, {"readonly_dirs", s->readonly_dirs}}
-                     .dump(2)
+    std::cout << cli::json_text(json{{"dir", s->dir}, {"entries", s->entries}, {"bytes", s->bytes}, {"max_bytes", s->max_bytes},
+                                     {"temp_files", s->temp_files}, {"readonly_dirs", s->readonly_dirs}})
               << "\n";
   } else {
-    std::cout << "dir:         " << s->dir << "\n"
+    std::cout << "dir:         " << cli::shown(s->dir) << "\n"
               << "entries:     " << s->entries << "\n"
               << "bytes:       " << s->bytes << " of " << s->max_bytes << "\n"
               << "temp files:  " << s->temp_files << "\n";
-    for (const std::string& r : s->readonly_dirs) std::cout << "read-only:   " << r << "\n";
+    for (const std::string& r : s->readonly_dirs) std::cout << "read-only:   " << cli::shown(r) << "\n";
   }
   print_warnings(**cache);
   return cli::kExitOk;
@@ -113,7 +112,7 @@ int run_verify(const Common& c, bool evict) {
     if (!c.json) std::cout << "bad: " << cli::shown(e.problem) << (evict && !e.readonly ? " (evicted)" : "") << "\n";
   }
   if (c.json) {
-    std::cout << json{{"checked", v->size()}, {"bad", arr}}.dump(2) << "\n";
+    std::cout << cli::json_text(json{{"checked", v->size()}, {"bad", arr}}) << "\n";
   } else {
     std::cout << v->size() << " entries checked, " << bad << " bad\n";
   }
@@ -128,9 +127,9 @@ int run_clear(const Common& c) {
   if (auto s = (*cache)->clear(); !s) return jc::fail(cli::kExitUsage, s.message());
   const std::uint64_t n = before ? before->entries : 0;
   if (c.json) {
-    std::cout << json{{"dir", (*cache)->dir()}, {"removed", n}}.dump(2) << "\n";
+    std::cout << cli::json_text(json{{"dir", (*cache)->dir()}, {"removed", n}}) << "\n";
   } else {
-    std::cout << "removed " << n << " entries from " << (*cache)->dir() << "\n";
+    std::cout << "removed " << n << " entries from " << cli::shown((*cache)->dir()) << "\n";
   }
   return cli::kExitOk;
 }
@@ -164,7 +163,7 @@ int run_prewarm(const Common& c, const Prewarm& p) {
       r.options.insert(r.options.end(), p.nvrtc_options.begin(), p.nvrtc_options.end());
       auto out = (*compiler)->compile(r);
       if (!out) {
-        std::cerr << "archguard cache prewarm: " << out.message() << "\n";
+        std::cerr << "archguard cache prewarm: " << cli::shown(out.message()) << "\n";
         arr.push_back({{"source", src}, {"target", jc::target_name(t.target)}, {"error", out.message()}});
         rc = cli::kExitProblem;
         continue;
@@ -177,7 +176,7 @@ int run_prewarm(const Common& c, const Prewarm& p) {
     }
   }
   if (c.json) {
-    std::cout << json{{"built", built}, {"hits", hits}, {"results", arr}}.dump(2) << "\n";
+    std::cout << cli::json_text(json{{"built", built}, {"hits", hits}, {"results", arr}}) << "\n";
   } else {
     std::cout << built << " compiled, " << hits << " already cached\n";
   }

@@ -562,7 +562,8 @@ int run_check(const CheckOptions& opt) {
                         {"files_scanned", f.files_scanned},
                         {"libraries", f.libraries},
                         {"libraries_not_found", std::move(missing)},
-                        {"notes", f.notes}});
+                        {"notes", f.notes},
+                        {"skipped", f.skipped}});
     }
     nlohmann::json doc{{"schema", "archguard.check/2"},
                        {"this_machine", this_machine},
@@ -573,8 +574,9 @@ int run_check(const CheckOptions& opt) {
                        {"devices", std::move(devices_json)},
                        {"fails", any_fail},
                        {"errors", in.errors}};
-    std::printf("%s\n", doc.dump(2).c_str());
+    std::printf("%s\n", cli::json_text(doc).c_str());
   } else {
+    print_skipped(in);
     print_errors(in.errors);
   }
   return code;

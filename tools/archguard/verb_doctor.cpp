@@ -135,7 +135,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     for (const auto& text : opts->cc) {
       auto cc = parse_cc(text);
       if (!cc) {
-        std::cerr << "archguard doctor: --cc '" << text << "' is not a compute capability such as 9.0\n";
+        std::cerr << "archguard doctor: --cc '" << archguard::cli::shown(text) << "' is not a compute capability such as 9.0\n";
         ctx.exit_code = archguard::cli::kExitUsage;
         return;
       }
@@ -147,7 +147,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     int code = archguard::cli::kExitOk;
     if (!r.driver_found) code = archguard::cli::kExitNoDriver;
     else if (r.overall() == Level::fail) code = archguard::cli::kExitProblem;
-    if (opts->json) std::cout << to_json(r, code).dump(2) << "\n";
+    if (opts->json) std::cout << cli::json_text(to_json(r, code)) << "\n";
     else render(r, std::cout, archguard::cli::use_colour());
     ctx.exit_code = code;
   });

@@ -35,6 +35,9 @@ struct InputFacts {
   std::size_t libraries = 0;       ///< shared libraries it loads (found by the walk)
   std::vector<Dependency> missing; ///< libraries it loads that were not found
   std::vector<std::string> notes;  ///< problems of the walk (not errors of the input)
+  /// Files and members that could hold device code but were not read, "<path>: <why>"
+  /// (ScanReport::skipped): not counted in files_scanned.
+  std::vector<std::string> skipped;
 };
 
 struct Inputs {
@@ -85,6 +88,9 @@ inline Result<ScanOptions> scan_options(const ReadLimits& l) {
   if (auto st = pick(l.max_inflated_total, "--max-inflated-total", "ARCHGUARD_MAX_INFLATED_TOTAL", false, o.budget.per_run); !st)
     return st.error();
   AG_TRY_STATUS(pick(l.max_ratio, "--max-ratio", "ARCHGUARD_MAX_RATIO", true, o.budget.max_ratio));
+  std::uint64_t mappings = o.max_mappings;  // no flag: a limit of the machine (vm.max_map_count), not of the input
+  AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_MAPPINGS", "ARCHGUARD_MAX_MAPPINGS", true, mappings));
+  o.max_mappings = static_cast<std::size_t>(mappings);
   return o;
 }
 
@@ -99,18 +105,6 @@ struct ReadOptions {
   DependencyOptions dependency_options;
 };
 
-namespace detail {
-
-inline std::size_t count_files(const std::string& dir) {
-  std::size_t n = 0;
-  std::error_code ec;
-  for (std::filesystem::recursive_directory_iterator it(dir, std::filesystem::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec))
-    if (it->is_regular_file(ec)) ++n;
-  return n;
-}
-
-}  // namespace detail
 
 bool stderr_is_tty();  // main.cpp
 
@@ -131,7 +125,7 @@ class ScanProgress {
         if (secs < 1.0) continue;
         char elapsed[32];
         std::snprintf(elapsed, sizeof elapsed, "%.0f s", secs);
-        std::cerr << "\r\033[Karchguard: reading " << path;
+        std::cerr << "\r\033[Karchguard: reading " << shown(path);
         if (count > 1) std::cerr << " (" << index + 1 << "/" << count << ")";
         std::cerr << " ... " << elapsed << std::flush;
         drawn = true;
@@ -180,7 +174,8 @@ inline Inputs read_inputs(const std::vector<std::string>& paths, const ReadOptio
     for (const auto& e : r->errors) in.errors.push_back(e);
     InputFacts facts;
     facts.input = p;
-    facts.files_scanned = r->directory ? detail::count_files(p) : 1;
+    facts.files_scanned = r->files_read;
+    facts.skipped = r->skipped;
     if (options.deps && is_program(*r)) {
       LoadedLibraries libs = add_loaded_libraries(*r, seen, options.dependency_options, scan);
       facts.files_scanned += libs.files_read;
@@ -218,7 +213,14 @@ inline std::string no_device_code_line(const InputFacts& f) {
   std::string s = f.input + ": no device code (" + std::to_string(f.files_scanned) +
                   (f.files_scanned == 1 ? " file" : " files") + " scanned";
   if (f.libraries > 0) s += ", including " + std::to_string(f.libraries) + (f.libraries == 1 ? " loaded library" : " loaded libraries");
+  if (!f.skipped.empty()) s += "; " + std::to_string(f.skipped.size()) + " not read";
   return s + ")";
+}
+
+/// Says on stderr which files and members were not read, and why: nothing is skipped in silence.
+inline void print_skipped(const Inputs& in) {
+  for (const auto& f : in.facts)
+    for (const auto& k : f.skipped) std::cerr << "archguard: note: not read: " << shown(k) << '\n';
 }
 
 /// Notes about the libraries an input loads that were not found (ld.so would refuse to start

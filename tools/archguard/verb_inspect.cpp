@@ -61,6 +61,7 @@ KernelMap collect_kernels(const Inputs& in, unsigned threads) {
     }
   };
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, kMaxThreads);
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads && t < work.size(); ++t) pool.emplace_back(run);
   run();
@@ -268,6 +269,7 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"archive", o.archive},
           {"member", o.member},
           {"elf_type", elf_type_text(o.elf_type)},
+          {"format", o.pe ? "pe" : o.elf_type == 0 ? "" : "elf"},
           {"machine", machine_text(o.machine)},
           {"fatbins", std::move(fatbins)},
           {"fatbin_counts", counts_json(count_fatbins(o))},
@@ -285,7 +287,9 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
             {"ptx", arch_list_json(every_fatbin(o).ptx, CodeKind::ptx)}}}};
 }
 
-std::string coverage_line(const CoverageSummary& c, const EveryFatbin& every) {
+/// The coverage lines of an object: what every fatbin covers, then, when fatbins differ, what
+/// only some do. One string per output line (each is escaped on its own when printed).
+std::vector<std::string> coverage_lines(const CoverageSummary& c, const EveryFatbin& every) {
   auto names = [](const std::vector<Arch>& v, CodeKind k) {
     std::string s;
     for (const Arch& a : v) s += (s.empty() ? "" : " ") + nvcc_name(a, k);
@@ -293,12 +297,13 @@ std::string coverage_line(const CoverageSummary& c, const EveryFatbin& every) {
   };
   std::string line = "  coverage: sass " + names(every.sass, CodeKind::sass) + "; ptx " + names(every.ptx, CodeKind::ptx);
   if (c.fatbins > 1) line += " (in all " + std::to_string(c.fatbins) + " fatbins)";
+  std::vector<std::string> lines{std::move(line)};
   if (every.sass != c.sass || every.ptx != c.ptx)
-    line += "\n  in some fatbins only (not enough to run every kernel): union sass " + names(c.sass, CodeKind::sass) +
-            "; ptx " + names(c.ptx, CodeKind::ptx);
-  if (!c.highest_ptx_isa.empty()) line += " (highest ptx isa " + version_text(c.highest_ptx_isa) + ")";
-  if (!c.ltoir.empty()) line += "; lto-ir " + names(c.ltoir, CodeKind::ptx);
-  return line;
+    lines.push_back("  in some fatbins only (not enough to run every kernel): union sass " + names(c.sass, CodeKind::sass) +
+                    "; ptx " + names(c.ptx, CodeKind::ptx));
+  if (!c.highest_ptx_isa.empty()) lines.back() += " (highest ptx isa " + version_text(c.highest_ptx_isa) + ")";
+  if (!c.ltoir.empty()) lines.back() += "; lto-ir " + names(c.ltoir, CodeKind::ptx);
+  return lines;
 }
 
 void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* kernels) {
@@ -311,7 +316,9 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
           what = where_text(o.fatbins.front()).substr(std::string_view("standalone ").size()) + " file";
         std::printf("%s  (%s)\n", shown(o.path).c_str(), what.c_str());
       } else {
-        std::printf("%s  (%s, %s)\n", shown(o.path).c_str(), elf_type_text(o.elf_type).c_str(), machine_text(o.machine).c_str());
+        std::printf("%s  (%s, %s)\n", shown(o.path).c_str(),
+                    o.pe ? (o.elf_type == 3 ? "windows dll" : "windows executable") : elf_type_text(o.elf_type).c_str(),
+                    machine_text(o.machine).c_str());
       }
       if (o.fatbins.empty()) {
         std::printf("  no device code\n");
@@ -346,8 +353,8 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
           }
         }
       }
-      std::printf("%s\n", counts_line(count_fatbins(o)).c_str());
-      std::printf("%s\n", shown(coverage_line(summarize(o), every_fatbin(o))).c_str());
+      std::printf("%s\n", shown(counts_line(count_fatbins(o))).c_str());
+      for (const std::string& line : coverage_lines(summarize(o), every_fatbin(o))) std::printf("%s\n", shown(line).c_str());
       for (const LinkDrop& d : link_drops_of(o))
         std::printf("%s\n", shown("  device-link drop: " + d.kernel.demangled + " (" + d.object_label + ", " + d.defined_in +
                                    ") is not in the linked " + nvcc_name(d.linked.arch, CodeKind::sass) + " image of fatbin " +
@@ -434,12 +441,13 @@ int run_inspect(const InspectOptions& opt) {
   limits.threads = opt.threads;
   auto scan = scan_options(limits);
   if (!scan) {
-    std::fprintf(stderr, "archguard inspect: %s\n", scan.message().c_str());
+    std::fprintf(stderr, "archguard inspect: %s\n", shown(scan.message()).c_str());
     return kExitUsage;
   }
   const Inputs in = read_inputs(opt.files, *scan);
   if (opt.cuobjdump) {
     print_like_cuobjdump(in, opt.all_fatbins);
+    print_skipped(in);
     print_errors(in.errors);
     return in.errors.empty() ? kExitOk : kExitUsage;
   }
@@ -454,12 +462,14 @@ int run_inspect(const InspectOptions& opt) {
         if (o.fatbins.empty() && !o.archive.empty()) continue;
         objects.push_back(object_json(o, kp));
       }
-      inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"objects", std::move(objects)}});
+      inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"files_read", r.files_read},
+                        {"skipped", r.skipped}, {"objects", std::move(objects)}});
     }
     nlohmann::json doc{{"schema", "archguard.inspect/1"}, {"inputs", std::move(inputs)}, {"errors", in.errors}};
-    std::printf("%s\n", doc.dump(2).c_str());
+    std::printf("%s\n", cli::json_text(doc).c_str());
   } else {
     print_table(in, opt, kp);
+    print_skipped(in);
     print_errors(in.errors);
   }
   return in.errors.empty() ? kExitOk : kExitUsage;
@@ -477,7 +487,8 @@ void setup(CLI::App& root, Context& ctx) {
                 "Print the lines of 'cuobjdump --list-elf' then 'cuobjdump --list-ptx'");
   cmd->add_flag("--all-fatbins", opt->all_fatbins,
                 "With --list-like-cuobjdump: list __nv_relfatbin too, as cuobjdump -all does");
-  cmd->add_option("--threads", opt->threads, "Worker threads (default: all cores)");
+  cmd->add_option("--threads", opt->threads, "Worker threads, 1 to " + std::to_string(kMaxThreads) + " (default, or 0: all cores)")
+      ->check(CLI::Range(0u, kMaxThreads));
   cmd->callback([opt, &ctx] { ctx.exit_code = run_inspect(*opt); });
 }
 

@@ -58,7 +58,7 @@ int run_compile(const CompileOptions& o) {
     return jc::fail(cli::kExitUsage, "-o needs exactly one target, got " + std::to_string(targets->size()));
   }
   if (!(*compiler)->cache_problem().empty())
-    std::cerr << "archguard: warning: cache unusable: " << (*compiler)->cache_problem() << "\n";
+    std::cerr << "archguard: warning: cache unusable: " << cli::shown((*compiler)->cache_problem()) << "\n";
   json results = json::array();
   int rc = cli::kExitOk;
   for (const jc::TargetChoice& t : *targets) {
@@ -72,7 +72,7 @@ int run_compile(const CompileOptions& o) {
     r.name_expressions = o.name_expressions;
     auto out = (*compiler)->compile(r);
     if (!out) {
-      std::cerr << "archguard jit compile: " << out.message() << "\n";
+      std::cerr << "archguard jit compile: " << cli::shown(out.message()) << "\n";
       rc = cli::kExitProblem;
       results.push_back({{"target", jc::target_name(t.target)}, {"error", out.message()}});
       continue;
@@ -86,18 +86,26 @@ int run_compile(const CompileOptions& o) {
     if (!o.output.empty()) j["output"] = o.output;
     results.push_back(j);
     if (!o.json) {
-      std::cout << o.source << ": " << jc::target_name(t.target) << "  " << out->image.size() << " bytes  "
-                << jc::cache_column(*out) << (o.output.empty() ? "" : "  -> " + o.output) << "\n";
-      if (!t.note.empty()) std::cout << "  target: " << t.note << "\n";
-      for (const auto& [e, l] : out->lowered_names) std::cout << "  " << e << " = " << l << "\n";
-      if (!out->log.empty()) std::cout << "  log:\n" << out->log << "\n";
+      std::cout << cli::shown(o.source) << ": " << jc::target_name(t.target) << "  " << out->image.size() << " bytes  "
+                << cli::shown(jc::cache_column(*out)) << (o.output.empty() ? "" : "  -> " + cli::shown(o.output)) << "\n";
+      if (!t.note.empty()) std::cout << "  target: " << cli::shown(t.note) << "\n";
+      for (const auto& [e, l] : out->lowered_names) std::cout << "  " << cli::shown(e) << " = " << cli::shown(l) << "\n";
+      if (!out->log.empty()) {  // line by line: the log quotes the source, which may hold anything
+        std::cout << "  log:\n";
+        std::string_view log = out->log;
+        while (!log.empty()) {
+          const std::size_t nl = log.find('\n');
+          std::cout << cli::shown(log.substr(0, nl)) << "\n";
+          log = nl == std::string_view::npos ? std::string_view{} : log.substr(nl + 1);
+        }
+      }
     }
   }
-  if (o.json) std::cout << json{{"results", results}}.dump(2) << "\n";
+  if (o.json) std::cout << cli::json_text(json{{"results", results}}) << "\n";
   // Cache failures worked around during the compiles (a full or read-only file system): the
   // output above is complete, this only says the cache did not keep it.
   if (compiler->get()->cache() != nullptr) {
-    for (const std::string& w : (*compiler)->cache()->warnings()) std::cerr << "archguard: warning: " << w << "\n";
+    for (const std::string& w : (*compiler)->cache()->warnings()) std::cerr << "archguard: warning: " << cli::shown(w) << "\n";
   }
   return rc;
 }
@@ -121,23 +129,23 @@ int run_info(bool as_json) {
     j["cache"] = {{"error", cache.message()}};
   }
   if (as_json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << cli::json_text(j) << "\n";
   } else {
     if (!nv) {
-      std::cout << "nvrtc:     " << nv.message() << "\n";
+      std::cout << "nvrtc:     " << cli::shown(nv.message()) << "\n";
     } else {
       const auto& i = archguard::jit::nvrtc_info(**nv);
       std::string archs;
       for (unsigned a : i.supported) archs += (archs.empty() ? "" : " ") + std::to_string(a);
-      std::cout << "nvrtc:     " << cli::version_or_dash(i.version) << " (" << i.library << ")\n"
+      std::cout << "nvrtc:     " << cli::version_or_dash(i.version) << " (" << cli::shown(i.library) << ")\n"
                 << "build id:  " << (i.build_id.empty() ? "-" : i.build_id) << "\n"
                 << "archs:     " << archs << "\n"
                 << "ptx isa:   " << cli::version_or_dash(i.ptx_isa) << "\n";
     }
     if (cache) {
-      std::cout << "cache:     " << (cache->disabled ? "disabled" : cache->dir) << "\n";
+      std::cout << "cache:     " << (cache->disabled ? "disabled" : cli::shown(cache->dir)) << "\n";
     } else {
-      std::cout << "cache:     " << cache.message() << "\n";
+      std::cout << "cache:     " << cli::shown(cache.message()) << "\n";
     }
   }
   return nv ? cli::kExitOk : cli::kExitProblem;

@@ -352,7 +352,7 @@ void run_verb(const RunArgs& a, cli::Context& ctx) {
   for (const auto& p : report.problems) problems.push_back(p);
   if (!a.quiet || report.architecture_failures > 0 || report.disagreements > 0 || !report.recorded) render(std::cerr, report, a, status, problems);
   if (!a.json.empty()) {
-    const std::string text = report_json(report, a, status, problems).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    const std::string text = cli::json_text(report_json(report, a, status, problems));
     if (a.json == "-") {
       std::cerr << text << "\n";
     } else {

@@ -42,7 +42,7 @@ int run_verify(const VerifyOptions& opt) {
   req->strict = opt.strict;
   auto scan = scan_options(opt.limits);
   if (!scan) {
-    std::fprintf(stderr, "archguard verify: %s\n", scan.message().c_str());
+    std::fprintf(stderr, "archguard verify: %s\n", shown(scan.message()).c_str());
     return kExitUsage;
   }
   Inputs in = read_inputs(opt.files, *scan);
@@ -58,6 +58,8 @@ int run_verify(const VerifyOptions& opt) {
           if (e.kind == CodeKind::ltoir) continue;
           else if (auto image = decompress(e, o.path); !image)
             in.errors.push_back(image.message() + "; the driver cannot load this image");
+          else if (auto cubin = check_cubin_image(e, *image, o.path); !cubin)  // decodes, but to what?
+            in.errors.push_back(cubin.message() + "; the driver cannot load this image");
   VerifyReport report;
   for (const auto& r : in.reports) {  // per input: the reports keep the mapped bytes alive
     VerifyReport part = verify(r.objects, *req);
@@ -99,9 +101,15 @@ int run_verify(const VerifyOptions& opt) {
                          {"allow_compatible", req->allow_compatible},
                          {"strict", req->strict}}},
                        {"objects_checked", report.objects},
+                       {"skipped", [&in] {
+                          nlohmann::json k = nlohmann::json::array();
+                          for (const auto& f : in.facts)
+                            for (const auto& s : f.skipped) k.push_back(s);
+                          return k;
+                        }()},
                        {"units", std::move(units)},
                        {"errors", in.errors}};
-    std::printf("%s\n", doc.dump(2).c_str());
+    std::printf("%s\n", cli::json_text(doc).c_str());
     return code;
   }
   if (opt.lines) {  // the line format of the CMake verify step
@@ -111,6 +119,7 @@ int run_verify(const VerifyOptions& opt) {
   std::vector<std::string> no_device;  // every input gets a line; those with device code are in the summary
   for (std::size_t i = 0; i < in.reports.size(); ++i)
     if (!has_device_code(in.reports[i])) no_device.push_back(no_device_code_line(in.facts[i]));
+  print_skipped(in);
   print_errors(in.errors);
   std::fputs(verify_text(report, opt.quiet, code != kExitOk, no_device).c_str(), stdout);
   if (report.units.empty() && in.errors.empty()) {

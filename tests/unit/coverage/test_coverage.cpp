@@ -421,6 +421,12 @@ TEST_CASE("package verdicts: a failure only when no variant serves the GPU", "[c
     CHECK_FALSE(p.problem);
     CHECK(p.summary.find("holds no device code for this GPU") == 0);
   }
+  SECTION("alone, an object built for newer GPUs only is not for this GPU: a failure") {
+    std::vector<PackageMember> m{{"pkg/ext.so", &none, false, 100, false}};
+    CHECK(judge_package(m, h100).problem);
+    std::vector<PackageMember> two{{"pkg/a.so", &none, false, 100, false}, {"pkg/b.so", &none, false, 100, false}};
+    CHECK(judge_package(two, h100).problem);
+  }
   SECTION("an object built for older GPUs only is not excused: it is stale") {
     std::vector<PackageMember> m{{"pkg/core.so", &runs, false, 80, false}, {"pkg/ops.so", &none, false, 70, false}};
     const PackageVerdict p = judge_package(m, h100);

@@ -431,3 +431,28 @@ TEST_CASE("cache sizes from the environment are checked, never wrapped", "[jit][
     CHECK(o->max_bytes == std::uint64_t{16} << 40);
   }
 }
+
+TEST_CASE("a cache root reached through someone else's symbolic link is refused", "[jit][cache][security][issue22]") {
+  // /tmp/cache -> /home/victim/...: planted by another user, it would make us create and
+  // write the cache wherever they chose.
+  if (::geteuid() != 0) ARCHGUARD_SKIP("not root: a link owned by someone else needs chown");
+  TempDir t;
+  const passwd* nobody = ::getpwnam("nobody");
+  REQUIRE(nobody != nullptr);
+  fs::create_directories(t.path + "/victim");
+  ::chmod((t.path + "/victim").c_str(), 0700);
+  const std::string link = t.path + "/planted";
+  fs::create_directory_symlink(t.path + "/victim", link);
+  REQUIRE(::lchown(link.c_str(), nobody->pw_uid, nobody->pw_gid) == 0);
+  CacheOptions o;
+  o.dir = link + "/archguard";
+  auto c = Cache::open(o);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.message().find(link + " is a symbolic link owned by uid " + std::to_string(nobody->pw_uid)) != std::string::npos);
+  CHECK_FALSE(fs::exists(t.path + "/victim/archguard"));  // nothing created through it
+  // A link of one's own is followed (a moved ~/.cache).
+  const std::string mine = t.path + "/mine";
+  fs::create_directory_symlink(t.path + "/victim", mine);
+  o.dir = mine + "/archguard";
+  CHECK(Cache::open(o).ok());
+}

@@ -468,3 +468,67 @@ TEST_CASE("prebuilt images come from the fatbin reader", "[jit]") {
   const std::string junk = "not a fatbin at all";
   CHECK_FALSE(Prebuilt::from_fatbin(std::as_bytes(std::span(junk.data(), junk.size())), "junk").ok());
 }
+
+// ---- hostile input, round three (issue 22) ------------------------------------------------
+
+TEST_CASE("names, options and include spellings that are not utf-8 never throw", "[jit][hostile][issue22]") {
+  // The key is written as JSON; nlohmann-json throws on bytes that are not UTF-8, and that
+  // exception went through the Result API (an application's JIT fallback terminated).
+  TempDir t;
+  auto c = compiler_in(t.path + "/cache");
+  const std::string src = std::string("#if 0\n#include \"caf\xe9.h\"\n#endif\n") + kSaxpy;
+  CompileRequest r = request(src.c_str(), sass(90), "caf\xe9.cu");
+  r.options.push_back("-DLATIN=\"\xe9\"");
+  auto key = c->key(r);
+  REQUIRE(key.ok());
+  auto out = c->compile(r);
+  REQUIRE(out.ok());
+  CHECK(is_elf(out->image));
+  auto again = c->compile(r);  // and the cache entry it wrote reads back
+  REQUIRE(again.ok());
+  CHECK(again->from_cache);
+}
+
+TEST_CASE("a bad cache setting costs the cache, never the compile", "[jit][hostile][issue22]") {
+  TempDir t;
+  SECTION("ARCHGUARD_CACHE_MAX_BYTES=-1") {
+    ScopedEnv dir("ARCHGUARD_CACHE_DIR", (t.path + "/cache").c_str());
+    ScopedEnv max("ARCHGUARD_CACHE_MAX_BYTES", "-1");
+    auto c = Compiler::create({});
+    REQUIRE(c.ok());
+    CHECK((*c)->cache() == nullptr);
+    CHECK((*c)->cache_problem().find("ARCHGUARD_CACHE_MAX_BYTES: '-1'") != std::string::npos);
+    auto r = (*c)->compile(request(kSaxpy, sass(90)));
+    REQUIRE(r.ok());
+    CHECK(r->cache_note.find("compiling without the cache") != std::string::npos);
+  }
+  SECTION("none of HOME, XDG_CACHE_HOME, ARCHGUARD_CACHE_DIR") {
+    ScopedEnv dir("ARCHGUARD_CACHE_DIR", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", nullptr);
+    ScopedEnv home("HOME", nullptr);
+    auto c = Compiler::create({});
+    REQUIRE(c.ok());
+    CHECK((*c)->cache() == nullptr);
+    auto r = (*c)->compile(request(kSaxpy, sass(90)));
+    REQUIRE(r.ok());
+    CHECK(is_elf(r->image));
+  }
+}
+
+TEST_CASE("a huge header named by an include, even inside #if 0, is not read for the key", "[jit][hostile][issue22]") {
+  // The include scan read every header it found whole: a 3 GB sparse file aborted the compile.
+  // Above 64 MiB it is not read; the source compiles, uncached.
+  TempDir t;
+  const std::string big = t.path + "/huge.h";
+  { std::ofstream f(big); }
+  fs::resize_file(big, std::uint64_t{100} << 20);  // sparse: nothing written
+  auto c = compiler_in(t.path + "/cache");
+  const std::string src = "#if 0\n#include \"" + big + "\"\n#endif\n" + kSaxpy;
+  auto key = c->key(request(src.c_str(), sass(90)));
+  REQUIRE(key.ok());
+  CHECK_FALSE(key->cacheable);
+  CHECK(key->note.find("is larger than 64 MiB and not read for the key") != std::string::npos);
+  auto out = c->compile(request(src.c_str(), sass(90)));
+  REQUIRE(out.ok());
+  CHECK_FALSE(out->from_cache);
+}

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Text that came from input (file names, archive members, section and kernel names, compiler
+// options) is bytes: it need not be UTF-8 and may hold control characters. These turn it into
+// text that is safe where it goes: valid UTF-8 for JSON (nlohmann-json refuses anything else),
+// and text that cannot drive a terminal for human output. Both write what they change as \xNN,
+// one escape per byte, so the original bytes can be read back from the output.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace archguard::common {
+
+/// The length of the well-formed UTF-8 sequence at the start of `s` (1 to 4 bytes), or 0 when
+/// it is not one (a stray continuation byte, an overlong form, a surrogate, a code point past
+/// U+10FFFF, a sequence cut short). `code` receives the code point.
+std::size_t utf8_sequence(std::string_view s, char32_t& code);
+
+/// Whether `s` is entirely well-formed UTF-8.
+bool valid_utf8(std::string_view s);
+
+/// `s` with every byte that is not part of a well-formed UTF-8 sequence written as \xNN:
+/// always valid UTF-8, and equal to `s` when `s` already was.
+std::string utf8_escaped(std::string_view s);
+
+/// `s` for a terminal or a log: control characters (C0, DEL and the C1 range U+0080-U+009F,
+/// which some terminals obey as escape sequences), bytes that are not UTF-8, and the code
+/// points that reorder or break lines (U+2028, U+2029, the bidirectional embeddings, overrides
+/// and isolates) are written as \xNN per byte; the rest, non-ASCII letters included, passes.
+std::string terminal_text(std::string_view s);
+
+}  // namespace archguard::common

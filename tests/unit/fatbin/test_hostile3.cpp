@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hostile input, round three (issue 22): what is derived from input is bounded, not only the
+// input. Name bombs (one long string named by thousands of headers or symbols), an entry chain
+// built to make the embedded-fatbin search quadratic, a second .nv_fatbin section, a sass image
+// that decodes to something that is no cubin. Every input is generated here and small; the
+// checks count bytes and outcomes, never time.
+#include <archguard/bytes.hpp>
+#include <archguard/container.hpp>
+#include <archguard/elf.hpp>
+#include <archguard/fatbin.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace archguard;
+
+namespace {
+
+using Buf = std::vector<std::byte>;
+
+void put(Buf& b, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) b.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
+}
+void put_at(Buf& b, std::size_t at, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+}
+void pad_to(Buf& b, std::size_t align) {
+  while (b.size() % align != 0) b.push_back(std::byte{0});
+}
+Buf text(const std::string& s) {
+  Buf b;
+  for (char c : s) b.push_back(static_cast<std::byte>(c));
+  return b;
+}
+
+long max_rss_kib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+/// A section of the ELF file built below; `name` is an offset in .shstrtab.
+struct Sec {
+  std::uint32_t name = 0, type = 0;
+  std::uint64_t flags = 0, addr = 0;
+  Buf body;
+  std::uint32_t link = 0;
+  std::uint64_t entsize = 0;
+};
+
+/// An ELF64 file of `machine` and `type` whose section 1 is the (unnamed) .shstrtab `shstr`,
+/// then `secs`; `extra_headers` more section headers copy header `copy_of` (name bombs).
+Buf make_elf(const Buf& shstr, const std::vector<Sec>& secs, std::uint16_t machine = 62, std::uint16_t type = 3,
+             std::size_t extra_headers = 0, std::size_t copy_of = 0) {
+  Buf out(64, std::byte{0});
+  struct Placed { const Sec* s; std::uint64_t offset; };
+  std::vector<Sec> all{Sec{}, Sec{0, 3, 0, 0, shstr}};  // .shstrtab itself unnamed
+  all.insert(all.end(), secs.begin(), secs.end());
+  std::vector<std::uint64_t> offsets;
+  for (const Sec& s : all) {
+    pad_to(out, 8);
+    offsets.push_back(out.size());
+    out.insert(out.end(), s.body.begin(), s.body.end());
+  }
+  pad_to(out, 8);
+  const std::uint64_t shoff = out.size();
+  auto header = [&out](const Sec& s, std::uint64_t offset) {
+    put(out, s.name, 4);
+    put(out, s.type, 4);
+    put(out, s.flags, 8);
+    put(out, s.addr, 8);
+    put(out, offset, 8);
+    put(out, s.body.size(), 8);
+    put(out, s.link, 4);
+    put(out, 0, 4);
+    put(out, 8, 8);
+    put(out, s.entsize, 8);
+  };
+  for (std::size_t i = 0; i < all.size(); ++i) header(all[i], i == 0 ? 0 : offsets[i]);
+  for (std::size_t i = 0; i < extra_headers; ++i) header(all[copy_of], offsets[copy_of]);
+  const unsigned char ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  for (int i = 0; i < 16; ++i) out[static_cast<std::size_t>(i)] = std::byte{ident[i]};
+  put_at(out, 16, type, 2);
+  put_at(out, 18, machine, 2);
+  put_at(out, 20, 1, 4);
+  put_at(out, 40, shoff, 8);
+  put_at(out, 52, 64, 2);
+  put_at(out, 58, 64, 2);
+  put_at(out, 60, all.size() + extra_headers, 2);
+  put_at(out, 62, 1, 2);
+  return out;
+}
+
+/// One fatbin holding one uncompressed entry of `kind` for sm_`arch` with `payload`.
+Buf fatbin_of(std::uint16_t kind, unsigned arch, const Buf& payload) {
+  Buf p = payload;
+  pad_to(p, 8);
+  Buf f;
+  put(f, kFatbinMagic, 4);
+  put(f, 1, 2);
+  put(f, 16, 2);
+  put(f, 0x40 + p.size(), 8);
+  put(f, kind, 2);
+  put(f, 0x0101, 2);
+  put(f, 0x40, 4);
+  put(f, p.size(), 8);
+  put(f, 0, 4);  // compressed size
+  put(f, 0, 4);  // options
+  put(f, 8, 2);
+  put(f, 1, 2);
+  put(f, arch, 4);
+  put(f, 0, 4);
+  put(f, 0, 4);
+  put(f, 0x11, 8);
+  put(f, 0, 8);
+  put(f, 0, 8);
+  f.insert(f.end(), p.begin(), p.end());
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("a section-name bomb costs no copies: names are views", "[fatbin][hostile][issue22]") {
+  // 1,000 section headers naming one string of almost 1 MiB: copied, 1 GB (the reviewed file
+  // had 20,000 headers and died at 15.6 GB).
+  Buf shstr(1, std::byte{0});
+  const auto n_long = static_cast<std::uint32_t>(shstr.size());
+  Buf long_name(kMaxNameLength - 16, std::byte{'s'});
+  shstr.insert(shstr.end(), long_name.begin(), long_name.end());
+  shstr.push_back(std::byte{0});
+  const std::vector<Sec> secs{Sec{n_long, 1, 0, 0, Buf(16, std::byte{0})}};
+  const Buf file = make_elf(shstr, secs, 62, 3, 1000, 2);
+  const long before = max_rss_kib();
+  auto elf = ElfFile::parse(file, "bomb.so");
+  REQUIRE(elf.ok());
+  REQUIRE(elf->sections().size() == 1003);
+  CHECK(elf->sections().back().name.size() == long_name.size());
+  const long grown_mib = (max_rss_kib() - before) / 1024;
+  CHECK(grown_mib < 64);
+  auto fbs = read_elf_fatbins(*elf);  // every verb does this next
+  CHECK(fbs.ok());
+  CHECK((max_rss_kib() - before) / 1024 < 64);
+}
+
+TEST_CASE("a name longer than the limit is an error naming the offset and the limit", "[fatbin][hostile][issue22]") {
+  Buf shstr(1, std::byte{0});
+  const auto n_long = static_cast<std::uint32_t>(shstr.size());
+  Buf long_name(kMaxNameLength + 1, std::byte{'s'});
+  shstr.insert(shstr.end(), long_name.begin(), long_name.end());
+  shstr.push_back(std::byte{0});
+  const Buf file = make_elf(shstr, {Sec{n_long, 1, 0, 0, Buf(16, std::byte{0})}});
+  auto elf = ElfFile::parse(file, "long.so");
+  REQUIRE_FALSE(elf.ok());
+  CHECK(elf.message().find("long.so: section name at 0x") != std::string::npos);
+  CHECK(elf.message().find("longer than the limit 0x100000") != std::string::npos);
+}
+
+TEST_CASE("names at every offset of one string are scanned once", "[fatbin][hostile][issue22]") {
+  // Headers naming offsets 1, 2, 3 ... of one long string: each name is a suffix of the one
+  // before; a scan per name is quadratic. The string table remembers what it scanned.
+  Buf table(1, std::byte{0});
+  table.insert(table.end(), 200000, std::byte{'q'});
+  table.push_back(std::byte{0});
+  StringTable strings(ByteReader(table, "t"));
+  for (std::uint64_t at = 1; at < 200000; at += 1) {
+    auto s = strings.at(at, "name");
+    REQUIRE(s.ok());
+    REQUIRE(s->size() == 200001 - at);
+  }
+  // And backwards, merging runs.
+  StringTable back(ByteReader(table, "t"));
+  for (std::uint64_t at = 200000; at >= 1; --at) REQUIRE(back.at(at, "name")->size() == 200001 - at);
+  CHECK_FALSE(back.at(0, "name")->size() != 0);
+  CHECK_FALSE(strings.at(200002, "name").ok());
+}
+
+TEST_CASE("a kernel-name bomb in one image is stopped by the name budget", "[fatbin][hostile][issue22]") {
+  // A cubin with 100 entry symbols sharing one name of 1 MiB less 16: 200 MiB of names once
+  // copied and demangled, past the 64 MiB per image (the reviewed image had 20,000 of 4 MiB).
+  Buf shstr(1, std::byte{0});
+  auto add_name = [&shstr](const char* n) {
+    const auto at = static_cast<std::uint32_t>(shstr.size());
+    for (const char* p = n; *p != 0; ++p) shstr.push_back(static_cast<std::byte>(*p));
+    shstr.push_back(std::byte{0});
+    return at;
+  };
+  const auto n_symtab = add_name(".symtab"), n_strtab = add_name(".strtab");
+  Buf strtab(1, std::byte{0});
+  strtab.insert(strtab.end(), kMaxNameLength - 16, std::byte{'k'});
+  strtab.push_back(std::byte{0});
+  Buf symtab(24, std::byte{0});
+  for (int i = 0; i < 100; ++i) {
+    put(symtab, 1, 4);      // the long name
+    put(symtab, 0x12, 1);   // global function
+    put(symtab, 0x10, 1);   // CUDA entry
+    put(symtab, 1, 2);
+    put(symtab, 0, 8);
+    put(symtab, 0, 8);
+  }
+  const Buf cubin = make_elf(shstr, {Sec{n_symtab, 2, 0, 0, symtab, 3, 24}, Sec{n_strtab, 3, 0, 0, strtab}}, 190, 2);
+  const Buf fb = fatbin_of(2, 90, cubin);
+  auto fbs = Fatbin::parse_all(fb, "bomb.fatbin");
+  REQUIRE(fbs.ok());
+  const FatbinEntry& e = fbs->at(0).entries.at(0);
+  auto image = decompress(e, "bomb.fatbin");
+  REQUIRE(image.ok());
+  const long before = max_rss_kib();
+  auto kernels = list_kernels(e, *image, "bomb.fatbin");
+  REQUIRE_FALSE(kernels.ok());
+  CHECK(kernels.kind() == ErrorKind::limit);
+  CHECK(kernels.message().find("exceed the limit 0x4000000 bytes per image") != std::string::npos);
+  CHECK((max_rss_kib() - before) / 1024 < 160);
+}
+
+TEST_CASE("the embedded-fatbin search of a crafted entry chain is bounded", "[fatbin][hostile][issue22]") {
+  // Units of 80 bytes: a fatbin header, then an entry header whose 16-byte payload is the next
+  // unit's header, so that every unit's entry chain runs to the region's end, where it misses
+  // the end its header claims by 8 bytes. Unbounded, each of the 13,000 candidates in 1 MiB
+  // walks the rest of the chain (86 million steps; 16 MiB took over 15 minutes).
+  constexpr std::size_t kUnit = 80, kUnits = (std::size_t{1} << 20) / kUnit;
+  Buf region;
+  for (std::size_t k = 0; k < kUnits; ++k) {
+    put(region, kFatbinMagic, 4);
+    put(region, 1, 2);
+    put(region, 16, 2);
+    put(region, kUnits * kUnit - k * kUnit - 16 - 8, 8);  // ends 8 bytes short of the region's end
+    put(region, kEntryKindElf, 2);
+    put(region, 0x0101, 2);
+    put(region, 0x40, 4);
+    put(region, 16, 8);  // stored: the next unit's header
+    region.insert(region.end(), 0x40 - 16, std::byte{0});
+    put_at(region, region.size() - 0x40 + 16 + 0x1c - 16, 90, 4);
+  }
+  std::string problem;
+  const auto found = find_embedded_fatbins(region, "chain.so", ".rodata", 0x1000, 0, {}, {}, 1, &problem);
+  CHECK(found.empty());
+  CHECK(problem.find("chain.so: embedded-fatbin search of section .rodata at 0x1000") != std::string::npos);
+  // Through the ELF reader: the file is an error (limit), with the same message.
+  Buf shstr(1, std::byte{0});
+  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x10000, region}});
+  auto elf = ElfFile::parse(file, "chain.so");
+  REQUIRE(elf.ok());
+  auto fbs = read_elf_fatbins(*elf);
+  REQUIRE_FALSE(fbs.ok());
+  CHECK(fbs.kind() == ErrorKind::limit);
+  CHECK(fbs.message().find("fatbin entry headers checked") != std::string::npos);
+}
+
+TEST_CASE("real embedded fatbins stay within the search budget", "[fatbin][hostile][issue22]") {
+  // 4,000 small fatbins back to back with 3 entries each: found whole, no limit.
+  Buf region;
+  for (int i = 0; i < 4000; ++i) {
+    Buf f = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"));
+    region.insert(region.end(), f.begin(), f.end());
+  }
+  std::string problem;
+  const auto found = find_embedded_fatbins(region, "lib.so", ".rodata", 0, 0, {}, {}, 1, &problem);
+  CHECK(found.size() == 4000);
+  CHECK(problem.empty());
+}
+
+TEST_CASE("a second .nv_fatbin section is read, not dropped", "[fatbin][hostile][issue22]") {
+  Buf shstr(1, std::byte{0});
+  const auto n_fb = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  const Buf first = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"));
+  const Buf second = fatbin_of(kEntryKindPtx, 90, text(".version 8.0\n.target sm_90\n"));
+  const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, first}, Sec{n_fb, 1, 2, 0x20000, second}});
+  auto elf = ElfFile::parse(file, "two.so");
+  REQUIRE(elf.ok());
+  auto fbs = read_elf_fatbins(*elf);
+  INFO((fbs.ok() ? std::string() : fbs.message()));
+  REQUIRE(fbs.ok());
+  REQUIRE(fbs->size() == 2);
+  CHECK(fbs->at(0).entries.at(0).arch.sm == 80);
+  CHECK(fbs->at(1).entries.at(0).arch.sm == 90);
+  CHECK(fbs->at(1).section_name == ".nv_fatbin");
+  CHECK(fbs->at(1).index == 1);
+}
+
+TEST_CASE("a sass image that decodes to no cubin is named", "[fatbin][hostile][issue22]") {
+  const Buf fb = fatbin_of(kEntryKindElf, 90, text("this is no cubin, only text"));
+  auto fbs = Fatbin::parse_all(fb, "fake.fatbin");
+  REQUIRE(fbs.ok());
+  const FatbinEntry& e = fbs->at(0).entries.at(0);
+  auto image = decompress(e, "fake.fatbin");
+  REQUIRE(image.ok());
+  auto st = check_cubin_image(e, *image, "fake.fatbin");
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.message().find("fake.fatbin: entry 0 at 0x10: the sass image decodes to 0x20 bytes that are no cubin: no elf magic (first bytes 0x74 0x68 0x69 0x73)") !=
+        std::string::npos);
+  // A host ELF file is no cubin either.
+  Buf shstr(1, std::byte{0});
+  const Buf host = make_elf(shstr, {});
+  const Buf fb2 = fatbin_of(kEntryKindElf, 90, host);
+  auto fbs2 = Fatbin::parse_all(fb2, "host.fatbin");
+  REQUIRE(fbs2.ok());
+  auto image2 = decompress(fbs2->at(0).entries.at(0), "host.fatbin");
+  REQUIRE(image2.ok());
+  auto st2 = check_cubin_image(fbs2->at(0).entries.at(0), *image2, "host.fatbin");
+  REQUIRE_FALSE(st2.ok());
+  CHECK(st2.message().find("an elf file for machine 62, not cuda (190)") != std::string::npos);
+}
+
+TEST_CASE("a file truncated under its mapping before the headers are read: an error, not SIGBUS", "[fatbin][hostile][issue22]") {
+  // Only payload copies were guarded: the section table, the entry headers and the embedded
+  // search read the mapping directly, and a file that shrank under them killed the process
+  // (18 of 40 runs of the review). Here it shrinks before anything is read: every header read
+  // faults.
+  Buf shstr(1, std::byte{0});
+  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  Buf region(std::size_t{3} << 20, std::byte{0x5a});
+  const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x10000, region}});
+  const std::string path = (std::filesystem::temp_directory_path() / ("archguard-bus-" + std::to_string(::getpid()) + ".so")).string();
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));  // bytes as chars
+  }
+  auto storage = map_file(path);
+  REQUIRE(storage.ok());
+  std::filesystem::resize_file(path, 4096);  // the section table and .rodata are gone
+  auto elf = ElfFile::parse((*storage)->bytes(), path);  // reads the section table: past the end now
+  if (elf.ok()) {
+    auto fbs = read_elf_fatbins(*elf);  // searches .rodata: past the end too
+    CHECK(fbs.ok());
+  }
+  CHECK((*storage)->damaged());
+  storage->reset();
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("small files of a tree are read, not mapped; the mappings held are bounded", "[fatbin][hostile][issue22]") {
+  // Every file with device code stayed mapped until the end: past vm.max_map_count (65,530)
+  // files, a tree of objects failed. Small files are read into memory; larger ones count
+  // against ScanOptions::max_mappings, and a file past the limit is an error naming it.
+  const auto dir = std::filesystem::temp_directory_path() / ("archguard-maps-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  Buf shstr(1, std::byte{0});
+  const auto n_fb = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"))}});
+  for (int i = 0; i < 4; ++i) {
+    std::ofstream f(dir / ("lib" + std::to_string(i) + ".so"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));  // bytes as chars
+  }
+  ScanOptions o;
+  o.threads = 1;
+  o.max_mappings = 0;  // no mapping may be held: small files need none
+  auto small = scan_path(dir.string(), o);
+  REQUIRE(small.ok());
+  CHECK(small->errors.empty());
+  CHECK(small->objects.size() == 4);
+  CHECK(small->files_read == 4);
+  o.read_small_files_below = 0;  // now every file is mapped: each is past the limit
+  auto mapped = scan_path(dir.string(), o);
+  REQUIRE(mapped.ok());
+  REQUIRE(mapped->errors.size() == 4);
+  CHECK(mapped->errors[0].find("lib0.so: not read: 0 files are mapped already, the limit") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("many section headers over one region: searched once, each fatbin found once", "[fatbin][hostile][issue22]") {
+  // 5,000 headers naming the same 1 MiB of .rodata: the search read it 5,000 times and listed
+  // the one fatbin in it 5,000 times.
+  Buf shstr(1, std::byte{0});
+  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  Buf region(std::size_t{1} << 20, std::byte{0x11});
+  const Buf fb = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"));
+  std::copy(fb.begin(), fb.end(), region.begin() + 4096);
+  const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x10000, region}}, 62, 3, 5000, 2);
+  auto elf = ElfFile::parse(file, "many.so");
+  REQUIRE(elf.ok());
+  auto fbs = read_elf_fatbins(*elf);
+  REQUIRE(fbs.ok());
+  CHECK(fbs->size() == 1);
+}
