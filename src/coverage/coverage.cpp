@@ -918,6 +918,7 @@ struct VariantToken {
   std::size_t begin = 0, end = 0;
   bool cuda = false;
   unsigned number = 0;  ///< sm, or cuda release x 10 (118, 120)
+  bool specific = false;  ///< an architecture with its a/f suffix: Sm100a, sm_100f, _90a
 };
 
 std::vector<VariantToken> variant_tokens(std::string_view n) {
@@ -940,7 +941,7 @@ std::vector<VariantToken> variant_tokens(std::string_view n) {
         if (e < n.size() && (n[e] == 'a' || n[e] == 'f')) ++e;
         const unsigned sm = static_cast<unsigned>(std::stoul(std::string(n.substr(d, len))));
         if (find_arch(sm) != nullptr && (e == n.size() || !is_digit(n[e]))) {
-          out.push_back({i, e, false, sm});
+          out.push_back({i, e, false, sm, e > d + len});
           i = e;
           continue;
         }
@@ -976,7 +977,7 @@ std::vector<VariantToken> variant_tokens(std::string_view n) {
         ++e;
         const unsigned sm = static_cast<unsigned>(std::stoul(std::string(n.substr(d, len))));
         if (find_arch(sm) != nullptr && (e == n.size() || n[e] == '.' || n[e] == '_' || n[e] == '-')) {
-          out.push_back({i, e, false, sm});
+          out.push_back({i, e, false, sm, true});
           i = e;
           continue;
         }
@@ -1052,19 +1053,26 @@ PackageVerdict judge_package(std::span<const PackageMember> members, const Devic
     if (is_problem(m.judgement->tier)) ++p.failing;
     if (m.dependency) continue;
     if (const std::string key = variant_key(file_part(m.path)); !key.empty()) groups[dir_part(m.path) + key].push_back(i);
-    if (m.only_specific) specific.push_back(i);
+    const auto tokens = variant_tokens(file_part(m.path));
+    if (m.only_specific || std::any_of(tokens.begin(), tokens.end(), [](const VariantToken& t) { return t.specific; }))
+      specific.push_back(i);
   }
   std::vector<bool> grouped(members.size(), false);
   std::vector<std::string> problems;
   for (auto& [key, list] : groups) {
     if (list.size() < 2) continue;
-    bool cuda = false, all_specific = true;
+    bool cuda = false, all_specific = true, all_newer = true;
     std::vector<std::string> serving;
     for (std::size_t i : list) {
       grouped[i] = true;
       p.variance[i] = Variance::variant;
+      const auto tokens = variant_tokens(file_part(members[i].path));
       cuda = cuda || variant_cuda(file_part(members[i].path)) != 0;
-      all_specific = all_specific && members[i].only_specific;
+      // Architecture-specific by its images, or by its name (Sm100f: a standalone cubin keeps no
+      // trace of "f", docs/fatbin-format.md).
+      const bool named_specific = std::any_of(tokens.begin(), tokens.end(), [](const VariantToken& t) { return t.specific; });
+      all_specific = all_specific && (members[i].only_specific || named_specific);
+      all_newer = all_newer && members[i].oldest_sm != 0 && cc_of_sm(members[i].oldest_sm) > device.cc;
       if (runs_here(members[i].judgement->tier)) serving.emplace_back(file_part(members[i].path));
     }
     std::string line = std::string(file_part(key)) + ": " + count_of(list.size(), "variant") + " per " +
@@ -1075,9 +1083,10 @@ PackageVerdict judge_package(std::span<const PackageMember> members, const Devic
       for (std::size_t k = 0; k < serving.size() && k < 3; ++k) line += (k == 0 ? "" : ", ") + serving[k];
       if (serving.size() > 3) line += " and " + std::to_string(serving.size() - 3) + " more";
       line += ")";
-    } else if (all_specific) {
+    } else if (all_specific || all_newer) {
       for (std::size_t i : list) p.excused[i] = is_problem(members[i].judgement->tier);
-      line += "none serves this GPU: all are built for particular GPUs (architecture-specific images only)";
+      line += all_specific ? "none serves this GPU: all are built for particular GPUs (architecture-specific)"
+                           : "none serves this GPU: all are built for newer GPUs";
     } else {
       line += "none serves this GPU";
       problems.push_back("no variant of " + std::string(file_part(key)) + " runs here");
@@ -1113,6 +1122,27 @@ PackageVerdict judge_package(std::span<const PackageMember> members, const Devic
     if (newer_failing++ < 3)
       newer_names += (newer_names.empty() ? "" : ", ") + std::string(file_part(m.path)) + " (sm_" + std::to_string(m.oldest_sm) + " and up)";
   }
+  // A package of per-GPU builds (at least half of its objects are architecture-specific or
+  // variants, flashinfer-cubin's cubins): its other objects without an image here are read the
+  // same way, as rule 4 reads a library built per architecture. Only for 209.
+  std::size_t shaped = 0, per_gpu_failing = 0;
+  std::string per_gpu_names;
+  for (std::size_t i = 0; i < members.size(); ++i) shaped += p.variance[i] != Variance::none ? 1 : 0;
+  if (p.objects >= 4 && 2 * shaped >= p.objects) {
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const PackageMember& m = members[i];
+      if (m.judgement == nullptr || m.dependency || p.variance[i] != Variance::none || !is_problem(m.judgement->tier) ||
+          m.judgement->cuda_error != kErrNoKernelImage)
+        continue;
+      p.variance[i] = Variance::specific;
+      p.excused[i] = true;
+      if (per_gpu_failing++ < 3) per_gpu_names += (per_gpu_names.empty() ? "" : ", ") + std::string(file_part(m.path));
+    }
+  }
+  if (per_gpu_failing > 0)
+    p.groups.push_back(count_of(per_gpu_failing, "other object") + " of a package built per GPU (" + std::to_string(shaped) + " of " +
+                       std::to_string(p.objects) + " objects are variants or architecture-specific) without an image here: " +
+                       per_gpu_names + (per_gpu_failing > 3 ? " and " + std::to_string(per_gpu_failing - 3) + " more" : ""));
   if (specific_failing > 0)
     p.groups.push_back(count_of(specific_failing, "object") + " built for particular GPUs only (architecture-specific images), not for this one: " +
                        specific_names + (specific_failing > 3 ? " and " + std::to_string(specific_failing - 3) + " more" : ""));

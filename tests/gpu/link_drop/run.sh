@@ -28,19 +28,6 @@ for prog in app gated; do
   "$tmp/$prog" > "$tmp/$prog.real"; rc=$?
   [[ $rc -eq 77 ]] && { echo "skip: no usable device"; exit 77; }
   "$ag" check --json --cc "$cc" "$tmp/$prog" > "$tmp/$prog.json"
-  python3 - "$tmp/$prog.json" "$tmp/$prog.real" "$cc" "$prog" <<'PY' || bad=1
-import json, sys
-o = json.load(open(sys.argv[1]))["devices"][0]["objects"][0]
-pred = {k["demangled"]: (k["cuda_error"] if k["outcome"] == "fail" else 0) for k in o["kernels"]}
-bad = 0
-for line in open(sys.argv[2]):
-    name, err = line.rsplit(" ", 1)
-    p = pred.get(name)
-    ok = p == int(err)
-    bad += not ok
-    print("%s %s cc %s: %s predicted %s, launch returned %s" % ("ok" if ok else "MISMATCH", sys.argv[4], sys.argv[3], name, p, err.strip()))
-print(sys.argv[4], "tier:", o["tier"], "-", o["summary"])
-sys.exit(1 if bad else 0)
-PY
+  python3 "$(dirname "$0")/../compare_launches.py" "$tmp/$prog.json" "$tmp/$prog.real" "$cc" "$prog" || bad=1
 done
 exit $bad

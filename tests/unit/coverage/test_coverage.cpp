@@ -496,3 +496,25 @@ TEST_CASE("the image the driver takes must decode: a corrupt one fails the load 
   ObjectFatbins p = object("app2", {fatbin({plain})});
   CHECK(check_object(p, dev).cuda_error == kErrInvalidImage);
 }
+
+TEST_CASE("package verdicts: a package built per GPU explains its other objects without an image", "[coverage][package]") {
+  const Device gpu = device_for_cc({12, 0});
+  const ObjectJudgement none = judged_tier(Tier::none_run), runs = judged_tier(Tier::all_run);
+  // flashinfer-cubin's shape: cubins named for their GPU (Sm100f: no trace in the cubin itself)
+  // and a few without a name token; none is for this GPU
+  std::vector<PackageMember> m{{"c/fmhaSm100fKernel_A.cubin", &none, false, 100, false},
+                               {"c/fmhaSm103aKernel_A.cubin", &none, false, 103, false},
+                               {"c/Gemm_B_sm100f.cubin", &none, false, 100, false},
+                               {"c/Gemm_C_sm100f.cubin", &none, false, 100, false},
+                               {"c/kernel.fp8_gemm.0074.cubin", &none, false, 100, false}};
+  PackageVerdict p = judge_package(m, gpu);
+  CHECK_FALSE(p.problem);
+  CHECK(p.excused == std::vector<bool>(5, true));
+  // not so when most objects are ordinary builds: the odd one out is a failure
+  std::vector<PackageMember> plain{{"p/a.so", &runs, false, 75, false}, {"p/b.so", &runs, false, 75, false},
+                                   {"p/c.so", &runs, false, 75, false}, {"p/d.so", &none, false, 100, false},
+                                   {"p/e_sm90a.so", &none, false, 90, false}};
+  p = judge_package(plain, gpu);
+  CHECK(p.problem);
+  CHECK(p.summary == "fails: d.so none-run");
+}
