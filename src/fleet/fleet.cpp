@@ -447,6 +447,10 @@ void read_reports(std::string_view text, std::string_view name, Fleet& into) {
         if (node->where.empty()) node->where = where;
         into.nodes.push_back(std::move(*node));
       }
+      // Its inputs count as read here: merging merges gives the counts of one merge.
+      if (const json* counts = field(doc, "counts"))
+        if (const json* in = field(*counts, "inputs"); in != nullptr && in->is_number_unsigned() && in->get<std::size_t>() > 0)
+          into.documents += in->get<std::size_t>() - 1;
       if (const json* probs = field(doc, "problems"); probs != nullptr && probs->is_array())
         for (const json& p : *probs) into.problems.push_back({string_field(p, "where"), string_field(p, "message")});
       continue;

@@ -167,7 +167,9 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     int code = archguard::cli::kExitOk;
     if (!r.driver_found) code = archguard::cli::kExitNoDriver;
     else if (r.overall() == Level::fail) code = archguard::cli::kExitProblem;
-    if (opts->json) std::cout << cli::json_text(to_json(r, code)) << "\n";
+    // One line: the node report of a fleet, whole even when srun or kubectl interleave the
+    // output of many nodes line by line (jq . or python3 -m json.tool indent it for reading).
+    if (opts->json) std::cout << cli::json_text(to_json(r, code), -1) << "\n";
     else render(r, std::cout, archguard::cli::use_colour());
     ctx.exit_code = code;
   });
