@@ -253,8 +253,7 @@ std::optional<Version2> cc_for_gpu_name(std::string_view name, std::string* prod
   std::size_t best_len = 0;
   bool tie = false;
   std::string best_product;
-  for (const ArchRow& row : arch_rows()) {
-    std::string_view list = row.products;
+  auto consider = [&](Version2 cc, std::string_view list) {
     while (!list.empty()) {
       const std::size_t comma = list.find(',');
       std::string_view p = list.substr(0, comma);
@@ -265,15 +264,19 @@ std::optional<Version2> cc_for_gpu_name(std::string_view name, std::string* prod
       std::size_t len = 0;
       for (const auto& w : pw) len += w.size();
       if (len > best_len) {
-        best = row.cc;
+        best = cc;
         best_len = len;
         best_product = std::string(p);
         tie = false;
-      } else if (len == best_len && best && !(*best == row.cc)) {
+      } else if (len == best_len && best && !(*best == cc)) {
         tie = true;
       }
     }
-  }
+  };
+  for (const ArchRow& row : arch_rows()) consider(row.cc, row.products);
+  for (const GpuNameRow& row : generated::kGpuNameRows)
+    if (row.sm != 0)
+      if (const ArchRow* arch = find_arch(row.sm)) consider(arch->cc, row.names);
   if (!best || tie) return std::nullopt;
   if (product != nullptr) *product = best_product;
   return best;

@@ -392,7 +392,68 @@ bool looks_like_json(std::string_view text) {
   return !text.empty() && text.front() == '{';
 }
 
+namespace {
+
+// The label srun --label ("12: ") or kubectl logs --prefix ("[pod/x/c] ") puts before each
+// line; npos when the line has none. Sets `label`.
+std::size_t label_end(std::string_view line, std::string_view& label) {
+  if (!line.empty() && line.front() == '[') {
+    const std::size_t close = line.find("] ");
+    if (close == std::string_view::npos || close < 2) return std::string_view::npos;
+    label = line.substr(1, close - 1);
+    return close + 2;
+  }
+  std::size_t i = 0;
+  while (i < line.size() && line[i] == ' ') ++i;
+  const std::size_t digits = i;
+  while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i])) != 0) ++i;
+  if (i == digits || i + 1 >= line.size() || line[i] != ':' || line[i + 1] != ' ') return std::string_view::npos;
+  label = line.substr(digits, i - digits);
+  return i + 2;
+}
+
+void read_stream(std::string_view text, std::string_view name, Fleet& into);
+
+}  // namespace
+
 void read_reports(std::string_view text, std::string_view name, Fleet& into) {
+  // srun --label and kubectl logs --prefix: every line labelled. srun cuts a task's output into
+  // pieces of 1 KiB, each labelled on a line of its own, and interleaves the tasks' pieces; the
+  // pieces of one label put together give that task's output (JSON needs no line breaks).
+  std::vector<std::string> labels;
+  std::map<std::string, std::string, std::less<>> streams;
+  bool labelled = true, any = false;
+  for (std::size_t at = 0; at < text.size() && labelled;) {
+    std::size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(at, nl - at);
+    at = nl + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (trim(line).empty()) continue;
+    std::string_view label;
+    const std::size_t start = label_end(line, label);
+    if (start == std::string_view::npos) {
+      labelled = false;
+      break;
+    }
+    any = true;
+    auto it = streams.find(label);
+    if (it == streams.end()) {
+      labels.emplace_back(label);
+      it = streams.emplace(std::string(label), std::string()).first;
+    }
+    it->second.append(line.substr(start));
+  }
+  if (!labelled || !any) {
+    read_stream(text, name, into);
+    return;
+  }
+  for (const auto& l : labels) read_stream(streams[l], std::string(name) + " [" + l + "]", into);
+}
+
+namespace {
+
+void read_stream(std::string_view text, std::string_view name, Fleet& into) {
   std::size_t at = 0, doc_no = 0, line_no = 1;
   auto advance_lines = [&](std::size_t to) {
     for (std::size_t i = at; i < to && i < text.size(); ++i)
@@ -428,7 +489,8 @@ void read_reports(std::string_view text, std::string_view name, Fleet& into) {
     advance_lines(end);
     json doc = json::parse(doc_text.begin(), doc_text.end(), nullptr, false);
     if (doc.is_discarded() || !doc.is_object()) {
-      into.problems.push_back({where, "not valid JSON"});
+      into.problems.push_back({where, "not valid JSON (the output of several nodes interleaved? run srun with --label, or with "
+                                      "--output=DIR/%N.json and merge DIR)"});
       continue;
     }
     const std::string schema = string_field(doc, "schema");
@@ -469,6 +531,8 @@ void read_reports(std::string_view text, std::string_view name, Fleet& into) {
     into.nodes.push_back(std::move(*node));
   }
 }
+
+}  // namespace
 
 void read_slurm(std::string_view text, std::string_view name, Fleet& into, const NameMap& names) {
   SeenSlurm seen;

@@ -152,7 +152,9 @@ EOF
 chmod +x "$work/bin/node-report.sh"
 
 cd "$work"
-timeout 120 srun --nodes=3 --ntasks-per-node=1 "$work/bin/node-report.sh" > reports.txt 2> srun.err
+# --label: srun cuts each task's output into 1 KiB pieces and interleaves them; labelled, the
+# merge puts each task's pieces back together.
+timeout 120 srun --label --nodes=3 --ntasks-per-node=1 "$work/bin/node-report.sh" > reports.txt 2> srun.err
 rc=$?
 if [ $rc -ne 0 ]; then echo "FAIL: srun exited $rc"; cat srun.err; tail -5 log/*.log; fails=$((fails + 1)); fi
 timeout 60 "$tool" fleet merge - --report fleet.json --csv-file fleet.csv < reports.txt > merge.txt 2>&1
@@ -175,6 +177,19 @@ print("ok: fleet report: 3 nodes, 7 GPUs with UUIDs, no problems")
 EOF
 [ "$(grep -c ', 9.0$' fleet.csv)" = 4 ] && [ "$(grep -c ', 8.0$' fleet.csv)" = 2 ] && echo "ok: fleet CSV, one line per GPU" \
   || { echo "FAIL: fleet CSV"; cat fleet.csv; fails=$((fails + 1)); }
+
+# One file per node (srun --output=DIR/%N.json), merged as a directory.
+mkdir -p per-node
+timeout 120 srun --nodes=3 --ntasks-per-node=1 --output="$work/per-node/%N.json" "$work/bin/node-report.sh" 2>> srun.err
+"$tool" fleet merge per-node > dir.txt 2>&1
+[ $? -eq 0 ] && echo "ok: merge of a directory of per-node reports exits 0" || { echo "FAIL: directory merge"; cat dir.txt; fails=$((fails + 1)); }
+expect "directory of per-node files" dir.txt "fleet: 3 nodes, 7 GPUs in 3 groups (3 inputs from per-node)"
+# Without --label the pieces of several nodes may interleave: then it is said, never merged wrong.
+timeout 120 srun --nodes=3 --ntasks-per-node=1 "$work/bin/node-report.sh" > plain.txt 2>> srun.err
+"$tool" fleet merge - < plain.txt > plain-merge.txt 2>&1
+prc=$?
+if [ $prc -eq 0 ]; then expect "unlabelled output that did not interleave" plain-merge.txt "fleet: 3 nodes, 7 GPUs"
+else expect "interleaved output is named" plain-merge.txt "run srun with --label"; fi
 
 # A node reported twice (a rerun appended to the same file) is named, not merged silently.
 cat reports.txt reports.txt | "$tool" fleet merge - > dup.txt 2>&1
