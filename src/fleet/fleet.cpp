@@ -490,7 +490,7 @@ void read_stream(std::string_view text, std::string_view name, Fleet& into) {
     json doc = json::parse(doc_text.begin(), doc_text.end(), nullptr, false);
     if (doc.is_discarded() || !doc.is_object()) {
       into.problems.push_back({where, "not valid JSON (the output of several nodes interleaved? run srun with --label, or with "
-                                      "--output=DIR/%N.json and merge DIR)"});
+                                      "--output=DIR/%N-%t.json and merge DIR)"});
       continue;
     }
     const std::string schema = string_field(doc, "schema");

@@ -12,6 +12,7 @@
 set -uo pipefail
 tool="$(realpath "$1")"
 fake_libcuda="$(realpath "$2")"
+src_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 for p in slurmctld slurmd munged mungekey srun scontrol sinfo; do
   command -v "$p" >/dev/null 2>&1 || [ -x "/usr/sbin/$p" ] || { echo "SKIP: $p is not installed (scripts/setup.sh --tests installs Slurm and munge)"; exit 77; }
 done
@@ -178,9 +179,9 @@ EOF
 [ "$(grep -c ', 9.0$' fleet.csv)" = 4 ] && [ "$(grep -c ', 8.0$' fleet.csv)" = 2 ] && echo "ok: fleet CSV, one line per GPU" \
   || { echo "FAIL: fleet CSV"; cat fleet.csv; fails=$((fails + 1)); }
 
-# One file per node (srun --output=DIR/%N.json), merged as a directory.
+# One file per node (srun --output=DIR/%N-%t.json), merged as a directory.
 mkdir -p per-node
-timeout 120 srun --nodes=3 --ntasks-per-node=1 --output="$work/per-node/%N.json" "$work/bin/node-report.sh" 2>> srun.err
+timeout 120 srun --nodes=3 --ntasks-per-node=1 --output="$work/per-node/%N-%t.json" "$work/bin/node-report.sh" 2>> srun.err
 "$tool" fleet merge per-node > dir.txt 2>&1
 [ $? -eq 0 ] && echo "ok: merge of a directory of per-node reports exits 0" || { echo "FAIL: directory merge"; cat dir.txt; fails=$((fails + 1)); }
 expect "directory of per-node files" dir.txt "fleet: 3 nodes, 7 GPUs in 3 groups (3 inputs from per-node)"
@@ -190,6 +191,21 @@ timeout 120 srun --nodes=3 --ntasks-per-node=1 "$work/bin/node-report.sh" > plai
 prc=$?
 if [ $prc -eq 0 ]; then expect "unlabelled output that did not interleave" plain-merge.txt "fleet: 3 nodes, 7 GPUs"
 else expect "interleaved output is named" plain-merge.txt "run srun with --label"; fi
+
+# deploy/slurm/fleet-report.sbatch as a user submits it: archguard on PATH (here a wrapper that
+# gives each node its fake GPUs before it runs the real tool).
+mkdir -p "$work/bin/wrap"
+cat > "$work/bin/wrap/archguard" <<EOF2
+#!/usr/bin/env bash
+[ "\$1" = doctor ] && exec "$work/bin/node-report.sh"
+exec "$tool" "\$@"
+EOF2
+chmod +x "$work/bin/wrap/archguard"
+PATH="$work/bin/wrap:$PATH" timeout 120 sbatch --wait --nodes=3 --output="$work/sbatch.log" "$src_dir/deploy/slurm/fleet-report.sbatch" "$work/sbatch-out" > /dev/null 2>&1
+brc=$?
+[ $brc -eq 0 ] && echo "ok: sbatch --wait fleet-report.sbatch exits 0" || { echo "FAIL: sbatch exited $brc"; cat "$work/sbatch.log"; fails=$((fails + 1)); }
+[ "$(ls "$work/sbatch-out/reports" 2>/dev/null | wc -l)" = 3 ] && echo "ok: one report file per node" || { echo "FAIL: reports of the batch job"; ls -l "$work/sbatch-out/reports"; fails=$((fails + 1)); }
+grep -c ', ' "$work/sbatch-out/fleet.csv" 2>/dev/null | grep -qx 8 && echo "ok: the batch job's fleet CSV: a header and 7 GPUs" || { echo "FAIL: batch fleet CSV"; cat "$work/sbatch-out/fleet.csv"; fails=$((fails + 1)); }
 
 # A node reported twice (a rerun appended to the same file) is named, not merged silently.
 cat reports.txt reports.txt | "$tool" fleet merge - > dup.txt 2>&1
