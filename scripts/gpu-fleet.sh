@@ -67,7 +67,7 @@ fake_node() {  # name gpu cc count cuda-version driver
 i=0; while [ \$i -lt $4 ]; do echo "\$i, $2, 00000000:0\$((i + 1)):00.0, $3, $6"; i=\$((i + 1)); done
 EOF
   chmod +x "$d/nvidia-smi"
-  PATH="$d:$PATH" ARCHGUARD_LIBCUDA="$fake" FAKE_CUDA_NAME="$2" FAKE_CUDA_CC=$3 FAKE_CUDA_COUNT=$4 FAKE_CUDA_DRIVER=$5 \
+  PATH="$d:$PATH" ARCHGUARD_LIBCUDA="$fake" ARCHGUARD_LIBNVML="$d/no-nvml.so" FAKE_CUDA_NAME="$2" FAKE_CUDA_CC=$3 FAKE_CUDA_COUNT=$4 FAKE_CUDA_DRIVER=$5 \
     FAKE_CUDA_UUID_SEED=$((RANDOM % 200 + 1)) "$ag" doctor --json --no-smoke --node "$1"
 }
 { cat "$work/h200.json"; fake_node fake-a100 "NVIDIA A100-SXM4-80GB" 8.0 2 12040 550.54.14; fake_node fake-5090 "NVIDIA GeForce RTX 5090" 12.0 1 12080 570.86.15; } > "$work/reports.txt"
@@ -104,6 +104,7 @@ for b in sm90 ptx90; do
 done
 
 say ""
+[ "${SKIP_CTEST:-0}" = 1 ] && { rm -rf "$work"; exit 0; }
 say "## ctest -L 'gpu|fleet'"
 ( cd "$build" && timeout 900 ctest -L 'gpu|fleet' -j 4 --output-on-failure > "$OUT/ctest.log" 2>&1 ); rc=$?
 say "- exit $rc: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -152,6 +153,9 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     Options o;
     o.files = opts->files;
     o.node = opts->node;
+    // As ARCHGUARD_LIBCUDA names the driver library, ARCHGUARD_LIBNVML names NVML's ("" skips
+    // the NVML cross-check): a fake node on a machine with a real NVML (scripts/gpu-fleet.sh).
+    if (const char* nvml = std::getenv("ARCHGUARD_LIBNVML")) o.libnvml = nvml;
     for (const auto& text : opts->cc) {
       auto cc = parse_cc(text);
       if (!cc) {
