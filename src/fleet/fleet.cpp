@@ -542,13 +542,15 @@ void read_slurm(std::string_view text, std::string_view name, Fleet& into, const
     std::vector<std::size_t> starts;
     for (std::size_t at = text.find("NodeName="); at != std::string_view::npos; at = text.find("NodeName=", at + 1))
       if (at == 0 || text[at - 1] == '\n') starts.push_back(at);
+    std::size_t line = 1, counted = 0;  // the line of starts[i], counted incrementally
     for (std::size_t i = 0; i < starts.size(); ++i) {
       const std::string_view record = text.substr(starts[i], (i + 1 < starts.size() ? starts[i + 1] : text.size()) - starts[i]);
       ++into.documents;
       Node node;
       node.source = "slurm";
       node.name = std::string(slurm_value(record, "NodeName=").value_or(""));
-      const std::size_t line = static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(starts[i]), '\n')) + 1;
+      line += static_cast<std::size_t>(std::count(text.begin() + static_cast<std::ptrdiff_t>(counted), text.begin() + static_cast<std::ptrdiff_t>(starts[i]), '\n'));
+      counted = starts[i];
       node.where = std::string(name) + ":" + std::to_string(line) + " (node " + node.name + ")";
       if (node.name.empty()) {
         into.problems.push_back({node.where, "a record without a node name"});
@@ -804,7 +806,9 @@ std::string node_list(std::vector<std::string> names) {
 }
 
 std::string to_json(const Fleet& fleet) {
-  json nodes = json::array();
+  // Nodes are written one by one into the text: a tree of every node of a large fleet at once
+  // would cost several times the text's size.
+  std::string nodes_text = "[";
   std::size_t gpu_total = 0;
   for (const auto& n : fleet.nodes) {
     json gpus = json::array();
@@ -822,7 +826,7 @@ std::string to_json(const Fleet& fleet) {
     json files = json::array();
     for (const auto& f : n.files) files.push_back({{"subject", f.subject}, {"status", f.status}, {"message", f.message}});
     const Version2 isa = driver_ptx_isa(n);
-    nodes.push_back({{"name", n.name},
+    const json node{{"name", n.name},
                      {"source", n.source},
                      {"where", n.where},
                      {"time", n.time.empty() ? json(nullptr) : json(n.time)},
@@ -833,8 +837,11 @@ std::string to_json(const Fleet& fleet) {
                      {"runtimes", std::move(runtimes)},
                      {"verdict", n.verdict.empty() ? json(nullptr) : json(n.verdict)},
                      {"problem", n.problem.empty() ? json(nullptr) : json(n.problem)},
-                     {"files", std::move(files)}});
+                     {"files", std::move(files)}};
+    if (nodes_text.size() > 1) nodes_text += ',';
+    nodes_text += node.dump(-1, ' ', false, json::error_handler_t::replace);
   }
+  nodes_text += ']';
   // GPU models over the fleet: name and capability, GPUs and nodes.
   json models = json::array();
   {
@@ -872,13 +879,13 @@ std::string to_json(const Fleet& fleet) {
   for (const auto& p : fleet.problems) problems.push_back({{"where", p.where}, {"message", p.message}});
   json doc{{"schema", "archguard.fleet/1"},
            {"counts", {{"inputs", fleet.documents}, {"nodes", fleet.nodes.size()}, {"gpus", gpu_total}, {"problems", fleet.problems.size()}}},
-           {"nodes", std::move(nodes)},
            {"models", std::move(models)},
            {"groups", std::move(grps)},
            {"nodes_without_gpus", nodes_without_gpus(fleet)},
            {"notes", fleet.notes},
            {"problems", std::move(problems)}};
-  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string rest = doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  return "{\"nodes\":" + nodes_text + "," + rest.substr(1);
 }
 
 std::string to_csv(const Fleet& fleet) {

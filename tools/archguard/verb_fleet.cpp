@@ -46,6 +46,9 @@ struct FleetOptions {
 
 Result<std::string> read_stdin() {
   std::string text;
+  struct stat st{};
+  if (::fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::size_t>(st.st_size) <= kMaxInput)
+    text.reserve(static_cast<std::size_t>(st.st_size));  // a file redirected in: one allocation
   char buf[1 << 16];
   for (;;) {
     const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
