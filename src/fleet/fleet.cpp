@@ -806,6 +806,15 @@ std::string node_list(std::vector<std::string> names) {
 }
 
 std::string to_json(const Fleet& fleet) {
+  // Text from the input need not be UTF-8: bytes that are not are written as \xNN, so that two
+  // names stay two names (JSON's replacement character would make them one).
+  auto u = [](std::string_view t) { return common::utf8_escaped(t); };
+  auto u_all = [&](const std::vector<std::string>& v) {
+    std::vector<std::string> out;
+    out.reserve(v.size());
+    for (const auto& t : v) out.push_back(u(t));
+    return out;
+  };
   // Nodes are written one by one into the text: a tree of every node of a large fleet at once
   // would cost several times the text's size.
   std::string nodes_text = "[";
@@ -813,30 +822,30 @@ std::string to_json(const Fleet& fleet) {
   for (const auto& n : fleet.nodes) {
     json gpus = json::array();
     for (const auto& g : n.gpus) {
-      gpus.push_back({{"name", g.name},
+      gpus.push_back({{"name", u(g.name)},
                       {"cc", common::version_text(g.cc)},
                       {"tegra", g.tegra},
-                      {"uuid", g.uuid.empty() ? json(nullptr) : json(g.uuid)},
-                      {"mig_mode", g.mig.empty() ? json(nullptr) : json(g.mig)},
+                      {"uuid", g.uuid.empty() ? json(nullptr) : json(u(g.uuid))},
+                      {"mig_mode", g.mig.empty() ? json(nullptr) : json(u(g.mig))},
                       {"count", g.count}});
       gpu_total += g.count;
     }
     json runtimes = json::array();
-    for (const auto& r : n.runtimes) runtimes.push_back({{"name", r.name}, {"version", common::version_text(r.version)}, {"where", r.where}});
+    for (const auto& r : n.runtimes) runtimes.push_back({{"name", u(r.name)}, {"version", common::version_text(r.version)}, {"where", u(r.where)}});
     json files = json::array();
-    for (const auto& f : n.files) files.push_back({{"subject", f.subject}, {"status", f.status}, {"message", f.message}});
+    for (const auto& f : n.files) files.push_back({{"subject", u(f.subject)}, {"status", u(f.status)}, {"message", u(f.message)}});
     const Version2 isa = driver_ptx_isa(n);
-    const json node{{"name", n.name},
-                     {"source", n.source},
-                     {"where", n.where},
-                     {"time", n.time.empty() ? json(nullptr) : json(n.time)},
+    const json node{{"name", u(n.name)},
+                     {"source", u(n.source)},
+                     {"where", u(n.where)},
+                     {"time", n.time.empty() ? json(nullptr) : json(u(n.time))},
                      {"gpus", std::move(gpus)},
                      {"driver_version", n.driver ? json(format_driver_version(*n.driver)) : json(nullptr)},
                      {"driver_cuda", n.driver_cuda ? json(common::version_text(*n.driver_cuda)) : json(nullptr)},
                      {"driver_ptx_isa", isa.empty() ? json(nullptr) : json(common::version_text(isa))},
                      {"runtimes", std::move(runtimes)},
-                     {"verdict", n.verdict.empty() ? json(nullptr) : json(n.verdict)},
-                     {"problem", n.problem.empty() ? json(nullptr) : json(n.problem)},
+                     {"verdict", n.verdict.empty() ? json(nullptr) : json(u(n.verdict))},
+                     {"problem", n.problem.empty() ? json(nullptr) : json(u(n.problem))},
                      {"files", std::move(files)}};
     if (nodes_text.size() > 1) nodes_text += ',';
     nodes_text += node.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -857,7 +866,7 @@ std::string to_json(const Fleet& fleet) {
         std::get<3>(*it).insert(n.name);
       }
     for (const auto& [name, cc, count, ns] : m)
-      models.push_back({{"name", name}, {"cc", common::version_text(cc)}, {"gpus", count}, {"nodes", ns.size()}});
+      models.push_back({{"name", u(name)}, {"cc", common::version_text(cc)}, {"gpus", count}, {"nodes", ns.size()}});
   }
   json grps = json::array();
   for (const auto& g : groups(fleet)) {
@@ -865,24 +874,24 @@ std::string to_json(const Fleet& fleet) {
     probe.driver = g.driver;
     probe.driver_cuda = g.driver_cuda;
     const Version2 isa = driver_ptx_isa(probe);
-    grps.push_back({{"gpu", g.gpu},
+    grps.push_back({{"gpu", u(g.gpu)},
                     {"cc", common::version_text(g.cc)},
                     {"tegra", g.tegra},
                     {"driver_version", g.driver ? json(format_driver_version(*g.driver)) : json(nullptr)},
                     {"driver_cuda", g.driver_cuda ? json(common::version_text(*g.driver_cuda)) : json(nullptr)},
                     {"driver_ptx_isa", isa.empty() ? json(nullptr) : json(common::version_text(isa))},
                     {"gpus", g.gpus},
-                    {"nodes", g.nodes},
-                    {"node_list", node_list(g.nodes)}});
+                    {"nodes", u_all(g.nodes)},
+                    {"node_list", u(node_list(g.nodes))}});
   }
   json problems = json::array();
-  for (const auto& p : fleet.problems) problems.push_back({{"where", p.where}, {"message", p.message}});
+  for (const auto& p : fleet.problems) problems.push_back({{"where", u(p.where)}, {"message", u(p.message)}});
   json doc{{"schema", "archguard.fleet/1"},
            {"counts", {{"inputs", fleet.documents}, {"nodes", fleet.nodes.size()}, {"gpus", gpu_total}, {"problems", fleet.problems.size()}}},
            {"models", std::move(models)},
            {"groups", std::move(grps)},
-           {"nodes_without_gpus", nodes_without_gpus(fleet)},
-           {"notes", fleet.notes},
+           {"nodes_without_gpus", u_all(nodes_without_gpus(fleet))},
+           {"notes", u_all(fleet.notes)},
            {"problems", std::move(problems)}};
   std::string rest = doc.dump(-1, ' ', false, json::error_handler_t::replace);
   return "{\"nodes\":" + nodes_text + "," + rest.substr(1);

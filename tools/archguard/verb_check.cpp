@@ -716,7 +716,8 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_option("--cc", opt->cc, "Compute capability of the GPU, e.g. 9.0 (default: this machine's GPUs)");
   cmd->add_option("--driver", opt->driver, "Driver version, e.g. 580.65 (limits the PTX ISA it JIT-compiles)");
   cmd->add_option("--fleet", opt->fleet,
-                  "CSV from 'nvidia-smi --query-gpu=name,compute_cap --format=csv' (many nodes concatenated)");
+                  "A fleet report of 'archguard fleet merge' (judged per node group, with each group's driver), or a CSV "
+                  "from 'nvidia-smi --query-gpu=name,compute_cap --format=csv' (many nodes concatenated)");
   cmd->add_flag("--tegra", opt->tegra, "The GPU is an integrated (Tegra) part");
   cmd->add_flag("--force-ptx-jit", opt->force_ptx_jit, "As with CUDA_FORCE_PTX_JIT=1: ignore SASS, JIT the PTX");
   cmd->add_flag("--disable-ptx-jit", opt->disable_ptx_jit, "As with CUDA_DISABLE_PTX_JIT=1: SASS only");
