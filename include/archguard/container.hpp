@@ -85,6 +85,9 @@ struct ScanOptions {
   /// file read when the limit is reached is an error naming it and the limit.
   std::size_t max_mappings = 16384;
   unsigned max_depth = 4;  ///< archives nested deeper are not opened
+  /// Search the loaded data sections of ELF files for fatbins embedded as data. Off for a reading
+  /// that shows none of them (inspect --list-like-cuobjdump: cuobjdump does not find them).
+  bool embedded = true;
   /// Archive members that decompress to more than this are refused (decompression bombs).
   std::uint64_t max_member_size = std::uint64_t{16} << 30;
   InflateBudget budget;

@@ -211,10 +211,11 @@ struct ObjectFatbins {
 /// section order. Translation units are filled in from the symbol table when there is one.
 /// With `threads` > 1 the embedded-fatbin search runs on up to that many threads (one per
 /// 8 MiB searched, 8 at most), meanwhile the standard sections are read; the result does not
-/// depend on the number. The hooks are then called from several threads at once.
+/// depend on the number. The hooks are then called from several threads at once. With
+/// `search_embedded` false no data section is searched (only the standard sections are read).
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {},
                                              const ReleaseHook& prefetch = {}, unsigned threads = 1,
-                                             const DataHook& next_data = {});
+                                             const DataHook& next_data = {}, bool search_embedded = true);
 
 /// Finds the fatbins stored as plain data in `bytes` (one loaded section of an ELF file other
 /// than .nv_fatbin and __nv_relfatbin), by the fatbin magic at 8-aligned addresses followed by a

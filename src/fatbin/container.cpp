@@ -325,7 +325,7 @@ struct Scanner {
       return;
     }
     // No prefetch hook: no madvise hint made the scan cheaper (docs/benchmarks-inspect.md).
-    auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads, next_data);
+    auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads, next_data, options.embedded);
     if (!fatbins) {
       report.errors.push_back(fatbins.message());
       return;

@@ -579,11 +579,11 @@ ObjectFatbins ObjectFatbins::of_elf(const ElfFile& elf, std::string path, std::s
 }
 
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch,
-                                             unsigned threads, const DataHook& next_data) {
+                                             unsigned threads, const DataHook& next_data, bool search_embedded) {
   // Fatbins kept as data in other loaded, non-executable sections (cuFFT's .ldata, cuBLASLt's
   // .cask_resource, .rodata ...): hundreds of MB in NVIDIA's large libraries, searched in the
   // background while the standard sections are read. Cubins have no such fatbins.
-  const std::vector<ScanRegion> regions = embedded_regions(elf);
+  const std::vector<ScanRegion> regions = search_embedded ? embedded_regions(elf) : std::vector<ScanRegion>{};
   std::uint64_t total = 0;
   for (const auto& g : regions) total += g.bytes.size();
   threads = static_cast<unsigned>(std::clamp<std::uint64_t>(total / kMinScanPerThread, 1, std::clamp(threads, 1u, kMaxScanThreads)));

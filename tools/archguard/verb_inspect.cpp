@@ -444,6 +444,8 @@ int run_inspect(const InspectOptions& opt) {
     std::fprintf(stderr, "archguard inspect: %s\n", shown(scan.message()).c_str());
     return kExitUsage;
   }
+  // cuobjdump finds no fatbin embedded as data: its listing needs no search for them.
+  if (opt.cuobjdump) scan->embedded = false;
   const Inputs in = read_inputs(opt.files, *scan);
   if (opt.cuobjdump) {
     print_like_cuobjdump(in, opt.all_fatbins);
