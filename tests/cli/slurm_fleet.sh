@@ -127,7 +127,7 @@ for n in "${nodes[@]}"; do
 done
 # Wait (bounded) until the three nodes are idle.
 up=0
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   up=$(sinfo -h -N -o "%N %T" 2>/dev/null | grep -c " idle$")
   [ "$up" = 3 ] && break
   sleep 0.2
