@@ -59,6 +59,9 @@ function(archguard_component layer)
   # The build flags stay in the build tree: the installed export set must not name them.
   target_link_libraries(archguard_${layer} PRIVATE $<BUILD_INTERFACE:archguard_build_flags>
                         PUBLIC ${arg_DEPENDS})
+  # The headers use C++20 (std::span, <bit>): a consumer of the installed targets gets the
+  # requirement with them, whatever its own CMAKE_CXX_STANDARD (or its compiler's default) is.
+  target_compile_features(archguard_${layer} PUBLIC cxx_std_20)
   # Installed as CudaArchGuard::<layer> (cmake/Install.cmake); the same name works in the tree.
   set_target_properties(archguard_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${layer})
   add_library(CudaArchGuard::${layer} ALIAS archguard_${layer})

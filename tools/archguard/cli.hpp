@@ -80,6 +80,11 @@ bool use_colour();
 /// (at most 2 edits, or a third of the word for long names): `inpsect` -> `inspect`.
 std::string nearest_subcommand(const CLI::App& root, const std::string& word);
 
+/// Writes the man page (`--help-man [FILE]`) or a shell completion (`--help-completion bash|zsh
+/// [FILE]`) generated from `root`'s definitions to FILE or stdout (docgen.cpp); args start at the
+/// option. The build runs these hidden options and installs what they write.
+int generate_docs(const CLI::App& root, const std::string& version, std::span<const std::string> args);
+
 /// Text for a terminal or a log: control characters (a newline or an escape sequence in a zip
 /// member's name, a kernel name, a GPU name; C1 controls too), bytes that are not UTF-8 and the
 /// code points that reorder text are written as \xNN, so no input can forge an output line or
