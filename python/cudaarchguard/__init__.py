@@ -62,15 +62,17 @@ def _ccs(cc: Union[None, str, float, Iterable[Union[str, float]]]) -> List[str]:
 def _run_json(args: Sequence[str], ok_codes: Sequence[int]) -> Dict[str, Any]:
     proc = subprocess.run([executable("archguard"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, check=False)
-    if proc.returncode not in ok_codes or not proc.stdout.strip():
-        message = proc.stderr.strip() or f"archguard {' '.join(args)} exited {proc.returncode}"
-        raise ArchGuardError(message, proc.returncode, proc.stderr)
+    document: Any = None
     try:
-        document = json.loads(proc.stdout)
-    except ValueError as e:
-        raise ArchGuardError(f"archguard printed no JSON document: {e}", proc.returncode, proc.stderr) from e
-    if isinstance(document, dict):
-        document.setdefault("exit_code", proc.returncode)
+        document = json.loads(proc.stdout) if proc.stdout.strip() else None
+    except ValueError:
+        document = None
+    if proc.returncode not in ok_codes or not isinstance(document, dict):
+        errors = document.get("errors") if isinstance(document, dict) else None
+        detail = "; ".join(str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors or [])
+        message = detail or proc.stderr.strip() or f"archguard {' '.join(args)} exited {proc.returncode}"
+        raise ArchGuardError(message, proc.returncode, proc.stderr)
+    document.setdefault("exit_code", proc.returncode)
     return document
 
 

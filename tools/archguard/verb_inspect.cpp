@@ -269,6 +269,7 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"archive", o.archive},
           {"member", o.member},
           {"elf_type", elf_type_text(o.elf_type)},
+          {"pie", o.pie},
           {"format", o.pe ? "pe" : o.elf_type == 0 ? "" : "elf"},
           {"machine", machine_text(o.machine)},
           {"fatbins", std::move(fatbins)},
@@ -317,7 +318,9 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
         std::printf("%s  (%s)\n", shown(o.path).c_str(), what.c_str());
       } else {
         std::printf("%s  (%s, %s)\n", shown(o.path).c_str(),
-                    o.pe ? (o.elf_type == 3 ? "windows dll" : "windows executable") : elf_type_text(o.elf_type).c_str(),
+                    o.pe    ? (o.elf_type == 3 ? "windows dll" : "windows executable")
+                    : o.pie ? "executable"
+                            : elf_type_text(o.elf_type).c_str(),
                     machine_text(o.machine).c_str());
       }
       if (o.fatbins.empty()) {
