@@ -5,10 +5,11 @@
 # (dpkg-shlibdeps), and unpacked with dpkg-deb -x into a temporary root (no dpkg -i, nothing of
 # the machine touched) it runs: archguard --version, the man page, the completion, and a CMake
 # project finding the package through CMAKE_PREFIX_PATH=<root>/usr. The archive holds the same tree.
-# Usage: deb.sh BUILD_DIR CMAKE
+# Usage: deb.sh BUILD_DIR CMAKE [SOURCE_DIR]
 set -u
-build=$(cd "${1:?usage: deb.sh BUILD_DIR CMAKE}" && pwd)
-cmake=${2:?usage: deb.sh BUILD_DIR CMAKE}
+build=$(cd "${1:?usage: deb.sh BUILD_DIR CMAKE [SOURCE_DIR]}" && pwd)
+cmake=${2:?usage: deb.sh BUILD_DIR CMAKE [SOURCE_DIR]}
+src=${3:-}
 cpack="$(dirname "$cmake")/cpack"
 [[ -x $cpack ]] || cpack=cpack
 fails=0
@@ -63,6 +64,14 @@ EOF
   { cat "$tmp/cfg.log"; fail "find_package(CudaArchGuard) with CMAKE_PREFIX_PATH=<root>/usr"; }
 grep -q "deb: dir=$root/usr/lib" "$tmp/cfg.log" || fail "CudaArchGuard_DIR is not in the unpacked root"
 grep -q "deb: exe=$root/usr/bin/archguard" "$tmp/cfg.log" || fail "CudaArchGuard_EXECUTABLE is not the package's tool"
+
+# The static libraries of the package link into a consumer built with the compiler's default
+# C++ standard (tests/consumer/libraries: no CMAKE_CXX_STANDARD of its own).
+if [[ -n $src && -d $src/tests/consumer/libraries ]]; then
+  "$cmake" -S "$src/tests/consumer/libraries" -B "$tmp/libs" "-DCMAKE_PREFIX_PATH=$root/usr" >"$tmp/libs.log" 2>&1 &&
+    "$cmake" --build "$tmp/libs" >>"$tmp/libs.log" 2>&1 && "$tmp/libs/app" >>"$tmp/libs.log" 2>&1 ||
+    { tail -20 "$tmp/libs.log"; fail "tests/consumer/libraries against the .deb's libraries"; }
+fi
 
 mkdir -p "$tmp/tgz"
 tar -xzf "$tgz" -C "$tmp/tgz" || fail "tar -xzf"
