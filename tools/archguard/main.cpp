@@ -210,7 +210,9 @@ int main(int argc, char** argv) {
     }
     // CLI11 names a sub-command alone in its usage line; prefix the words that lead to it.
     if (!path.empty()) path.pop_back();
-    std::cout << (target == &app ? app.help() : target->help(command_words(path)));
+    // The formatter directly: App::help() of the root would describe the selected 'help' itself.
+    const std::string usage = target == &app ? "archguard" : command_words(path) + " " + target->get_name();
+    std::cout << target->get_formatter()->make_help(target, usage, CLI::AppFormatMode::Normal);
     return kExitOk;
   }
   return ctx.exit_code;
