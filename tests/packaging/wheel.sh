@@ -131,11 +131,14 @@ consumer() {  # consumer LOG [-C cmake.define.X=Y ...]
 consumer "$tmp/good.log" || { tail -30 "$tmp/good.log"; fail "the scikit-build-core consumer does not build"; }
 grep -q "consumer: CudaArchGuard_DIR=$tmp/venv/.*/cudaarchguard/lib/cmake/CudaArchGuard" "$tmp/good.log" ||
   { grep 'consumer:' "$tmp/good.log"; fail "find_package(CudaArchGuard) did not come from the wheel"; }
+grep -q "consumer: CudaArchGuard_EXECUTABLE=$tmp/venv/.*/cudaarchguard/bin/archguard" "$tmp/good.log" ||
+  fail "the consumer's verify step does not use the wheel's archguard"
 grep -q 'CudaArchGuard: target .kern. holds' "$tmp/good.log" || fail "the consumer's verify step did not run"
 consumer "$tmp/bad.log" -C cmake.define.WITH_STALE_TU=ON &&
   fail "the consumer's wheel was built although stale.cu lacks sm_90"
-grep -q 'stale.cu' "$tmp/bad.log" && grep -q 'sm_90' "$tmp/bad.log" ||
-  { tail -20 "$tmp/bad.log"; fail "the failed build does not name stale.cu and sm_90"; }
-grep -E 'CudaArchGuard: |stale.cu' "$tmp/bad.log" | head -5
+grep -q "CudaArchGuard: target 'kern' does not hold the architectures it must" "$tmp/bad.log" &&
+  grep -q 'translation unit stale.cu (fatbin [0-9]*) has no SASS for sm_90' "$tmp/bad.log" ||
+  { tail -20 "$tmp/bad.log"; fail "the failed build does not stop at kern's verify step naming stale.cu and sm_90"; }
+grep -m1 'translation unit stale.cu' "$tmp/bad.log" | sed 's/^ */consumer refused: /' | cut -c1-200
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]
