@@ -57,6 +57,8 @@ if command -v "$cc" >/dev/null && "$cc" -pie -fPIE -o "$tmp/pie" "$tmp/main.cpp"
 else
   echo "note: no C++ compiler: the PIE checks are left out"
 fi
+mkdir -p "$tmp/nocode" && echo text >"$tmp/nocode/a.txt"
+expect 0 "^$tmp/nocode: no device code \(1 file scanned\)" "$ag" inspect "$tmp/nocode"
 expect 2 "^archguard doctor: $tmp/nonexistent: cannot open" "$ag" doctor "$tmp/nonexistent"
 [[ $(grep -c "$tmp/nonexistent" "$tmp/out") == 1 ]] || fail "doctor names the missing FILE more than once"
 
