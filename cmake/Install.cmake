@@ -52,7 +52,7 @@ endif()
 set(_cag_export_targets)
 # archguard_common, the internal base layer, is installed as an archive only (its headers stay in
 # src/common): every layer links it, so the export set must hold it.
-foreach(_cag_layer IN ITEMS common arch toolkit fatbin coverage policy device jit doctor run)
+foreach(_cag_layer IN ITEMS common arch toolkit fatbin coverage policy device jit doctor run fleet)
   if(TARGET archguard_${_cag_layer})
     list(APPEND _cag_export_targets archguard_${_cag_layer})
   endif()

@@ -110,6 +110,13 @@ std::string inferred_arch_note(Arch arch);
 /// release the table does not know: its minimum driver is unknown (min_driver_for_ptx_isa
 /// gives ""), and no recorded driver can be shown to accept it.
 Version2 newest_known_ptx_isa();
+/// The compute capability of a GPU named as a scheduler or a node label names it ("a100",
+/// "tesla_t4", "NVIDIA-H100-80GB-HBM3", "rtx5090", "nvidia_a100-sxm4-80gb"), by the product names
+/// of the architecture table: the name's words (letters and digits; "nvidia", "tesla", "geforce"
+/// and "quadro" are ignored) must hold a product's words in a row, or run them together. The
+/// longest product wins; no product, or two of different capabilities as long, gives nullopt.
+/// `product` receives the product matched.
+std::optional<Version2> cc_for_gpu_name(std::string_view name, std::string* product = nullptr);
 /// The rename row whose old SM is `sm` (101 -> 110 in CUDA 13.0), or nullptr.
 const RenameRow* find_rename(unsigned old_sm);
 /// The compute capability an SM number denotes: 90 -> 9.0, 121 -> 12.1.

@@ -57,6 +57,7 @@ struct DeviceInfo {
   bool integrated = false;     ///< CU_DEVICE_ATTRIBUTE_INTEGRATED (Tegra / iGPU)
   std::size_t total_memory = 0;  ///< bytes
   std::string pci_bus_id;      ///< "0000:1B:00.0"
+  std::string uuid;            ///< "GPU-5a1c...", as nvidia-smi prints it; "" when the driver lacks cuDeviceGetUuid
   int multiprocessors = 0;
 };
 

@@ -72,6 +72,15 @@ struct DeviceFacts {
   std::string pci_bus_id;
   std::optional<Version2> smi_cc;   ///< nvidia-smi --query-gpu=compute_cap, when it answered
   std::optional<Version2> nvml_cc;  ///< NVML, when libnvidia-ml.so.1 loaded
+  std::string uuid;                 ///< "GPU-5a1c..." (the driver's cuDeviceGetUuid), "" unknown
+  std::string mig_mode;             ///< NVML's current MIG mode: "enabled", "disabled", "" unknown
+};
+
+/// A CUDA compiler or runtime found on the machine (step 2).
+struct RuntimeFound {
+  std::string name;   ///< "nvcc", "nvrtc", "cudart"
+  Version2 version;
+  std::string where;
 };
 
 /// One remedy of the final verdict.
@@ -122,6 +131,9 @@ inline constexpr std::string_view kRuntimeLoaders[] = {
     "nvrtcCompileProgram",   "dlopen",                 "dlmopen"};
 
 struct Report {
+  std::string node;            ///< the node's name: Options::node, else $SLURMD_NODENAME, else the host name
+  std::string time;            ///< when the report was made, UTC, ISO 8601 ("2026-12-02T04:30:00Z")
+  std::vector<RuntimeFound> runtimes;  ///< nvcc, nvrtc and libcudart found (step 2)
   bool driver_found = false;
   std::string driver_problem;                  ///< why not, when !driver_found
   std::optional<DriverVersion> driver_version; ///< 580.159.04 (NVML, /proc or nvidia-smi)
@@ -146,6 +158,7 @@ EnvLookup process_environment();
 
 struct Options {
   std::vector<std::string> files;  ///< binaries, libraries, wheels, directories to examine
+  std::string node;                ///< the node's name in the report; empty: $SLURMD_NODENAME, else the host name
   bool smoke = true;               ///< run step 5 when a driver is present
   EnvLookup env;                   ///< empty: the process environment
   std::string libcuda;             ///< empty: $ARCHGUARD_LIBCUDA, else libcuda.so.1

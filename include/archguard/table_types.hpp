@@ -41,6 +41,12 @@ struct RenameRow {
   Version2 cuda;  ///< release that renamed it
 };
 
+/// More names of the GPUs of one SM (the table's `gpu` rows), for names schedulers and node labels use.
+struct GpuNameRow {
+  unsigned sm;          ///< 0 ends the list
+  const char* names;    ///< comma separated
+};
+
 struct ReleaseRow {
   Version2 cuda;
   Version2 ptx_isa;

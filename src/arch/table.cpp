@@ -6,8 +6,11 @@
 #include "common/version.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace archguard {
 
@@ -203,6 +206,80 @@ std::string format_driver_version(DriverVersion v) {
   std::string out = std::to_string(v.major) + "." + two(v.minor);
   if (v.patch != 0) out += "." + two(v.patch);
   return out;
+}
+
+}  // namespace archguard
+
+namespace archguard {
+namespace {
+
+// The words of a GPU name: runs of letters and digits, lower-cased, vendor and brand words dropped.
+std::vector<std::string> gpu_name_words(std::string_view name) {
+  std::vector<std::string> words;
+  std::string w;
+  auto flush = [&] {
+    if (!w.empty() && w != "nvidia" && w != "tesla" && w != "geforce" && w != "quadro") words.push_back(w);
+    w.clear();
+  };
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0) w += static_cast<char>(std::tolower(u));
+    else flush();
+  }
+  flush();
+  return words;
+}
+
+// Whether `product` (its words) appears in `name` (its words): as consecutive words, or run
+// together in fewer words ("rtx5090" for "RTX 5090").
+bool holds_product(const std::vector<std::string>& name, const std::vector<std::string>& product) {
+  std::string joined;
+  for (const auto& p : product) joined += p;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    std::string run;
+    for (std::size_t j = i; j < name.size() && run.size() < joined.size(); ++j) {
+      run += name[j];
+      if (run == joined) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<Version2> cc_for_gpu_name(std::string_view name, std::string* product) {
+  const auto words = gpu_name_words(name);
+  std::optional<Version2> best;
+  std::size_t best_len = 0;
+  bool tie = false;
+  std::string best_product;
+  auto consider = [&](Version2 cc, std::string_view list) {
+    while (!list.empty()) {
+      const std::size_t comma = list.find(',');
+      std::string_view p = list.substr(0, comma);
+      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+      while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+      const auto pw = gpu_name_words(p);
+      if (pw.empty() || !holds_product(words, pw)) continue;
+      std::size_t len = 0;
+      for (const auto& w : pw) len += w.size();
+      if (len > best_len) {
+        best = cc;
+        best_len = len;
+        best_product = std::string(p);
+        tie = false;
+      } else if (len == best_len && best && !(*best == cc)) {
+        tie = true;
+      }
+    }
+  };
+  for (const ArchRow& row : arch_rows()) consider(row.cc, row.products);
+  for (const GpuNameRow& row : generated::kGpuNameRows)
+    if (row.sm != 0)
+      if (const ArchRow* arch = find_arch(row.sm)) consider(arch->cc, row.names);
+  if (!best || tie) return std::nullopt;
+  if (product != nullptr) *product = best_product;
+  return best;
 }
 
 }  // namespace archguard

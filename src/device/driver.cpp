@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <cstdio>
 #include <string>
 
 namespace archguard::device {
@@ -75,6 +76,7 @@ Result<std::shared_ptr<const Driver>> Driver::open(const OpenOptions& options) {
   need(a.cuDeviceGetAttribute, {"cuDeviceGetAttribute"});
   need(a.cuDeviceTotalMem, {"cuDeviceTotalMem_v2", "cuDeviceTotalMem"});
   need(a.cuDeviceGetPCIBusId, {"cuDeviceGetPCIBusId"});
+  resolve(h, a.cuDeviceGetUuid, {"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});  // optional: the UUID is a fact, not a need
   need(a.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"});
   need(a.cuDevicePrimaryCtxRelease, {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"});
   need(a.cuCtxSetCurrent, {"cuCtxSetCurrent"});
@@ -191,6 +193,16 @@ Result<DeviceInfo> Driver::device(int ordinal) const {
   char bus[64] = {};
   AG_TRY_STATUS(check(where + "cuDeviceGetPCIBusId", api_->cuDeviceGetPCIBusId(bus, sizeof bus - 1, dev)));
   info.pci_bus_id = bus;
+  if (api_->cuDeviceGetUuid != nullptr) {
+    unsigned char u[16] = {};
+    if (api_->cuDeviceGetUuid(u, dev) == 0) {
+      // nvidia-smi's spelling: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx
+      char text[48];
+      std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
+                    u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+      info.uuid = text;
+    }
+  }
   return info;
 }
 

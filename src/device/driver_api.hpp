@@ -38,6 +38,7 @@ struct DriverApi {
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*cuDeviceTotalMem)(std::size_t*, CUdevice) = nullptr;
   CUresult (*cuDeviceGetPCIBusId)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetUuid)(unsigned char*, CUdevice) = nullptr;  ///< optional: CUuuid is 16 bytes
   CUresult (*cuDevicePrimaryCtxRetain)(ContextHandle*, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(ContextHandle) = nullptr;

@@ -119,7 +119,11 @@ Step step_devices(Session& s, Report& report) {
     const ArchRow* row = find_arch(d.cc.packed());
     f.tegra = d.integrated || (row != nullptr && row->tegra);
     if (const auto* g = match(s.smi, d)) f.smi_cc = g->cc;
-    if (const auto* g = match(s.nvml, d)) f.nvml_cc = g->cc;
+    if (const auto* g = match(s.nvml, d)) {
+      f.nvml_cc = g->cc;
+      f.mig_mode = g->mig;
+    }
+    f.uuid = d.uuid;
 
     std::string msg = d.name + ", compute capability " + common::version_text(d.cc);
     if (row != nullptr) msg += std::string(" (") + row->codename + ")";

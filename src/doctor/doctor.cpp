@@ -4,8 +4,11 @@
 
 #include "common/version.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <future>
 #include <set>
@@ -203,6 +206,29 @@ std::vector<Fix> collect_fixes(const Report& report) {
 
 namespace archguard::doctor {
 
+namespace {
+
+// The name a node report carries: the one given, else the Slurm node this runs on (a Slurm
+// NodeName need not be the host name), else the host name.
+std::string node_name(const Options& options, const EnvLookup& env) {
+  if (!options.node.empty()) return options.node;
+  if (auto slurm = env("SLURMD_NODENAME"); slurm && !slurm->empty()) return *slurm;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') return host;
+  return "localhost";
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
 Report run(const Options& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Report report;
@@ -222,6 +248,9 @@ Report run(const Options& options) {
   auto nvml = std::async(std::launch::async, detail::probe_nvml, options.libnvml);
   auto nvcc = std::async(std::launch::async, detail::probe_nvcc, options.nvcc);
   auto nvrtc = std::async(std::launch::async, detail::probe_nvrtc);
+  auto cudart = std::async(std::launch::async, detail::probe_cudart);
+  report.node = node_name(options, s.env);
+  report.time = utc_now();
   timed([&] {
     s.smi = smi.get();
     s.nvml = nvml.get();
@@ -229,6 +258,9 @@ Report run(const Options& options) {
   });
   s.nvcc = nvcc.get();
   s.nvrtc = nvrtc.get();
+  s.cudart = cudart.get();
+  for (const auto& [name, t] : {std::pair<const char*, const detail::ToolVersion*>{"nvcc", &s.nvcc}, {"nvrtc", &s.nvrtc}, {"cudart", &s.cudart}})
+    if (t->version) report.runtimes.push_back({name, *t->version, t->where});
   timed([&] { return detail::step_versions(s, report); });
   timed([&] { return detail::step_binaries(s, report); });
   timed([&] { return check_environment(s.env); });

@@ -8,6 +8,7 @@
 #include <archguard/toolkit.hpp>
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <array>
 #include <cctype>
@@ -141,6 +142,7 @@ ProbeResult probe_nvml(const std::string& library) {
     char bus_id[32];
   };
   using PciFn = int (*)(void*, PciInfo*);
+  using MigFn = int (*)(void*, unsigned*, unsigned*);  // nvmlDeviceGetMigMode(device, current, pending)
   auto init = sym<InitFn>(lib, "nvmlInit_v2");
   auto shutdown = sym<InitFn>(lib, "nvmlShutdown");
   auto count = sym<CountFn>(lib, "nvmlDeviceGetCount_v2");
@@ -149,6 +151,7 @@ ProbeResult probe_nvml(const std::string& library) {
   auto name = sym<NameFn>(lib, "nvmlDeviceGetName");
   auto driver = sym<DriverFn>(lib, "nvmlSystemGetDriverVersion");
   auto pci = sym<PciFn>(lib, "nvmlDeviceGetPciInfo_v3");
+  auto mig = sym<MigFn>(lib, "nvmlDeviceGetMigMode");
   if (!init || !shutdown || !count || !handle || !cc) {
     r.problem = library + " lacks nvmlInit_v2/nvmlDeviceGetCudaComputeCapability";
     ::dlclose(lib);
@@ -184,6 +187,11 @@ ProbeResult probe_nvml(const std::string& library) {
       if (pci) {
         PciInfo info{};
         if (pci(h, &info) == 0) g.pci_bus_id.assign(info.bus_id, ::strnlen(info.bus_id, sizeof info.bus_id));
+      }
+      if (mig) {
+        // NVML_ERROR_NOT_SUPPORTED (3) on GPUs without MIG: left unknown.
+        unsigned current = 0, pending = 0;
+        if (mig(h, &current, &pending) == 0) g.mig = current == 1 ? "enabled" : "disabled";
       }
       r.gpus.push_back(std::move(g));
     }
@@ -236,6 +244,28 @@ ToolVersion probe_nvrtc() {
   const jit::NvrtcInfo& info = jit::nvrtc_info(**nvrtc);
   t.version = info.version;
   t.where = info.library;
+  return t;
+}
+
+ToolVersion probe_cudart() {
+  ToolVersion t;
+  for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"}) {
+    void* lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) continue;
+    using VersionFn = int (*)(int*);
+    auto version = reinterpret_cast<VersionFn>(::dlsym(lib, "cudaRuntimeGetVersion"));
+    int v = 0;
+    if (version == nullptr || version(&v) != 0 || v <= 0) {
+      t.problem = std::string(name) + " does not report its version";
+      return t;
+    }
+    t.version = Version2{static_cast<unsigned>(v / 1000), static_cast<unsigned>((v % 1000) / 10)};
+    t.where = name;
+    if (struct link_map* map = nullptr; ::dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name != '\0')
+      t.where = map->l_name;
+    return t;
+  }
+  t.problem = "no libcudart.so.13, .12 or .11.0 on the loader path";
   return t;
 }
 

@@ -17,6 +17,7 @@ struct ProbedGpu {
   std::string name;
   std::string pci_bus_id;  ///< as the tool prints it
   std::optional<Version2> cc;
+  std::string mig;  ///< NVML only: "enabled", "disabled", "" (unknown or not MIG-capable)
 };
 
 struct ProbeResult {
@@ -46,6 +47,9 @@ struct ToolVersion {
 ToolVersion probe_nvcc(const std::string& program);
 /// nvrtcVersion() of the NVRTC the jit layer loads (ARCHGUARD_NVRTC, libnvrtc.so.13, ...).
 ToolVersion probe_nvrtc();
+/// The CUDA runtime the loader finds (libcudart.so.13, .12, .11, newest first) and the version
+/// its cudaRuntimeGetVersion reports; the library stays loaded (a runtime is never unloaded).
+ToolVersion probe_cudart();
 
 /// How long doctor waits for nvidia-smi or `nvcc --version` before it kills the tool and reports
 /// it as hung (a wedged driver can make nvidia-smi hang for minutes).

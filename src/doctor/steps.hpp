@@ -20,6 +20,7 @@ struct Session {
   ProbeResult nvml;
   ToolVersion nvcc;
   ToolVersion nvrtc;
+  ToolVersion cudart;
 };
 
 /// Step 1. Fills report.devices, driver_found, driver_problem, driver_cuda.

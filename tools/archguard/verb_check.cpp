@@ -9,8 +9,12 @@
 
 #include <archguard/device.hpp>
 #include <archguard/doctor.hpp>
+#include <archguard/fleet.hpp>
+
+#include "common/fs.hpp"
 
 #include <cctype>
+#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -39,6 +43,9 @@ struct Gpu {
   std::string name;
   Device device;
   std::size_t count = 1;
+  std::optional<DriverVersion> driver;  ///< a fleet report's node group: its driver (else the --driver one)
+  std::optional<Version2> driver_cuda;
+  std::vector<std::string> nodes;       ///< a fleet report's node group: its nodes
 };
 
 Result<Version2> parse_cc(std::string_view text) {
@@ -138,7 +145,7 @@ Result<std::vector<Gpu>> visible_gpus() {
       ++same->count;
       continue;
     }
-    Gpu g{d.name, device_for_cc(d.cc), 1};
+    Gpu g{d.name, device_for_cc(d.cc), 1, std::nullopt, std::nullopt, {}};
     g.device.tegra = d.integrated;
     out.push_back(g);
   }
@@ -188,7 +195,14 @@ std::string driver_assumption(const ObjectVerdict& v) {
 std::string device_text(const Gpu& g) {
   std::string s = g.name.empty() ? std::string("CC ") + version_text(g.device.cc) : g.name + " (CC " + version_text(g.device.cc);
   if (g.device.tegra) s += g.name.empty() ? " tegra" : ", tegra";
-  if (!g.name.empty()) s += ", " + std::to_string(g.count) + (g.count == 1 ? " GPU)" : " GPUs)");
+  if (!g.name.empty()) {
+    s += ", " + std::to_string(g.count) + (g.count == 1 ? " GPU" : " GPUs");
+    if (!g.nodes.empty()) s += " on " + fleet::node_list(g.nodes);
+    if (g.driver) s += ", driver " + format_driver_version(*g.driver);
+    else if (g.driver_cuda) s += ", driver for CUDA " + version_text(*g.driver_cuda);
+    else if (!g.nodes.empty()) s += ", driver unknown";
+    s += ")";
+  }
   return s;
 }
 
@@ -240,20 +254,35 @@ std::optional<std::vector<Gpu>> resolve_gpus(const CheckOptions& opt, bool this_
     gpus.push_back(g);
     return gpus;
   }
-  std::ifstream f(opt.fleet, std::ios::binary);
-  if (!f) {
-    std::fprintf(stderr, "archguard check: %s: cannot open\n", opt.fleet.c_str());
+  auto text = common::read_file(opt.fleet, true);
+  if (!text) {
+    std::fprintf(stderr, "archguard check: --fleet: %s\n", shown(text.message()).c_str());
     return std::nullopt;
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto models = parse_fleet_csv(ss.str(), opt.fleet);
+  if (fleet::looks_like_json(*text)) {
+    // A fleet report (archguard fleet merge --report) or node reports: judged per node group,
+    // each with its own driver.
+    fleet::Fleet f;
+    fleet::read_reports(*text, opt.fleet, f);
+    fleet::finish(f);
+    for (const auto& p : f.problems)
+      std::fprintf(stderr, "archguard check: --fleet: %s: %s\n", shown(p.where).c_str(), shown(p.message).c_str());
+    for (const auto& gr : fleet::groups(f)) {
+      gpus.push_back(Gpu{gr.gpu, Device{gr.cc, gr.tegra || opt.tegra}, gr.gpus, gr.driver, gr.driver_cuda, gr.nodes});
+    }
+    if (gpus.empty()) {
+      std::fprintf(stderr, "archguard check: --fleet: %s holds no node with a GPU\n", shown(opt.fleet).c_str());
+      return std::nullopt;
+    }
+    return gpus;
+  }
+  auto models = parse_fleet_csv(*text, opt.fleet);
   if (!models) {
     std::fprintf(stderr, "archguard check: %s\n", shown(models.message()).c_str());
     return std::nullopt;
   }
   for (const auto& m : *models) {
-    Gpu g{m.name, device_for_cc(m.cc), m.count};
+    Gpu g{m.name, device_for_cc(m.cc), m.count, std::nullopt, std::nullopt, {}};
     g.device.tegra = g.device.tegra || opt.tegra;
     gpus.push_back(g);
   }
@@ -433,6 +462,87 @@ void object_details(const ObjectResult& res, std::vector<std::string>& details) 
   for (const auto& e : j.errors) details.push_back("  " + path + ": kernels not listed: " + e);
 }
 
+/// What one GPU (a fleet's node group) does with every input: runs natively, by JIT, or fails.
+struct GroupOutcome {
+  bool fail = false;
+  bool jit = false;
+  bool native = false;
+  std::set<int> errors;  ///< the CUDA errors of what fails
+
+  void add(const InputResult& r) {
+    if (r.problem) fail = true;
+    for (const ObjectResult& o : r.objects) {
+      if (!o.verdict.has_device_code()) continue;
+      if (o.verdict.outcome == Outcome::jit) jit = true;
+      if (o.verdict.outcome == Outcome::native) native = true;
+      if (is_problem(o.judgement.tier) && !o.excused && o.judgement.cuda_error != 0) errors.insert(o.judgement.cuda_error);
+    }
+    if (r.package && r.problem && r.verdict.cuda_error != 0) errors.insert(r.verdict.cuda_error);
+  }
+  std::string text() const {
+    if (!fail) return !jit ? "runs natively" : native ? "runs, partly after a JIT" : "runs after a JIT";
+    std::string s = "fails";
+    for (int e : errors) s += (s == "fails" ? " with " : ", ") + std::to_string(e);
+    return s;
+  }
+};
+
+/// The targets that make the build cover every failing group: SASS for each failing CC (which
+/// runs whatever PTX ISA the group's driver accepts), and PTX for the newest, so later GPUs JIT.
+std::vector<Target> fleet_fix_targets(const std::vector<Gpu>& gpus, const std::vector<GroupOutcome>& outcomes) {
+  std::set<unsigned> sms;
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    if (outcomes[i].fail) sms.insert(gpus[i].device.cc.packed());
+  std::vector<Target> targets;
+  for (unsigned sm : sms) targets.push_back(Target{Arch{sm, Suffix::none}, CodeKind::sass});
+  if (!sms.empty()) targets.push_back(Target{Arch{*sms.rbegin(), Suffix::none}, CodeKind::ptx});
+  return targets;
+}
+
+nlohmann::json fleet_json(const std::vector<Gpu>& gpus, const std::vector<GroupOutcome>& outcomes) {
+  std::size_t groups_run = 0, nodes = 0, nodes_fail = 0;
+  std::set<std::string> failing;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (!outcomes[i].fail) ++groups_run;
+    else failing.insert(gpus[i].nodes.begin(), gpus[i].nodes.end());
+  }
+  std::set<std::string> all;
+  for (const auto& g : gpus) all.insert(g.nodes.begin(), g.nodes.end());
+  nodes = all.size();
+  nodes_fail = failing.size();
+  const auto targets = fleet_fix_targets(gpus, outcomes);
+  nlohmann::json fix = nullptr;
+  if (!targets.empty())
+    fix = {{"cmake", format_targets(targets, Dialect::cmake)}, {"nvcc", format_targets(targets, Dialect::nvcc)}, {"torch", format_targets(targets, Dialect::torch)}};
+  return {{"groups", gpus.size()}, {"groups_run", groups_run}, {"nodes", nodes}, {"nodes_run", nodes - nodes_fail},
+          {"failing_nodes", std::vector<std::string>(failing.begin(), failing.end())}, {"fix", fix}};
+}
+
+void print_fleet(const std::vector<Gpu>& gpus, const std::vector<GroupOutcome>& outcomes) {
+  std::size_t groups_run = 0;
+  std::set<std::string> all, failing;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    all.insert(gpus[i].nodes.begin(), gpus[i].nodes.end());
+    if (!outcomes[i].fail) ++groups_run;
+    else failing.insert(gpus[i].nodes.begin(), gpus[i].nodes.end());
+  }
+  std::string head = "fleet: runs on " + std::to_string(groups_run) + " of " + count_text(gpus.size(), "GPU group");
+  if (!all.empty()) head += " (" + std::to_string(all.size() - failing.size()) + " of " + count_text(all.size(), "node") + ")";
+  std::printf("%s\n", head.c_str());
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    std::printf("  %s: %s\n", shown(device_text(gpus[i])).c_str(), outcomes[i].text().c_str());
+  const auto targets = fleet_fix_targets(gpus, outcomes);
+  if (targets.empty()) return;
+  std::printf("to cover the whole fleet, add to the build's targets (what it has stays):\n");
+  std::printf("  CMake: \"%s\" in CMAKE_CUDA_ARCHITECTURES, or -DARCH_POLICY=fleet:<the fleet CSV of archguard fleet merge --csv-file>\n",
+              format_targets(targets, Dialect::cmake).c_str());
+  std::printf("  nvcc: %s\n", format_targets(targets, Dialect::nvcc).c_str());
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    if (outcomes[i].errors.count(kErrUnsupportedPtx) != 0)
+      std::printf("  or, for %s: a driver that accepts the build's PTX (222: the PTX is newer than this driver's)\n",
+                  shown(gpus[i].nodes.empty() ? device_text(gpus[i]) : fleet::node_list(gpus[i].nodes)).c_str());
+}
+
 std::string environment_text(const DriverSettings& s) {
   std::string out;
   if (s.force_ptx_jit) out += "CUDA_FORCE_PTX_JIT=1";
@@ -496,7 +606,17 @@ int run_check(const CheckOptions& opt) {
   bool any_fail = false;
   nlohmann::json devices_json = nlohmann::json::array();
   const std::string lead = gpus.size() > 1 ? "  " : "";
+  std::vector<GroupOutcome> outcomes;
   for (const Gpu& g : gpus) {
+    // A node group of a fleet report is judged with its own driver, unless --driver says otherwise.
+    DriverSettings gs = settings;
+    if (opt.driver.empty() && (g.driver || g.driver_cuda)) {
+      fleet::Node probe;
+      probe.driver = g.driver;
+      probe.driver_cuda = g.driver_cuda;
+      gs.driver = fleet::effective_driver(probe);
+    }
+    GroupOutcome outcome;
     nlohmann::json objects_json = nlohmann::json::array();
     nlohmann::json packages_json = nlohmann::json::array();
     std::vector<std::string> details;
@@ -508,8 +628,9 @@ int run_check(const CheckOptions& opt) {
       if (!opt.json && &g == &gpus.front())
         for (const auto& n : dependency_notes(facts)) std::printf("%s\n", shown(n).c_str());
       if (!opt.json && !has_device_code(r)) continue;  // said once above: "no device code (N files scanned)"
-      const InputResult result = judge_input(r, judged[ri], indexes[ri], g, settings, opt);
+      const InputResult result = judge_input(r, judged[ri], indexes[ri], g, gs, opt);
       any_fail = any_fail || result.problem;
+      outcome.add(result);
       for (const ObjectResult& res : result.objects) {
         std::string summary = summary_text(res.verdict, res.judgement);
         if (res.members > 0) summary += " (static library, " + count_text(res.members, "member") + " with device code)";
@@ -517,7 +638,7 @@ int run_check(const CheckOptions& opt) {
                                     std::string(res.variance == Variance::variant ? "a variant (another one serves this GPU)"
                                                 : res.variance == Variance::newer ? "built for newer GPUs only"
                                                                                   : "built for particular GPUs only");
-        const std::string assumption = settings.driver ? "" : driver_assumption(res.verdict);
+        const std::string assumption = gs.driver ? "" : driver_assumption(res.verdict);
         if (opt.json) {
           objects_json.push_back(object_json(res, summary, assumption));
           continue;
@@ -546,11 +667,15 @@ int run_check(const CheckOptions& opt) {
                   gpus.size() == 1 ? shown(" on " + device_text(g)).c_str() : "");
       for (const auto& line : result.verdict.groups) std::printf("%s  %s\n", lead.c_str(), shown(line).c_str());
     }
+    outcomes.push_back(outcome);
     if (opt.json) {
       devices_json.push_back({{"name", g.name},
                               {"cc", version_text(g.device.cc)},
                               {"tegra", g.device.tegra},
                               {"count", g.count},
+                              {"nodes", g.nodes},
+                              {"driver", gs.driver ? nlohmann::json(format_driver_version(*gs.driver)) : nlohmann::json(nullptr)},
+                              {"outcome", outcome.text()},
                               {"objects", std::move(objects_json)},
                               {"packages", std::move(packages_json)}});
     } else if (!details.empty()) {
@@ -578,10 +703,12 @@ int run_check(const CheckOptions& opt) {
                        {"force_ptx_jit", settings.force_ptx_jit},
                        {"disable_ptx_jit", settings.disable_ptx_jit},
                        {"devices", std::move(devices_json)},
+                       {"fleet", opt.fleet.empty() ? nlohmann::json(nullptr) : fleet_json(gpus, outcomes)},
                        {"fails", any_fail},
                        {"errors", in.errors}};
     std::printf("%s\n", cli::json_text(doc).c_str());
   } else {
+    if (!opt.fleet.empty()) print_fleet(gpus, outcomes);
     print_skipped(in);
     print_errors(in.errors);
   }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -35,16 +36,31 @@ std::string badge(Level s, bool colour) {
 nlohmann::json to_json(const Report& r, int exit_code) {
   nlohmann::json j;
   j["schema"] = "archguard.doctor/1";
+  // The node this report describes: the unit of a fleet (archguard fleet merge).
+  nlohmann::json runtimes = nlohmann::json::array();
+  for (const auto& rt : r.runtimes)
+    runtimes.push_back({{"name", rt.name}, {"version", cli::version_text(rt.version)}, {"where", rt.where}});
+  j["node"] = {{"name", r.node}, {"time", r.time}, {"archguard", ARCHGUARD_VERSION}, {"runtimes", std::move(runtimes)}};
   j["driver_found"] = r.driver_found;
   if (!r.driver_found) j["driver_problem"] = r.driver_problem;
   j["driver_version"] = r.driver_version ? nlohmann::json(format_driver_version(*r.driver_version)) : nlohmann::json();
   j["driver_cuda"] = r.driver_cuda ? nlohmann::json(cli::version_text(*r.driver_cuda)) : nlohmann::json();
+  {
+    // The newest PTX ISA the driver JIT-compiles, from its version (else the CUDA it supports).
+    Version2 isa;
+    if (r.driver_version) isa = ptx_isa_for_driver(*r.driver_version);
+    else if (r.driver_cuda)
+      if (const ReleaseRow* rel = find_release(*r.driver_cuda)) isa = rel->ptx_isa;
+    j["driver_ptx_isa"] = isa.empty() ? nlohmann::json() : nlohmann::json(cli::version_text(isa));
+  }
   j["devices"] = nlohmann::json::array();
   for (const auto& d : r.devices) {
     nlohmann::json dj{{"ordinal", d.ordinal}, {"name", d.name}, {"cc", cli::version_text(d.cc)}, {"tegra", d.tegra},
                       {"pci_bus_id", d.pci_bus_id}};
     dj["nvidia_smi_cc"] = d.smi_cc ? nlohmann::json(cli::version_text(*d.smi_cc)) : nlohmann::json();
     dj["nvml_cc"] = d.nvml_cc ? nlohmann::json(cli::version_text(*d.nvml_cc)) : nlohmann::json();
+    dj["uuid"] = d.uuid.empty() ? nlohmann::json() : nlohmann::json(d.uuid);
+    dj["mig_mode"] = d.mig_mode.empty() ? nlohmann::json() : nlohmann::json(d.mig_mode);
     j["devices"].push_back(dj);
   }
   j["steps"] = nlohmann::json::array();
@@ -118,6 +134,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     bool no_smoke = false;
     bool no_deps = false;
     std::vector<std::string> cc;
+    std::string node;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = root.add_subcommand(
@@ -129,12 +146,19 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
   cmd->add_option("--cc", opts->cc, "also judge the FILEs for this compute capability (e.g. 9.0; repeatable)")
       ->allow_extra_args(false)
       ->check(archguard::cli::non_empty_cc());
+  cmd->add_option("--node", opts->node,
+                  "the node's name in the report (default: $SLURMD_NODENAME, else the host name); in a Kubernetes pod, "
+                  "the node's name from the downward API");
   cmd->footer(
       "Exit codes: 0 nothing failed, 1 a step failed, 2 bad usage, 3 no CUDA driver (steps 2-4 still ran);\n"
       "with --cc and FILEs on a machine without a driver: 0 the FILEs pass for those GPUs, 1 they fail.");
   cmd->callback([opts, &ctx]() {
     Options o;
     o.files = opts->files;
+    o.node = opts->node;
+    // As ARCHGUARD_LIBCUDA names the driver library, ARCHGUARD_LIBNVML names NVML's ("" skips
+    // the NVML cross-check): a fake node on a machine with a real NVML (scripts/gpu-fleet.sh).
+    if (const char* nvml = std::getenv("ARCHGUARD_LIBNVML")) o.libnvml = nvml;
     for (const auto& text : opts->cc) {
       auto cc = parse_cc(text);
       if (!cc) {
@@ -168,7 +192,9 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     } else if (r.overall() == Level::fail) {
       code = archguard::cli::kExitProblem;
     }
-    if (opts->json) std::cout << cli::json_text(to_json(r, code)) << "\n";
+    // One line: the node report of a fleet, whole even when srun or kubectl interleave the
+    // output of many nodes line by line (jq . or python3 -m json.tool indent it for reading).
+    if (opts->json) std::cout << cli::json_text(to_json(r, code), -1) << "\n";
     else render(r, std::cout, archguard::cli::use_colour());
     ctx.exit_code = code;
   });

@@ -6,11 +6,17 @@
 //   FAKE_CUDA_CC=<major>.<minor>  the device's compute capability (default 9.0)
 //   FAKE_CUDA_INTEGRATED=1     the device is an integrated (Tegra) GPU
 //   FAKE_CUDA_REJECT_LOADS=<n>  the next n module loads fail with 209 (counted per process)
+//   FAKE_CUDA_NAME=<text>      the devices' name (default "Fake GPU")
+//   FAKE_CUDA_COUNT=<n>        how many devices there are (default 1, at most 8; 0: none)
+//   FAKE_CUDA_DRIVER=<n>       what cuDriverGetVersion says (default 13000: CUDA 13.0)
+//   FAKE_CUDA_UUID_SEED=<n>    the first byte of every device's UUID (default 0xfa), so that
+//                              fake nodes of one test report different GPUs
 // cuCtxGetDevice, cuFuncGetName and cuFuncGetModule answer archguard run's recorder (device 0; a
 // CUfunction handle of the run tests' fake program is a pointer to the kernel's name).
 // Images whose first bytes are "REJECT" fail to load with 209 and a JIT error log; images whose
 // first bytes are "BADPTX" fail with 222.
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -40,8 +46,15 @@ FAKE_EXPORT CUresult cuInit(unsigned) {
   if (const char* e = env("FAKE_CUDA_INIT_ERROR")) return std::atoi(e);
   return 0;
 }
+int device_count() {
+  const char* n = env("FAKE_CUDA_COUNT");
+  const int c = n != nullptr ? std::atoi(n) : 1;
+  return c < 0 ? 0 : c > 8 ? 8 : c;
+}
+
 FAKE_EXPORT CUresult cuDriverGetVersion(int* v) {
-  *v = 13000;
+  const char* d = env("FAKE_CUDA_DRIVER");
+  *v = d != nullptr ? std::atoi(d) : 13000;
   return 0;
 }
 FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char** s) {
@@ -67,16 +80,24 @@ FAKE_EXPORT CUresult cuGetErrorString(CUresult r, const char** s) {
   }
 }
 FAKE_EXPORT CUresult cuDeviceGetCount(int* n) {
-  *n = 1;
+  *n = device_count();
   return 0;
 }
 FAKE_EXPORT CUresult cuDeviceGet(int* d, int ordinal) {
-  if (ordinal != 0) return 101;
-  *d = 0;
+  if (ordinal < 0 || ordinal >= device_count()) return 101;
+  *d = ordinal;
   return 0;
 }
 FAKE_EXPORT CUresult cuDeviceGetName(char* buf, int len, int) {
-  std::strncpy(buf, "Fake GPU", static_cast<std::size_t>(len));
+  const char* name = env("FAKE_CUDA_NAME");
+  std::strncpy(buf, name != nullptr ? name : "Fake GPU", static_cast<std::size_t>(len));
+  return 0;
+}
+FAKE_EXPORT CUresult cuDeviceGetUuid_v2(unsigned char* uuid, int dev) {
+  const char* seed = env("FAKE_CUDA_UUID_SEED");
+  for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(0x10 + i);
+  uuid[0] = static_cast<unsigned char>(seed != nullptr ? std::atoi(seed) : 0xfa);
+  uuid[15] = static_cast<unsigned char>(dev);
   return 0;
 }
 FAKE_EXPORT CUresult cuDeviceGetAttribute(int* v, int attr, int) {
@@ -97,8 +118,10 @@ FAKE_EXPORT CUresult cuDeviceTotalMem_v2(std::size_t* b, int) {
   *b = std::size_t{1} << 30;
   return 0;
 }
-FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char* buf, int len, int) {
-  std::strncpy(buf, "0000:01:00.0", static_cast<std::size_t>(len));
+FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char* buf, int len, int dev) {
+  char bus[16];
+  std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 1 + dev);
+  std::strncpy(buf, bus, static_cast<std::size_t>(len));
   return 0;
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(void** ctx, int) {

@@ -6,8 +6,8 @@ ag=$1
 out=$("$ag" doctor --json)
 rc=$?
 if [ "$rc" -ne 3 ]; then echo "expected exit 3 without a driver, got $rc"; echo "$out"; exit 1; fi
-for want in '"driver_found": false' '"name": "versions"' '"name": "environment"' '"name": "binaries"' \
-            '"no cuda driver found' '"exit_code": 3'; do
+for want in '"driver_found":false' '"name":"versions"' '"name":"environment"' '"name":"binaries"' \
+            '"no cuda driver found' '"exit_code":3'; do
   case "$out" in
     *"$want"*) ;;
     *) echo "missing $want in:"; echo "$out"; exit 1 ;;
@@ -20,4 +20,5 @@ case "$text" in
   *"no CUDA driver found"*) ;;
   *) echo "the table does not say that no driver was found:"; echo "$text"; exit 1 ;;
 esac
-echo "doctor without a driver: exit 3, steps 2-4 ran"
+[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || { echo "the node report is not one line (srun interleaves lines of several nodes)"; exit 1; }
+echo "doctor without a driver: exit 3, steps 2-4 ran, one line of JSON"

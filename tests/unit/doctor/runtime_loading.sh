@@ -46,7 +46,7 @@ case "$out_plain" in
 esac
 json=$("$ag" doctor --no-smoke --json "$loader"); rc_json=$?
 if [ "$rc_json" -ne "$rc_loader" ]; then echo "--json exits $rc_json, the table $rc_loader"; exit 1; fi
-for want in '"runtime_loading": [' '"imports": [' '"dlopen"' "\"command\": \"archguard run -- $loader [its arguments]\""; do
+for want in '"runtime_loading":[' '"imports":[' '"dlopen"' "\"command\":\"archguard run -- $loader [its arguments]\""; do
   case "$json" in
     *"$want"*) ;;
     *) echo "missing $want in:"; echo "$json"; exit 1 ;;
@@ -54,7 +54,7 @@ for want in '"runtime_loading": [' '"imports": [' '"dlopen"' "\"command\": \"arc
 done
 json_plain=$("$ag" doctor --no-smoke --json "$plain")
 case "$json_plain" in
-  *'"runtime_loading": []'*) ;;
+  *'"runtime_loading":[]'*) ;;
   *) echo "the plain program has runtime_loading entries:"; echo "$json_plain"; exit 1 ;;
 esac
 echo "doctor on a dlopen program: exit $rc_loader as for a plain one, names archguard run"
