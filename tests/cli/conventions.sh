@@ -87,7 +87,19 @@ complete_words() {  # the completion's answer for the words given
 [[ $(complete_words archguard ca) == cache ]] || fail "bash: 'archguard ca' does not complete to cache"
 complete_words archguard cache s | grep -qx stat || fail "bash: 'archguard cache s' does not offer stat"
 complete_words archguard inspect --js | grep -qx -- --json || fail "bash: 'archguard inspect --js' does not offer --json"
-if command -v zsh >/dev/null; then zsh -n "$zsh_c" || fail "zsh -n $zsh_c"; fi
+if command -v zsh >/dev/null; then
+  zsh -n "$zsh_c" || fail "zsh -n $zsh_c"
+  # the function body run with zsh's _describe and _files stubbed: what it would offer
+  zsh_offers() {  # zsh_offers WORD...: the candidates for the last word
+    zsh -c '_describe() { print -l -- "${(@P)4}"; }; _files() { print FILES; }; f=$1; shift; words=("$@"); CURRENT=$#
+            source "$f"' _ "$zsh_c" "$@"
+  }
+  zsh_offers archguard cache s | grep -q '^stat:Size' || fail "zsh: 'archguard cache s' does not offer stat"
+  zsh_offers archguard inspect --js | grep -q '^--json:' || fail "zsh: 'archguard inspect --js' does not offer --json"
+  [[ $(zsh_offers archguard check --cc '') == FILES ]] || fail "zsh: the value of --cc is not completed as a file"
+else
+  echo "note: no zsh: its completion is checked only for its #compdef line"
+fi
 grep -q '^#compdef archguard' "$zsh_c" || fail "the zsh completion has no #compdef line"
 
 echo "$fails failure(s)"
