@@ -26,6 +26,40 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(ARCHIVE REQUIRED IMPORTED_TARGET libarchive)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
+# The wheel links libarchive, libzstd, liblz4 and libcrypto statically (their .a files come with
+# the -dev packages): only the code the tool calls is linked, and the shared libraries libarchive
+# would otherwise load (libxml2 and its 30 MB ICU data, for formats the tool never reads) are
+# dropped by --as-needed instead of being bundled by auditwheel. The installed libraries then name
+# the archives by path: this is for the tool, not for an install that exports the libraries.
+option(ARCHGUARD_STATIC_DEPS "Link libarchive, libzstd, liblz4 and libcrypto statically (the wheel)" OFF)
+if(ARCHGUARD_STATIC_DEPS)
+  set(OPENSSL_USE_STATIC_LIBS TRUE)
+  foreach(_cag_lib IN ITEMS archive zstd lz4)
+    find_library(ARCHGUARD_STATIC_${_cag_lib} NAMES lib${_cag_lib}.a
+                 HINTS ${ARCHIVE_STATIC_LIBRARY_DIRS} ${ZSTD_STATIC_LIBRARY_DIRS} ${LZ4_STATIC_LIBRARY_DIRS})
+    if(NOT ARCHGUARD_STATIC_${_cag_lib})
+      message(FATAL_ERROR "ARCHGUARD_STATIC_DEPS: lib${_cag_lib}.a not found (its -dev package has it)")
+    endif()
+  endforeach()
+  foreach(_cag_pc IN ITEMS ARCHIVE ZSTD LZ4)
+    # the three as archives, what they need in turn (nettle, lzma, bz2, z, xml2...) as shared libraries
+    set(_cag_static_libs)
+    foreach(_cag_lib IN LISTS ${_cag_pc}_STATIC_LIBRARIES)
+      if(ARCHGUARD_STATIC_${_cag_lib})
+        list(APPEND _cag_static_libs "${ARCHGUARD_STATIC_${_cag_lib}}")
+      else()
+        # Only those present: a library only libarchive's disk code needs (libacl, whose -dev
+        # package is not installed) is not linked, and the link fails loudly if the tool needs it.
+        find_library(ARCHGUARD_DEP_${_cag_lib} NAMES ${_cag_lib} HINTS ${ARCHIVE_STATIC_LIBRARY_DIRS})
+        if(ARCHGUARD_DEP_${_cag_lib})
+          list(APPEND _cag_static_libs "${ARCHGUARD_DEP_${_cag_lib}}")
+        endif()
+      endif()
+    endforeach()
+    set_property(TARGET PkgConfig::${_cag_pc} PROPERTY INTERFACE_LINK_LIBRARIES "${_cag_static_libs}")
+  endforeach()
+  add_link_options(LINKER:--as-needed)
+endif()
 find_package(OpenSSL REQUIRED)          # SHA-256 for the JIT cache keys
 find_package(CUDAToolkit QUIET)         # headers only (nvrtc.h, cuda.h); libraries are dlopen()ed
 
@@ -59,6 +93,9 @@ function(archguard_component layer)
   # The build flags stay in the build tree: the installed export set must not name them.
   target_link_libraries(archguard_${layer} PRIVATE $<BUILD_INTERFACE:archguard_build_flags>
                         PUBLIC ${arg_DEPENDS})
+  # The headers use C++20 (std::span, <bit>): a consumer of the installed targets gets the
+  # requirement with them, whatever its own CMAKE_CXX_STANDARD (or its compiler's default) is.
+  target_compile_features(archguard_${layer} PUBLIC cxx_std_20)
   # Installed as CudaArchGuard::<layer> (cmake/Install.cmake); the same name works in the tree.
   set_target_properties(archguard_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${layer})
   add_library(CudaArchGuard::${layer} ALIAS archguard_${layer})

@@ -35,11 +35,14 @@ status=0
 for b in "${policy_built[@]}"; do
   if "$ag" verify "$b" --require "$require"; then echo "verify ok: $b"; else echo "verify FAILED: $b"; status=1; fi
 done
+# Built for one architecture on purpose (no-kernel-image: sm_80 SASS only; jit-fallback: sm_75
+# SASS only, no PTX): verify must refuse them, and says why (the first reason line, shortened).
 for b in "${deliberately_wrong[@]}"; do
-  if "$ag" verify "$b" --require "$require" >/dev/null; then
+  if why="$("$ag" verify "$b" --require "$require" 2>&1)"; then
     echo "verify unexpectedly passed: $b (built for a wrong architecture on purpose)"; status=1
   else
-    echo "verify refuses $b, as intended (built for a wrong architecture on purpose)"
+    reason="$(printf '%s\n' "$why" | grep -m1 'translation unit' | sed 's/^[^:]*: //; s/; kernels:.*//')"
+    echo "verify refuses $b, as intended (built for one architecture on purpose): ${reason:-$(printf '%s\n' "$why" | tail -n1)}"
   fi
 done
 

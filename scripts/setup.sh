@@ -21,7 +21,8 @@ debs=(build-essential cmake ninja-build pkg-config git
       libcli11-dev nlohmann-json3-dev libarchive-dev libzstd-dev liblz4-dev libssl-dev)
 if ((tests)); then
   debs+=(python3 python3-venv catch2 clang-14 libclang-rt-14-dev zstd time binutils-aarch64-linux-gnu
-         slurmctld slurmd slurm-client munge)  # the Slurm cluster that tests/cli/slurm_fleet.sh starts
+         slurmctld slurmd slurm-client munge  # the Slurm cluster that tests/cli/slurm_fleet.sh starts
+         zsh dpkg-dev unzip)  # the zsh completion check, cpack's DEB dependencies, the wheel test
 fi
 ensure_debs setup "${debs[@]}"
 

@@ -119,6 +119,9 @@ struct CacheStats {
   std::uint64_t bytes = 0;
   std::uint64_t max_bytes = 0;
   std::uint64_t temp_files = 0;
+  /// Per-entry lock files in the shards (<key>.lock, empty; kept while their entry lives so that
+  /// waiters agree on one inode, removed with it), counted apart from the entries.
+  std::uint64_t lock_files = 0;
   std::vector<std::string> readonly_dirs;
 };
 

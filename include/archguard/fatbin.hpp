@@ -197,6 +197,8 @@ struct ObjectFatbins {
   std::string loaded_by;
   /// Read from a Windows PE/COFF image (pe.hpp); elf_type and machine then say what it stands for.
   bool pe = false;
+  /// An ET_DYN object flagged DF_1_PIE: a position-independent executable, not a shared library.
+  bool pie = false;
 
   /// The object of a parsed ELF file (type and machine from its header) that holds `fatbins`;
   /// `archive` and `member` name the enclosing archive, empty when there is none.

@@ -260,11 +260,20 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
   }
   if (usable.empty()) {
     const std::size_t pick = best_of(ptx_ok);
+    // A driver older than every release the table records accepts no PTX it can vouch for.
+    std::string accepts = "accepts at most " + isa_text(max_isa);
+    if (max_isa.empty()) {
+      accepts = "is older than the minimum driver of every cuda release in the architecture table";
+      for (const ReleaseRow& r : release_rows()) {
+        if (*r.min_driver == '\0') continue;
+        accepts += " (the oldest, cuda " + common::version_text(r.cuda) + ", needs " + r.min_driver + ")";
+        break;
+      }
+    }
     return fail(kErrUnsupportedPtx, "ptx " + image_name(images[pick]) + " has ptx isa " +
                                          isa_text(images[pick].ptx_isa) + " but driver " +
-                                         format_driver_version(*settings.driver) + " accepts at most " +
-                                         isa_text(max_isa) + " (unsupported toolchain)" +
-                                         unknown_isa_note(images[pick].ptx_isa));
+                                         format_driver_version(*settings.driver) + " " + accepts +
+                                         " (unsupported toolchain)" + unknown_isa_note(images[pick].ptx_isa));
   }
   const std::size_t pick = best_of(usable);
   const Image& im = images[pick];

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <archguard/coverage.hpp>
 
+#include "common/nearest.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -194,7 +196,12 @@ Result<Requirement> parse_requirement(std::string_view require, std::string_view
     req.ptx_highest = true;
   } else if (!ptx.empty()) {
     auto targets = parse_token(ptx);
-    if (!targets) return rewrap(targets.error(), "--ptx: " + targets.message());
+    if (!targets) {
+      if (const std::string near = common::nearest_word(ptx, {"highest", "none"}); !near.empty())
+        return Error{ErrorKind::usage, "--ptx '" + std::string(ptx) + "': unknown value; did you mean '" + near +
+                                           "'? (highest, none or an architecture such as 90)"};
+      return rewrap(targets.error(), "--ptx: " + targets.message());
+    }
     for (const Target& target : *targets) req.ptx.push_back(target.arch);
   }
   sort_unique(req.sass);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Inputs: ELF through mmap, archives through libarchive, directories walked in parallel.
 #include <archguard/container.hpp>
+#include <archguard/deps.hpp>
 #include <archguard/pe.hpp>
 
 #include "common/fd.hpp"
@@ -332,6 +333,10 @@ struct Scanner {
     }
     if (fatbins->empty() && !named_directly) return;
     report.objects.push_back(ObjectFatbins::of_elf(*elf, display, archive, member, std::move(*fatbins)));
+    if (elf->type() == ET_DYN) {
+      // A PIE is ET_DYN too; only its DF_1_PIE flag tells it from a shared library.
+      if (auto dyn = read_dynamic(*elf)) report.objects.back().pie = dyn->pie;
+    }
   }
 
   /// A Windows binary: its .nv_fatb and __nv_rel sections (pe.hpp).

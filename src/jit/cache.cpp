@@ -629,6 +629,13 @@ Result<CacheStats> Cache::stats() const {
     s.bytes += f.bytes;
   }
   s.temp_files = list_dir(layer.tmp_fd.get()).size();
+  for (const std::string& sh : list_dir(layer.entries_fd.get())) {
+    if (sh.size() != 2) continue;
+    Fd sd(::openat(layer.entries_fd.get(), sh.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sd.valid()) continue;
+    for (const std::string& n : list_dir(sd.get()))
+      if (n.ends_with(".lock")) ++s.lock_files;
+  }
   for (std::size_t i = 1; i < layers_.size(); ++i) s.readonly_dirs.push_back(layers_[i]->root);
   return s;
 }

@@ -9,6 +9,7 @@
 #include <archguard/coverage.hpp>
 
 #include "common/fs.hpp"
+#include "common/nearest.hpp"
 #include "common/version.hpp"
 
 #include <algorithm>
@@ -400,6 +401,11 @@ Result<std::vector<Target>> parse_policy_list(Ctx& c, const std::string& policy,
         err = "'" + lw + "' cannot be combined with other entries; use it alone";
         break;
       }
+      // "allmajor", "nativ": a misspelt keyword, not an architecture
+      if (const std::string near = common::nearest_word(lw, {"auto", "native", "all", "all-major"}); !near.empty()) {
+        err = "'" + w + "' is no architecture or keyword; did you mean '" + near + "'?";
+        break;
+      }
     }
     return make_error(ErrorKind::usage, c.who + ": " + err + usage);
   };
@@ -594,7 +600,9 @@ Result<Plan> plan_policy(const PlanRequest& req) {
   if (plan.policy.empty()) plan.policy = "auto";
   plan.who = !req.who.empty() ? req.who : (req.exact ? "CMAKE_CUDA_ARCHITECTURES=" : "ARCH_POLICY=") + plan.policy;
   if (req.ptx != "highest" && req.ptx != "all" && req.ptx != "none") {
-    return make_error(ErrorKind::usage, "ARCH_PTX='" + req.ptx + "': unknown value; use highest (default), all or none");
+    const std::string near = common::nearest_word(req.ptx, {"highest", "all", "none"});
+    return make_error(ErrorKind::usage, "ARCH_PTX='" + req.ptx + "': unknown value; " +
+                                            (near.empty() ? "" : "did you mean '" + near + "'? ") + "use highest (default), all or none");
   }
   AG_TRY(unsigned min_sm, min_sm_of(req.min));
   const Toolkit tk(req.toolkit);

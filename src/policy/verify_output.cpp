@@ -54,8 +54,8 @@ std::string verify_text(const VerifyReport& report, bool quiet, bool failed, con
     for (const std::string& line : no_device_code) out += escape_control(line) + "\n";
   if (report.units.empty() && !failed) return out;  // no device code: the caller says so
   if (!quiet || failed) {
-    out += std::string("verify: ") + (failed ? "FAILED" : "ok") + ": " + std::to_string(report.units.size()) + " fatbins in " +
-           std::to_string(report.objects) + " objects, " + std::to_string(lacking) + " lacking, " + std::to_string(extras) +
+    out += std::string("verify: ") + (failed ? "FAILED" : "ok") + ": " + std::to_string(report.units.size()) + (report.units.size() == 1 ? " fatbin in " : " fatbins in ") +
+           std::to_string(report.objects) + (report.objects == 1 ? " object, " : " objects, ") + std::to_string(lacking) + " lacking, " + std::to_string(extras) +
            " architecture-specific extras, " + std::to_string(compatible) + " using compatible SASS" +
            (kernel_less == 0 ? "" : ", " + std::to_string(kernel_less) + " without kernels") + "\n";
   }

@@ -51,14 +51,14 @@ assert exe["fatbins"][0]["linked"] and not exe["fatbins"][0]["device_link"]
 print("ok: inspect --json")
 PY
 # where each fatbin was found, and its translation unit (issue 9)
-expect 0 '^  fatbin 3  \.nv_fatbin at 0x[0-9a-f]+, 0x[0-9a-f]+ bytes, 1 images  tu old_tu\.cu$' -- "$ag" inspect multi_tu.exe
+expect 0 '^  fatbin 3  \.nv_fatbin at 0x[0-9a-f]+, 0x[0-9a-f]+ bytes, 1 image  tu old_tu\.cu$' -- "$ag" inspect multi_tu.exe
 expect 0 '^  fatbins: 5 in \.nv_fatbin$' -- "$ag" inspect --summary multi_tu_stripped.exe
 [[ $("$ag" inspect multi_tu_stripped.exe | grep -c ' tu ') == 0 ]] || { echo "FAIL: a stripped binary has translation units"; fails=$((fails + 1)); }
 expect 0 '^  fatbin 1  \.rodata \(embedded\) at 0x[0-9a-f]+, 0x2c68 bytes, 3 images' -- "$ag" inspect libembedded.so
 expect 0 '^  fatbins: 1 in \.nv_fatbin, 2 embedded \(\.fixture_fatbins 1, \.rodata 1\)$' -- "$ag" inspect --summary libembedded.so
 expect 0 'coverage: sass sm_80 sm_90; ptx compute_90' -- "$ag" inspect --summary libembedded.so
 expect 0 '^sm90a\.cubin  \(executable, cuda\)' -- "$ag" inspect sm90a.cubin
-expect 0 '^  fatbin 0  standalone cubin at 0x0, 0x[0-9a-f]+ bytes, 1 images' -- "$ag" inspect sm90a.cubin
+expect 0 '^  fatbin 0  standalone cubin at 0x0, 0x[0-9a-f]+ bytes, 1 image' -- "$ag" inspect sm90a.cubin
 expect 0 'coverage: sass sm_90a; ptx none' -- "$ag" inspect sm90a.cubin
 expect 0 'kernel fixture_fill' -- "$ag" inspect --kernels sm80.cubin
 expect 0 '^sm86\.ptx  \(ptx file\)' -- "$ag" inspect sm86.ptx

@@ -68,6 +68,26 @@ inline void warn_inferred(std::span<const Target> targets) {
   }
 }
 
+/// Warns on stderr when a compute capability given on the command line (--cc 9.9, --cc 13.0)
+/// has no row in the architecture table: it is judged by the inferred rules, said once.
+inline void warn_unknown_cc(Version2 cc) {
+  const unsigned sm = cc.major * 10 + cc.minor;
+  const Target t{Arch{sm, Suffix::none}, CodeKind::sass};
+  warn_inferred(std::span<const Target>(&t, 1));
+}
+
+/// CLI11 check for a compute capability option: an empty value (--cc "") is refused instead of
+/// meaning "no --cc".
+inline CLI::Validator non_empty_cc() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return v.find_first_not_of(" \t") == std::string::npos
+                   ? std::string("an empty compute capability; give one such as 9.0, or leave --cc out")
+                   : std::string();
+      },
+      "CC");
+}
+
 /// True when stdout is a terminal (tables get colour/width there).
 bool stdout_is_tty();
 /// True when stderr is a terminal (progress lines are drawn there, and only there).
@@ -79,6 +99,11 @@ bool use_colour();
 /// The registered subcommand nearest to `word` by edit distance, "" when none is close enough
 /// (at most 2 edits, or a third of the word for long names): `inpsect` -> `inspect`.
 std::string nearest_subcommand(const CLI::App& root, const std::string& word);
+
+/// Writes the man page (`--help-man [FILE]`) or a shell completion (`--help-completion bash|zsh
+/// [FILE]`) generated from `root`'s definitions to FILE or stdout (docgen.cpp); args start at the
+/// option. The build runs these hidden options and installs what they write.
+int generate_docs(const CLI::App& root, const std::string& version, std::span<const std::string> args);
 
 /// Text for a terminal or a log: control characters (a newline or an escape sequence in a zip
 /// member's name, a kernel name, a GPU name; C1 controls too), bytes that are not UTF-8 and the

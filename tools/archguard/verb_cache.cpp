@@ -85,13 +85,14 @@ int run_stat(const Common& c) {
   if (!s) return jc::fail(cli::kExitUsage, s.message());
   if (c.json) {
     std::cout << cli::json_text(json{{"dir", s->dir}, {"entries", s->entries}, {"bytes", s->bytes}, {"max_bytes", s->max_bytes},
-                                     {"temp_files", s->temp_files}, {"readonly_dirs", s->readonly_dirs}})
+                                     {"temp_files", s->temp_files}, {"lock_files", s->lock_files}, {"readonly_dirs", s->readonly_dirs}})
               << "\n";
   } else {
     std::cout << "dir:         " << cli::shown(s->dir) << "\n"
               << "entries:     " << s->entries << "\n"
               << "bytes:       " << s->bytes << " of " << s->max_bytes << "\n"
-              << "temp files:  " << s->temp_files << "\n";
+              << "temp files:  " << s->temp_files << "\n"
+              << "lock files:  " << s->lock_files << "\n";
     for (const std::string& r : s->readonly_dirs) std::cout << "read-only:   " << cli::shown(r) << "\n";
   }
   print_warnings(**cache);

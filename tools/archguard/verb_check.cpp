@@ -49,7 +49,10 @@ struct Gpu {
 };
 
 Result<Version2> parse_cc(std::string_view text) {
-  if (auto cc = common::parse_cc(text)) return *cc;  // "9.0"
+  if (auto cc = common::parse_cc(text)) {  // "9.0"
+    warn_unknown_cc(*cc);
+    return *cc;
+  }
   auto targets = parse_token(text);  // "90", "sm_90": the capability of that architecture
   if (targets && !targets->empty()) {
     warn_inferred(*targets);
@@ -101,7 +104,10 @@ std::string summary_text(const ObjectVerdict& v, const ObjectJudgement& j) {
     case Tier::no_device_code: return "no device code";
     case Tier::no_kernels: return "defines no kernel (" + count_text(j.units, "fatbin") + "): nothing can fail";
     case Tier::none_run: {
-      std::string s = "fails with " + error_name(j.cuda_error) + ": no kernel has an image for this GPU";
+      // 222: there is PTX, only too new for the driver; 209: nothing for this GPU at all.
+      std::string s = "fails with " + error_name(j.cuda_error) +
+                      (j.cuda_error == kErrUnsupportedPtx ? ": no kernel has SASS for this GPU, and their PTX is newer than the driver accepts"
+                                                          : ": no kernel has an image for this GPU");
       if (j.failed > 0) s += " (" + count_text(j.failed, "kernel") + " in " + units_text(j) + ")";
       return s;
     }
@@ -713,7 +719,8 @@ void setup(CLI::App& root, Context& ctx) {
   auto opt = std::make_shared<CheckOptions>();
   CLI::App* cmd = root.add_subcommand("check", "Predict what the CUDA driver does with each file's device code on a GPU");
   cmd->add_option("files", opt->files, "Files or directories to check")->required();
-  cmd->add_option("--cc", opt->cc, "Compute capability of the GPU, e.g. 9.0 (default: this machine's GPUs)");
+  cmd->add_option("--cc", opt->cc, "Compute capability of the GPU, e.g. 9.0 (default: this machine's GPUs)")
+      ->check(non_empty_cc());
   cmd->add_option("--driver", opt->driver, "Driver version, e.g. 580.65 (limits the PTX ISA it JIT-compiles)");
   cmd->add_option("--fleet", opt->fleet,
                   "A fleet report of 'archguard fleet merge' (judged per node group, with each group's driver), or a CSV "

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -143,12 +144,14 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
   cmd->add_flag("--no-smoke", opts->no_smoke, "skip step 5 (the kernels that really run)");
   cmd->add_flag("--no-deps", opts->no_deps, "do not judge the shared libraries an executable or library FILE loads");
   cmd->add_option("--cc", opts->cc, "also judge the FILEs for this compute capability (e.g. 9.0; repeatable)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->check(archguard::cli::non_empty_cc());
   cmd->add_option("--node", opts->node,
                   "the node's name in the report (default: $SLURMD_NODENAME, else the host name); in a Kubernetes pod, "
                   "the node's name from the downward API");
   cmd->footer(
-      "Exit codes: 0 nothing failed, 1 a step failed, 2 bad usage, 3 no CUDA driver (steps 2-4 still ran).");
+      "Exit codes: 0 nothing failed, 1 a step failed, 2 bad usage, 3 no CUDA driver (steps 2-4 still ran);\n"
+      "with --cc and FILEs on a machine without a driver: 0 the FILEs pass for those GPUs, 1 they fail.");
   cmd->callback([opts, &ctx]() {
     Options o;
     o.files = opts->files;
@@ -163,14 +166,32 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
         ctx.exit_code = archguard::cli::kExitUsage;
         return;
       }
+      archguard::cli::warn_unknown_cc(*cc);
       o.assume_cc.push_back(*cc);
+    }
+    // A FILE that is not there is bad usage (exit 2), said once, before any step runs.
+    for (const std::string& f : opts->files) {
+      std::error_code ec;
+      if (!std::filesystem::exists(f, ec)) {
+        std::cerr << "archguard doctor: " << archguard::cli::shown(f) << ": cannot open: no such file or directory\n";
+        ctx.exit_code = archguard::cli::kExitUsage;
+        return;
+      }
     }
     o.smoke = !opts->no_smoke;
     o.deps = !opts->no_deps;
     const Report r = run(o);
     int code = archguard::cli::kExitOk;
-    if (!r.driver_found) code = archguard::cli::kExitNoDriver;
-    else if (r.overall() == Level::fail) code = archguard::cli::kExitProblem;
+    if (!r.driver_found && !(opts->files.empty() || opts->cc.empty())) {
+      // FILEs judged for a given --cc: the answer is theirs (step 3), on a machine that needs no
+      // driver for it; 1 when they fail, 0 when they pass.
+      for (const Step& st : r.steps)
+        if (st.name == "binaries" && st.status() == Level::fail) code = archguard::cli::kExitProblem;
+    } else if (!r.driver_found) {
+      code = archguard::cli::kExitNoDriver;
+    } else if (r.overall() == Level::fail) {
+      code = archguard::cli::kExitProblem;
+    }
     // One line: the node report of a fleet, whole even when srun or kubectl interleave the
     // output of many nodes line by line (jq . or python3 -m json.tool indent it for reading).
     if (opts->json) std::cout << cli::json_text(to_json(r, code), -1) << "\n";

@@ -269,6 +269,7 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"archive", o.archive},
           {"member", o.member},
           {"elf_type", elf_type_text(o.elf_type)},
+          {"pie", o.pie},
           {"format", o.pe ? "pe" : o.elf_type == 0 ? "" : "elf"},
           {"machine", machine_text(o.machine)},
           {"fatbins", std::move(fatbins)},
@@ -307,7 +308,12 @@ std::vector<std::string> coverage_lines(const CoverageSummary& c, const EveryFat
 }
 
 void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* kernels) {
-  for (const auto& r : in.reports) {
+  for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
+    const auto& r = in.reports[ri];
+    // A directory, wheel or archive without device code lists no object: it still gets a line.
+    const bool any_shown = std::any_of(r.objects.begin(), r.objects.end(),
+                                       [](const ObjectFatbins& o) { return !o.fatbins.empty() || o.archive.empty(); });
+    if (!any_shown && ri < in.facts.size()) std::printf("%s\n", shown(no_device_code_line(in.facts[ri])).c_str());
     for (const auto& o : r.objects) {
       if (o.fatbins.empty() && !o.archive.empty()) continue;  // archive members without device code
       if (o.elf_type == 0 && o.machine == 0) {  // not an ELF file: a fatbin, PTX or LTO-IR file
@@ -317,7 +323,9 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
         std::printf("%s  (%s)\n", shown(o.path).c_str(), what.c_str());
       } else {
         std::printf("%s  (%s, %s)\n", shown(o.path).c_str(),
-                    o.pe ? (o.elf_type == 3 ? "windows dll" : "windows executable") : elf_type_text(o.elf_type).c_str(),
+                    o.pe    ? (o.elf_type == 3 ? "windows dll" : "windows executable")
+                    : o.pie ? "executable"
+                            : elf_type_text(o.elf_type).c_str(),
                     machine_text(o.machine).c_str());
       }
       if (o.fatbins.empty()) {
@@ -331,9 +339,10 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
           else if (fb.linked) note = "  linked by nvlink (-rdc)";
           if (const std::string id = fb.identifier(); !id.empty()) note += "  " + id;
           if (!fb.translation_unit.empty()) note += "  tu " + fb.translation_unit;
-          std::printf("  fatbin %zu  %s at 0x%llx, 0x%llx bytes, %zu images%s\n", fb.index,
+          std::printf("  fatbin %zu  %s at 0x%llx, 0x%llx bytes, %zu %s%s\n", fb.index,
                       shown(where_text(fb)).c_str(), static_cast<unsigned long long>(fb.offset),
-                      static_cast<unsigned long long>(fb.size), fb.entries.size(), shown(note).c_str());
+                      static_cast<unsigned long long>(fb.size), fb.entries.size(),
+                      fb.entries.size() == 1 ? "image" : "images", shown(note).c_str());
           std::printf("    %4s  %-5s  %-14s  %-7s  %10s  %10s  %-5s  %s\n", "#", "kind", "arch", "version", "size",
                       "stored", "comp", "flags");
           for (const auto& e : fb.entries) {

@@ -415,4 +415,12 @@ TEST_CASE("a PTX ISA newer than the table needs a driver the table does not know
   v = select_image(std::vector<Image>{ptx(75, {9, 5})}, device_for_cc({9, 0}), s);
   CHECK(v.cuda_error == kErrUnsupportedPtx);
   CHECK(v.reason.find("accepts at most 9.0") != std::string::npos);
+  // A driver older than every recorded release (400.10 < CUDA 11.0's 450.51.05): said so, with
+  // the oldest release's minimum, instead of "accepts at most unknown".
+  s.driver = DriverVersion{400, 10, 0};
+  v = select_image(std::vector<Image>{ptx(75, {7, 0})}, device_for_cc({9, 0}), s);
+  CHECK(v.cuda_error == kErrUnsupportedPtx);
+  CHECK(v.reason.find("unknown") == std::string::npos);
+  CHECK(v.reason.find("driver 400.10 is older than the minimum driver of every cuda release in the architecture table "
+                      "(the oldest, cuda 11.0, needs 450.51.05)") != std::string::npos);
 }

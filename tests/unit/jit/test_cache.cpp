@@ -281,6 +281,26 @@ TEST_CASE("a failed build stores nothing", "[jit][cache]") {
   CHECK(s->temp_files == 0);
 }
 
+TEST_CASE("stats counts the lock files in the shards", "[jit][cache]") {
+  TempDir t;
+  auto c = open_cache(t.path + "/c");
+  REQUIRE(c->get_or_build(key_of(31), [](std::string&) -> Result<CacheRecord> { return record_of(40, 31); }).ok());
+  std::uint64_t on_disk = 0;
+  for (const auto& e : fs::recursive_directory_iterator(t.path + "/c"))
+    if (e.path().extension() == ".lock") ++on_disk;
+  auto s = c->stats();
+  REQUIRE(s.ok());
+  CHECK(s->entries == 1);
+  CHECK(s->lock_files == on_disk);
+  // a lock file a crashed writer left behind counts too
+  const fs::path stray = fs::path(bin_path(t.path + "/c", key_of(32))).replace_extension(".lock");
+  fs::create_directories(stray.parent_path());
+  std::ofstream(stray.string()).put('\0');
+  auto s2 = c->stats();
+  REQUIRE(s2.ok());
+  CHECK(s2->lock_files == on_disk + 1);
+}
+
 TEST_CASE("read-only layers serve entries and are never written", "[jit][cache]") {
   TempDir t;
   {

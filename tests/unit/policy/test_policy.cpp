@@ -95,9 +95,16 @@ TEST_CASE("arch plan: the line format, and errors in it", "[policy]") {
   auto ok = run_plan_command({"--policy=80", "--nvcc-release=13.0", "--nvcc-sass=75 80 90", "--nvcc-ptx=75 80 90", "--min="});
   CHECK(ok.exit_code == 0);
   CHECK(ok.text.rfind("format=1\nstatus=ok\nmode=list\nitems=sass:80;ptx:80\n", 0) == 0);
-  auto bad = run_plan_command({"--policy=80", "--nvcc-release=13.0", "--nvcc-sass=75 80 90", "--nvcc-ptx=75 80 90", "--ptx=some"});
+  auto bad = run_plan_command({"--policy=80", "--nvcc-release=13.0", "--nvcc-sass=75 80 90", "--nvcc-ptx=75 80 90", "--ptx=sometimes"});
   CHECK(bad.exit_code == 2);
-  CHECK(bad.text == "format=1\nstatus=error\nerror=ARCH_PTX='some': unknown value; use highest (default), all or none\n");
+  CHECK(bad.text == "format=1\nstatus=error\nerror=ARCH_PTX='sometimes': unknown value; use highest (default), all or none\n");
+  // a misspelt value or keyword gets the nearest one
+  auto typo = run_plan_command({"--policy=80", "--nvcc-release=13.0", "--nvcc-sass=75 80 90", "--nvcc-ptx=75 80 90", "--ptx=hihgest"});
+  CHECK(typo.exit_code == 2);
+  CHECK(typo.text.find("ARCH_PTX='hihgest': unknown value; did you mean 'highest'?") != std::string::npos);
+  auto keyword = run_plan_command({"--policy=allmajor", "--nvcc-release=13.0", "--nvcc-sass=75 80 90", "--nvcc-ptx=75 80 90"});
+  CHECK(keyword.exit_code == 2);
+  CHECK(keyword.text.find("'allmajor' is no architecture or keyword; did you mean 'all-major'?") != std::string::npos);
   auto unknown = run_plan_command({"--bogus=1"});
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.text.find("unknown option '--bogus'") != std::string::npos);
