@@ -413,17 +413,36 @@ void object_details(const ObjectResult& res, std::vector<std::string>& details) 
     return;
   }
   if (problem || v.units.size() <= 8) {
+    // Units with the same verdict on the same images are one line: a vendor library has
+    // thousands of fatbins that fail alike (--json lists every one).
+    struct Same {
+      std::string text;                 // ": fail 209: <reason> [images: ...]"
+      std::string tu;
+      std::vector<std::string> fatbins;  // "fatbin 3 (id)"
+    };
+    std::vector<Same> lines;
     for (const auto& u : v.units) {
-      std::string line = "  " + path + ": " + (u.translation_unit.empty() ? "" : u.translation_unit + ", ") + "fatbin " +
-                         std::to_string(u.fatbin);
-      if (!u.identifier.empty()) line += " (" + u.identifier + ")";
-      line += ": " + std::string(outcome_text(u.verdict.outcome));
-      if (u.verdict.outcome == Outcome::fail) line += " " + std::to_string(u.verdict.cuda_error);
-      line += ": " + u.verdict.reason + " [images:";
-      for (const auto& im : u.images) line += " " + image_name(im) + (im.relocatable ? "(rel)" : "");
-      line += "]";
-      details.push_back(std::move(line));
+      std::string text = ": " + std::string(outcome_text(u.verdict.outcome));
+      if (u.verdict.outcome == Outcome::fail) text += " " + std::to_string(u.verdict.cuda_error);
+      text += ": " + u.verdict.reason + " [images:";
+      for (const auto& im : u.images) text += " " + image_name(im) + (im.relocatable ? "(rel)" : "");
+      text += "]";
+      std::string fatbin = "fatbin " + std::to_string(u.fatbin);
+      if (!u.identifier.empty()) fatbin += " (" + u.identifier + ")";
+      auto it = std::find_if(lines.begin(), lines.end(), [&](const Same& l) { return l.text == text && l.tu == u.translation_unit; });
+      if (it == lines.end()) lines.push_back({std::move(text), u.translation_unit, {std::move(fatbin)}});
+      else it->fatbins.push_back(std::move(fatbin));
     }
+    constexpr std::size_t kLinesShown = 20;
+    for (std::size_t i = 0; i < lines.size() && i < kLinesShown; ++i) {
+      const Same& l = lines[i];
+      std::string which = l.fatbins[0];
+      if (l.fatbins.size() == 2) which += " and " + l.fatbins[1];
+      else if (l.fatbins.size() > 2) which = "fatbins " + l.fatbins[0].substr(7) + ", " + l.fatbins[1].substr(7) + " and " + std::to_string(l.fatbins.size() - 2) + " more";
+      details.push_back("  " + path + ": " + (l.tu.empty() ? "" : l.tu + ", ") + which + l.text);
+    }
+    if (lines.size() > kLinesShown)
+      details.push_back("  " + path + ": and " + std::to_string(lines.size() - kLinesShown) + " more verdicts of other fatbins (--json lists every one)");
   }
   const auto failing = j.failing();
   if (!failing.empty() && is_problem(j.tier)) {
