@@ -89,7 +89,11 @@ std::size_t object_end(std::string_view text, std::size_t at, std::string& error
       if (--depth == 0) return i + 1;
     }
   }
-  error = "the document does not end (truncated output?)";
+  // Truncated output, or the pieces of several nodes' output interleaved (srun without --label
+  // cuts each task's output into pieces and mixes them): the document seen first then swallows
+  // the others and does not end where the stream ends.
+  error = "the document does not end (truncated output, or the output of several nodes interleaved? run srun with --label, "
+          "or with --output=DIR/%N-%t.json and merge DIR)";
   return std::string_view::npos;
 }
 

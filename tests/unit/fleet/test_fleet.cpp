@@ -102,6 +102,22 @@ TEST_CASE("duplicate, malformed and foreign documents are named, never dropped s
   for (const auto& p : f.problems) CHECK(p.where.find("reports.json") == 0);
 }
 
+TEST_CASE("unlabelled interleaved output is named with the remedy, never merged", "[fleet]") {
+  // srun without --label: node a's output cut inside a string, node b's whole, then a's rest.
+  const std::string a = report("a", "NVIDIA H100 80GB HBM3", "9.0", 1, "580.65.06", "13.0", "2026-12-02T04:00:00Z", "GPU-A");
+  const std::string b = report("b", "NVIDIA A100-SXM4-80GB", "8.0", 1, "580.65.06", "13.0", "2026-12-02T04:00:00Z", "GPU-B");
+  const std::size_t cut = a.find("H100");
+  REQUIRE(cut != std::string::npos);
+  Fleet f;
+  read_reports(a.substr(0, cut) + "\n" + b + a.substr(cut), "plain.txt", f);
+  finish(f);
+  CHECK(f.nodes.size() <= 1);
+  REQUIRE_FALSE(f.problems.empty());
+  bool remedy = false;
+  for (const auto& p : f.problems) remedy = remedy || p.message.find("run srun with --label") != std::string::npos;
+  CHECK(remedy);
+}
+
 TEST_CASE("deeply nested or binary input is refused with its offset", "[fleet]") {
   Fleet f;
   read_reports(std::string(200, '[').insert(0, "{\"a\":") + "\n", "deep.json", f);
