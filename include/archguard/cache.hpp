@@ -89,6 +89,10 @@ struct CacheOptions {
   /// Without it a power loss may leave a torn entry, which the checksum then catches and the
   /// next lookup rebuilds; the fsync is most of a store's cost (about 4 ms here).
   bool fsync = true;
+  /// Stores write the record alone: no metadata file and no per-entry lock. For records that are
+  /// the same whoever writes them (the results cache): two writers of a key publish the same
+  /// bytes, and the last rename wins. Saves two of a store's three files.
+  bool light_stores = false;
   /// Reads ARCHGUARD_CACHE_DIR, ARCHGUARD_CACHE_DISABLE, ARCHGUARD_CACHE_MAX_BYTES,
   /// ARCHGUARD_CACHE_READONLY_DIRS, ARCHGUARD_CACHE_FSYNC, XDG_CACHE_HOME and HOME. A malformed
   /// size is an error.
@@ -181,6 +185,7 @@ class Cache {
   std::string dir_;
   std::uint64_t max_bytes_ = 0;
   bool fsync_ = true;
+  bool light_ = false;
   std::vector<std::unique_ptr<Layer>> layers_;  // [0] writable, then read-only
   mutable std::mutex mu_;  // guards warnings_ and counters_
   std::vector<std::string> warnings_;

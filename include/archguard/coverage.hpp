@@ -121,14 +121,17 @@ struct ObjectVerdict {
 };
 
 /// The kernels of each image, decoded once and shared by the verdicts of several GPUs (a
-/// fleet, --cc given twice, the doctor's devices). Not thread-safe: one per thread.
+/// fleet, --cc given twice, the doctor's devices). Not thread-safe: one per thread. With a
+/// `store` (the results cache) an image decoded by an earlier run is not decoded again.
 class KernelIndex {
  public:
+  explicit KernelIndex(KernelStore* store = nullptr) : store_(store) {}
   /// The kernels of `entry` (sorted by mangled name, unique), or why they cannot be listed.
   /// `name` names the file in messages. LTO-IR gives an empty list.
   const Result<std::vector<Kernel>>& of(const FatbinEntry& entry, std::string_view name);
 
  private:
+  KernelStore* store_ = nullptr;
   std::map<const FatbinEntry*, Result<std::vector<Kernel>>> cache_;
 };
 

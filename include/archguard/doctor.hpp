@@ -20,6 +20,7 @@
 ///
 /// Steps 2 to 4 need no driver; without one, run() still performs them and says so.
 
+#include <archguard/fatbin.hpp>
 #include <archguard/arch.hpp>
 #include <archguard/compat.hpp>
 #include <archguard/result.hpp>
@@ -158,6 +159,8 @@ EnvLookup process_environment();
 
 struct Options {
   std::vector<std::string> files;  ///< binaries, libraries, wheels, directories to examine
+  /// Kernel lists decoded by earlier runs (archguard/results_cache.hpp); null: decode everything.
+  KernelStore* results = nullptr;
   std::string node;                ///< the node's name in the report; empty: $SLURMD_NODENAME, else the host name
   bool smoke = true;               ///< run step 5 when a driver is present
   EnvLookup env;                   ///< empty: the process environment

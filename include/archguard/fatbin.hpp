@@ -294,6 +294,20 @@ inline constexpr std::size_t kMaxDemangledInput = std::size_t{64} << 10;
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
                                          std::string_view name);
 
+/// Kernel lists decoded before, by the content of the image they came from: the results cache
+/// (archguard/results_cache.hpp). KernelIndex asks it before decoding an image and gives it
+/// what it decoded. Implementations are used from several threads at once and never fail the
+/// caller: a store that cannot read or write simply finds nothing.
+class KernelStore {
+ public:
+  virtual ~KernelStore() = default;
+  /// The kernels (sorted by mangled name, unique) of an image with the same header fields and
+  /// payload bytes as `entry`, or nothing.
+  virtual std::optional<std::vector<Kernel>> find(const FatbinEntry& entry) = 0;
+  /// Keeps the kernels decoded from `entry` (sorted by mangled name, unique).
+  virtual void keep(const FatbinEntry& entry, const std::vector<Kernel>& kernels) = 0;
+};
+
 /// Whether the decoded image of a SASS entry (raw kind 2) is a cubin: a 64-bit little-endian
 /// ELF file for EM_CUDA. Anything else decodes but cannot be loaded by the driver; the error
 /// names the file, the entry and what its first bytes are. Other entries pass.

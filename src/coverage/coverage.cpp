@@ -562,11 +562,16 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
   if (auto it = cache_.find(&entry); it != cache_.end()) return it->second;
   auto list = [&]() -> Result<std::vector<Kernel>> {
     if (entry.kind == CodeKind::ltoir) return std::vector<Kernel>{};
+    if (store_ != nullptr)
+      if (auto kept = store_->find(entry)) return std::move(*kept);
     AG_TRY(auto image, decompress(entry, name));
     AG_TRY(auto kernels, list_kernels(entry, image, name));
     std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
     kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
                   kernels.end());
+    // Only what decoded is kept: an error names this file, and a damaged payload is cheap to
+    // find damaged again.
+    if (store_ != nullptr) store_->keep(entry, kernels);
     return kernels;
   };
   return cache_.emplace(&entry, list()).first->second;

@@ -4,6 +4,7 @@
 #include "doctor/steps.hpp"
 
 #include "common/driver_env.hpp"
+#include "common/parallel.hpp"
 #include "common/version.hpp"
 
 #include <archguard/container.hpp>
@@ -115,9 +116,25 @@ Step step_binaries(Session& s, Report& report) {
                                "run `archguard doctor --cc X.Y " + file + "` for the gpu it must run on", FixKind::other});
       continue;
     }
+    // Every object on every target, objects in parallel: each object's images are decoded once
+    // (or found in the results cache) for all targets.
+    std::vector<Device> devs;
     for (const auto& d : targets) {
-      Device dev = device_for_cc(d.cc);
-      dev.tegra = dev.tegra || d.tegra;
+      devs.push_back(device_for_cc(d.cc));
+      devs.back().tegra = devs.back().tegra || d.tegra;
+    }
+    std::vector<std::vector<ObjectVerdict>> all_verdicts(targets.size(), std::vector<ObjectVerdict>(with_code.size()));
+    std::vector<std::vector<ObjectJudgement>> all_judgements(targets.size(), std::vector<ObjectJudgement>(with_code.size()));
+    common::parallel_for(with_code.size(), common::thread_count(0), [&](std::size_t oi) {
+      KernelIndex index(s.options->results);
+      for (std::size_t ti = 0; ti < targets.size(); ++ti) {
+        all_verdicts[ti][oi] = check_object(*with_code[oi], devs[ti], settings, &index);
+        all_judgements[ti][oi] = judge_object(*with_code[oi], all_verdicts[ti][oi], devs[ti], settings, false, &index);
+      }
+    });
+    for (std::size_t ti = 0; ti < targets.size(); ++ti) {
+      const auto& d = targets[ti];
+      const Device& dev = devs[ti];
       // Per object its tier (docs/verdicts.md): the kernels are judged, not the fatbins.
       std::size_t native = 0, jit = 0, none_run = 0, some_missing = 0, other_gpus = 0, no_kernels = 0;
       // JIT in executables (what a user builds and ships) is worth a rebuild; in shared libraries,
@@ -127,13 +144,8 @@ Step step_binaries(Session& s, Report& report) {
       std::vector<std::string> rebuild_units;
       int first_error = 0;
       std::size_t shown = 0, noted = 0, variants = 0;
-      std::vector<ObjectVerdict> verdicts;
-      std::vector<ObjectJudgement> judgements;
-      for (const ObjectFatbins* o : with_code) {
-        KernelIndex index;
-        verdicts.push_back(check_object(*o, dev, settings, &index));
-        judgements.push_back(judge_object(*o, verdicts.back(), dev, settings, false, &index));
-      }
+      const std::vector<ObjectVerdict>& verdicts = all_verdicts[ti];
+      const std::vector<ObjectJudgement>& judgements = all_judgements[ti];
       PackageVerdict pv;
       if (package) {
         std::vector<PackageMember> members;

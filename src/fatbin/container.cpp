@@ -735,7 +735,13 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     std::vector<ScanReport> parts(files.size());
     std::atomic<std::size_t> next{0};
     auto work = [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < files.size();) scan_file_quietly(files[i], options, parts[i]);
+      for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
+        scan_file_quietly(files[i], options, parts[i]);
+        // Nothing more is read from the file now: its pages leave this process (the mapping
+        // stays, and a later decode refetches what it needs from the page cache), so a walk's
+        // peak is a few files', not the sum of every file's.
+        for (const auto& st : parts[i].storage) st->release(0, st->bytes().size());
+      }
     };
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);

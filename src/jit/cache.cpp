@@ -244,6 +244,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
   while (c->dir_.size() > 1 && c->dir_.back() == '/') c->dir_.pop_back();
   c->max_bytes_ = options.max_bytes;
   c->fsync_ = options.fsync;
+  c->light_ = options.light_stores;
 
   auto open_layer = [](const std::string& root, bool readonly) -> Result<std::unique_ptr<Layer>> {
     auto layer = std::make_unique<Layer>();
@@ -427,16 +428,17 @@ Status Cache::publish(Layer& layer, const Digest& key, const CacheRecord& record
     ::unlinkat(layer.tmp_fd.get(), tmp_json.c_str(), 0);
   };
   const std::span<const std::byte> meta(reinterpret_cast<const std::byte*>(metadata.data()), metadata.size());
-  if (auto s = write_tmp(tmp_json, meta, false); !s) {
-    cleanup();
-    return s;
-  }
+  if (!light_)
+    if (auto s = write_tmp(tmp_json, meta, false); !s) {
+      cleanup();
+      return s;
+    }
   if (auto s = write_tmp(tmp_bin, file, fsync_); !s) {
     cleanup();
     return s;
   }
   // Metadata first: a published .bin always has its .json beside it.
-  if (::renameat(layer.tmp_fd.get(), tmp_json.c_str(), shard.get(), (hex + ".json").c_str()) != 0 ||
+  if ((!light_ && ::renameat(layer.tmp_fd.get(), tmp_json.c_str(), shard.get(), (hex + ".json").c_str()) != 0) ||
       ::renameat(layer.tmp_fd.get(), tmp_bin.c_str(), shard.get(), (hex + ".bin").c_str()) != 0) {
     const int e = errno;
     cleanup();
@@ -452,7 +454,9 @@ Status Cache::store(const Digest& key, const CacheRecord& record, std::string_vi
   const std::string hex = to_hex(key);
   AG_TRY(auto shard, layer.shard(hex, true));
   std::uint64_t written = 0;
-  {
+  if (light_) {
+    if (auto s = publish(layer, key, record, metadata, &written); !s) return s;
+  } else {
     AG_TRY(auto lock, EntryLock::acquire(shard.get(), hex + ".lock", layer.path_of(shard_of(hex), hex + ".lock"), true));
     if (auto s = publish(layer, key, record, metadata, &written); !s) return s;
   }

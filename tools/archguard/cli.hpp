@@ -10,6 +10,7 @@
 //   3  doctor: no CUDA driver on this machine (steps that need none still ran)
 
 #include <archguard/arch.hpp>
+#include <archguard/fatbin.hpp>
 
 #include "common/text.hpp"
 #include "common/version.hpp"
@@ -32,6 +33,16 @@ namespace archguard::cli {
 using common::version_text;
 /// version_text, or "-" for an empty (unknown) version, as tables show it.
 inline std::string version_or_dash(Version2 v) { return v.empty() ? "-" : version_text(v); }
+
+/// The archguard version and the commit it was built from ("archguard 0.1.0 commit abc..."):
+/// what the results cache keys its entries by, so that another build reads none of them.
+std::string producer_text();
+/// The results cache of this run (archguard/results_cache.hpp), opened on first use; null
+/// when turned off (`no_cache`, ARCHGUARD_CACHE_DISABLE=1, no home directory) or unusable.
+/// Its problems are printed on stderr once, when the verb is done (report_results_cache).
+KernelStore* results_cache(bool no_cache);
+/// Prints the results cache's problems (and, with ARCHGUARD_RESULTS_CACHE_STATS=1, its counters).
+void report_results_cache();
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitProblem = 1;

@@ -5,6 +5,7 @@
 #include "build_info.hpp"
 
 #include <archguard/arch.hpp>
+#include <archguard/results_cache.hpp>
 
 #include <unistd.h>
 
@@ -29,6 +30,37 @@ bool use_colour() {
   const char* term = std::getenv("TERM");
   if (term != nullptr && std::strcmp(term, "dumb") == 0) return false;
   return stdout_is_tty();
+}
+
+std::string producer_text() { return std::string("archguard ") + ARCHGUARD_VERSION + " commit " + ARCHGUARD_GIT_COMMIT; }
+
+namespace {
+std::unique_ptr<archguard::ResultsCache> g_results;
+std::string g_results_warning;
+bool g_results_opened = false;
+}  // namespace
+
+KernelStore* results_cache(bool no_cache) {
+  if (no_cache) return nullptr;
+  if (!g_results_opened) {
+    g_results_opened = true;
+    // No home directory at all (a bare service environment): no cache, and nothing to say.
+    const bool homeless = std::getenv("ARCHGUARD_CACHE_DIR") == nullptr && std::getenv("XDG_CACHE_HOME") == nullptr &&
+                          std::getenv("HOME") == nullptr;
+    if (!homeless) g_results = archguard::ResultsCache::open(producer_text(), g_results_warning);
+  }
+  return g_results.get();
+}
+
+void report_results_cache() {
+  if (!g_results_warning.empty()) std::cerr << "archguard: warning: " << shown(g_results_warning) << "\n";
+  if (!g_results) return;
+  for (const auto& w : g_results->warnings()) std::cerr << "archguard: warning: results cache: " << shown(w) << "\n";
+  if (const char* stats = std::getenv("ARCHGUARD_RESULTS_CACHE_STATS"); stats != nullptr && std::strcmp(stats, "1") == 0) {
+    const auto c = g_results->counters();
+    std::cerr << "archguard: results cache " << shown(g_results->dir()) << ": " << c.hits << " hits, " << c.misses << " misses, "
+              << c.stores << " stored\n";
+  }
 }
 
 namespace {
@@ -215,5 +247,6 @@ int main(int argc, char** argv) {
     std::cout << target->get_formatter()->make_help(target, usage, CLI::AppFormatMode::Normal);
     return kExitOk;
   }
+  report_results_cache();
   return ctx.exit_code;
 }

@@ -5,6 +5,7 @@
 #include "verb_inputs.hpp"
 
 #include "common/driver_env.hpp"
+#include "common/parallel.hpp"
 #include "common/version.hpp"
 
 #include <archguard/device.hpp>
@@ -37,6 +38,7 @@ struct CheckOptions {
   bool json = false;
   bool no_kernels = false;
   bool no_deps = false;
+  bool no_cache = false;
 };
 
 struct Gpu {
@@ -304,22 +306,45 @@ ObjectJudgement coarse_judgement(const ObjectFatbins& o, const ObjectVerdict& v)
   return j;
 }
 
-/// Every object of one input on one GPU, and the input's verdict as a unit.
-InputResult judge_input(const ScanReport& r, const std::vector<JudgedObject>& judged, std::vector<KernelIndex>& indexes,
-                        const Gpu& g, const DriverSettings& settings, const CheckOptions& opt) {
-  InputResult in;
-  for (std::size_t i = 0; i < judged.size(); ++i) {
-    const ObjectFatbins& o = judged[i].get();
-    ObjectResult res;
-    res.object = &o;
-    res.members = judged[i].members;
-    // One GPU: what was decoded for an object is dropped with it; several share it.
-    KernelIndex local;
-    KernelIndex* index = indexes.empty() ? &local : &indexes[i];
-    res.verdict = check_object(o, g.device, settings, opt.no_kernels ? nullptr : index);
-    res.judgement = opt.no_kernels ? coarse_judgement(o, res.verdict) : judge_object(o, res.verdict, g.device, settings, opt.json, index);
-    in.objects.push_back(std::move(res));
+/// The verdict and judgement of every object of every input on every GPU: [input][gpu][object].
+/// The objects are judged in parallel; each object's images are decoded once (or found in the
+/// results cache) and shared by the GPUs, and dropped when the object is done.
+using Judgements = std::vector<std::vector<std::vector<ObjectResult>>>;
+Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged, const std::vector<bool>& wanted,
+                            const std::vector<Gpu>& gpus, const std::vector<DriverSettings>& settings, const CheckOptions& opt) {
+  Judgements out(judged.size());
+  std::vector<std::pair<std::size_t, std::size_t>> work;  // (input, object)
+  for (std::size_t ri = 0; ri < judged.size(); ++ri) {
+    out[ri].assign(gpus.size(), std::vector<ObjectResult>(wanted[ri] ? judged[ri].size() : 0));
+    if (wanted[ri])
+      for (std::size_t oi = 0; oi < judged[ri].size(); ++oi) work.emplace_back(ri, oi);
   }
+  KernelStore* store = opt.no_kernels ? nullptr : results_cache(opt.no_cache);
+  // Largest objects first: one library of 500 MB must not be the last item a thread picks up.
+  std::stable_sort(work.begin(), work.end(), [&](const auto& a, const auto& b) {
+    return judged[a.first][a.second].get().fatbins.size() > judged[b.first][b.second].get().fatbins.size();
+  });
+  common::parallel_for(work.size(), common::thread_count(opt.limits.threads), [&](std::size_t w) {
+    const auto [ri, oi] = work[w];
+    const ObjectFatbins& o = judged[ri][oi].get();
+    KernelIndex index(store);
+    for (std::size_t gi = 0; gi < gpus.size(); ++gi) {
+      ObjectResult& res = out[ri][gi][oi];
+      res.object = &o;
+      res.members = judged[ri][oi].members;
+      res.verdict = check_object(o, gpus[gi].device, settings[gi], opt.no_kernels ? nullptr : &index);
+      res.judgement = opt.no_kernels ? coarse_judgement(o, res.verdict)
+                                     : judge_object(o, res.verdict, gpus[gi].device, settings[gi], opt.json, &index);
+    }
+  });
+  return out;
+}
+
+/// Every object of one input on one GPU (judged by judge_everything), and the input's verdict
+/// as a unit.
+InputResult judge_input(const ScanReport& r, std::vector<ObjectResult> objects, const Gpu& g) {
+  InputResult in;
+  in.objects = std::move(objects);
   in.package = is_package(r);
   if (in.package) {
     std::vector<PackageMember> members;
@@ -614,20 +639,16 @@ int run_check(const CheckOptions& opt) {
     line += ", environment: " + environment_text(settings);
     std::printf("%s\n", line.c_str());
   }
-  // Objects as judged (archive members merged into their library), and their decoded kernel
-  // lists, shared by every GPU.
+  // Objects as judged (archive members merged into their library).
   std::vector<std::vector<JudgedObject>> judged;
-  std::vector<std::vector<KernelIndex>> indexes;
-  for (const ScanReport& r : in.reports) {
-    judged.push_back(judged_objects(r.objects));
-    indexes.emplace_back(gpus.size() > 1 ? judged.back().size() : 0);
+  std::vector<bool> wanted;  // inputs whose objects are judged (the others print one line)
+  for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
+    judged.push_back(judged_objects(in.reports[ri].objects));
+    wanted.push_back(opt.json || has_device_code(in.reports[ri]));
   }
-  bool any_fail = false;
-  nlohmann::json devices_json = nlohmann::json::array();
-  const std::string lead = gpus.size() > 1 ? "  " : "";
-  std::vector<GroupOutcome> outcomes;
+  // A node group of a fleet report is judged with its own driver, unless --driver says otherwise.
+  std::vector<DriverSettings> gpu_settings;
   for (const Gpu& g : gpus) {
-    // A node group of a fleet report is judged with its own driver, unless --driver says otherwise.
     DriverSettings gs = settings;
     if (opt.driver.empty() && (g.driver || g.driver_cuda)) {
       fleet::Node probe;
@@ -635,6 +656,16 @@ int run_check(const CheckOptions& opt) {
       probe.driver_cuda = g.driver_cuda;
       gs.driver = fleet::effective_driver(probe);
     }
+    gpu_settings.push_back(gs);
+  }
+  Judgements judgements = judge_everything(judged, wanted, gpus, gpu_settings, opt);
+  bool any_fail = false;
+  nlohmann::json devices_json = nlohmann::json::array();
+  const std::string lead = gpus.size() > 1 ? "  " : "";
+  std::vector<GroupOutcome> outcomes;
+  for (std::size_t gi = 0; gi < gpus.size(); ++gi) {
+    const Gpu& g = gpus[gi];
+    const DriverSettings& gs = gpu_settings[gi];
     GroupOutcome outcome;
     nlohmann::json objects_json = nlohmann::json::array();
     nlohmann::json packages_json = nlohmann::json::array();
@@ -647,7 +678,7 @@ int run_check(const CheckOptions& opt) {
       if (!opt.json && &g == &gpus.front())
         for (const auto& n : dependency_notes(facts)) std::printf("%s\n", shown(n).c_str());
       if (!opt.json && !has_device_code(r)) continue;  // said once above: "no device code (N files scanned)"
-      const InputResult result = judge_input(r, judged[ri], indexes[ri], g, gs, opt);
+      const InputResult result = judge_input(r, std::move(judgements[ri][gi]), g);
       any_fail = any_fail || result.problem;
       outcome.add(result);
       for (const ObjectResult& res : result.objects) {
@@ -752,6 +783,7 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_flag("--no-kernels", opt->no_kernels,
                 "Judge fatbins only: decode no payload, name no kernel, no tiers beyond all/some/none fatbins");
   cmd->add_flag("--no-deps", opt->no_deps, "Do not judge the shared libraries an executable or library loads");
+  cmd->add_flag("--no-cache", opt->no_cache, "Decode every image again: do not use the results cache (docs/cli.md)");
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
   add_limit_flags(cmd, opt->limits);
   cmd->callback([opt, &ctx] { ctx.exit_code = run_check(*opt); });

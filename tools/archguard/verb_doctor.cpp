@@ -133,6 +133,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     bool json = false;
     bool no_smoke = false;
     bool no_deps = false;
+    bool no_cache = false;
     std::vector<std::string> cc;
     std::string node;
   };
@@ -143,6 +144,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
   cmd->add_flag("--json", opts->json, "print the report as JSON");
   cmd->add_flag("--no-smoke", opts->no_smoke, "skip step 5 (the kernels that really run)");
   cmd->add_flag("--no-deps", opts->no_deps, "do not judge the shared libraries an executable or library FILE loads");
+  cmd->add_flag("--no-cache", opts->no_cache, "decode every image of the FILEs again: do not use the results cache");
   cmd->add_option("--cc", opts->cc, "also judge the FILEs for this compute capability (e.g. 9.0; repeatable)")
       ->allow_extra_args(false)
       ->check(archguard::cli::non_empty_cc());
@@ -155,6 +157,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
   cmd->callback([opts, &ctx]() {
     Options o;
     o.files = opts->files;
+    if (!o.files.empty()) o.results = archguard::cli::results_cache(opts->no_cache);
     o.node = opts->node;
     // As ARCHGUARD_LIBCUDA names the driver library, ARCHGUARD_LIBNVML names NVML's ("" skips
     // the NVML cross-check): a fake node on a machine with a real NVML (scripts/gpu-fleet.sh).
