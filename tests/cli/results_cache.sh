@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The results cache (issue 25): a second `check`/`doctor` of an unchanged library decodes
+# nothing and prints the same; --no-cache and ARCHGUARD_CACHE_DISABLE bypass it; a changed
+# file is decoded again; a cache directory that cannot be used is a warning, never a failure.
+# Usage: results_cache.sh ARCHGUARD [LIBRARY]. Skips (77) without a toolkit library.
+set -u
+ag=$1
+lib=${2:-$(ls /usr/local/cuda/lib64/libcurand.so.* 2>/dev/null | head -1)}
+[[ -n $lib && -f $lib ]] || { echo "skip: no libcurand in /usr/local/cuda/lib64"; exit 77; }
+tmp=$(mktemp -d)
+trap 'chmod -R u+rwx "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
+export ARCHGUARD_CACHE_DIR=$tmp/cache ARCHGUARD_RESULTS_CACHE_STATS=1
+stat_of() { grep -o '[0-9]* hits, [0-9]* misses, [0-9]* stored' "$1"; }
+
+"$ag" check --cc 7.0 "$lib" > "$tmp/1.out" 2> "$tmp/1.err"; rc1=$?
+"$ag" check --cc 7.0 "$lib" > "$tmp/2.out" 2> "$tmp/2.err"; rc2=$?
+ARCHGUARD_RESULTS_CACHE_STATS=0 "$ag" check --cc 7.0 --no-cache "$lib" > "$tmp/3.out" 2> "$tmp/3.err"; rc3=$?
+first=$(stat_of "$tmp/1.err"); second=$(stat_of "$tmp/2.err")
+[[ $first =~ ([0-9]+)\ stored && ${BASH_REMATCH[1]} -gt 0 ]] && ok "first run stores what it decoded ($first)" || bad "first run: '$first'"
+[[ $second =~ ^([0-9]+)\ hits,\ 0\ misses,\ 0\ stored && ${BASH_REMATCH[1]} -gt 0 ]] && ok "second run decodes nothing ($second)" || bad "second run: '$second'"
+[[ $rc1 -eq $rc2 && $rc1 -eq $rc3 ]] && ok "same exit code ($rc1)" || bad "exit codes $rc1 $rc2 $rc3"
+cmp -s "$tmp/1.out" "$tmp/2.out" && cmp -s "$tmp/1.out" "$tmp/3.out" && ok "same output with, from and without the cache" || bad "outputs differ"
+[[ ! -s $tmp/3.err ]] && ok "--no-cache: nothing on stderr" || { bad "--no-cache stderr"; cat "$tmp/3.err"; }
+"$ag" check --cc 7.0 --json "$lib" > "$tmp/j2.out" 2>/dev/null
+"$ag" check --cc 7.0 --json --no-cache "$lib" > "$tmp/j3.out" 2>/dev/null
+cmp -s "$tmp/j2.out" "$tmp/j3.out" && ok "same JSON from the cache" || bad "JSON differs"
+
+# doctor reads the same entries.
+"$ag" doctor --no-smoke --cc 7.0 "$lib" > "$tmp/d.out" 2> "$tmp/d.err"
+[[ $(stat_of "$tmp/d.err") =~ ^[1-9][0-9]*\ hits,\ 0\ misses ]] && ok "doctor finds check's entries" || bad "doctor: $(stat_of "$tmp/d.err")"
+ARCHGUARD_CACHE_DISABLE=1 "$ag" check --cc 7.0 "$lib" > /dev/null 2> "$tmp/off.err"
+[[ ! -s $tmp/off.err ]] && ok "ARCHGUARD_CACHE_DISABLE=1: no cache, nothing said" || bad "disabled: $(cat "$tmp/off.err")"
+
+# A copy with one byte of a payload changed is not the same image: decoded again.
+cp "$lib" "$tmp/lib.so"
+"$ag" inspect --json "$tmp/lib.so" > "$tmp/inspect.json" 2>/dev/null
+off=$(python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+for i in d["inputs"]:
+    for o in i["objects"]:
+        for f in o["fatbins"]:
+            if f.get("device_link"): continue
+            for im in f["images"]:
+                if im["kind"]=="sass":
+                    print(im["offset"]+im["header_size"]+im["stored_size"]//2); sys.exit()' "$tmp/inspect.json" 2>/dev/null)
+if [[ -n $off ]]; then
+  printf '\x01' | dd of="$tmp/lib.so" bs=1 seek="$off" conv=notrunc status=none
+  "$ag" check --cc 7.0 "$tmp/lib.so" > /dev/null 2> "$tmp/m.err"
+  [[ $(stat_of "$tmp/m.err") =~ [1-9][0-9]*\ misses ]] && ok "a changed payload is decoded again ($(stat_of "$tmp/m.err"))" ||
+    bad "changed payload: $(stat_of "$tmp/m.err")"
+else
+  echo "note: inspect --json gave no payload offset; the changed-payload case was not run"
+fi
+
+# A cache directory others may write: not used, said on stderr, the verdict unchanged.
+chmod 0777 "$tmp/cache/results"
+"$ag" check --cc 7.0 "$lib" > "$tmp/w.out" 2> "$tmp/w.err"; rcw=$?
+grep -q "results cache not used" "$tmp/w.err" && ok "unsafe cache directory: a warning" || { bad "no warning"; cat "$tmp/w.err"; }
+[[ $rcw -eq $rc1 ]] && cmp -s "$tmp/w.out" "$tmp/1.out" && ok "unsafe cache directory: same verdict" || bad "verdict changed ($rcw)"
+chmod 0700 "$tmp/cache/results"
+echo "results_cache: $fails failed"
+[[ $fails -eq 0 ]]
