@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// \file
-/// The results cache: the kernel lists of images decoded by earlier runs of `check`, `doctor`,
-/// `verify` and `run`, so that judging an unchanged environment again decodes nothing.
+/// The results cache: the kernel lists of images decoded by earlier runs of `check` and
+/// `doctor`, so that judging an unchanged environment again decodes nothing.
 ///
 /// An entry is keyed by a SHA-256 of the image's fatbin entry header fields and its stored
 /// payload bytes, and of the producer (the archguard version and commit that decoded it): a

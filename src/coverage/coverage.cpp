@@ -231,6 +231,9 @@ VerifyReport verify(std::span<const ObjectFatbins> objects, const Requirement& r
   for (const ObjectFatbins& object : objects) {
     const auto units = units_of(object);
     if (!units.empty()) ++report.objects;
+    // The object's device-link drops, found once for all its linked units (each call decodes
+    // every linked and relocatable image of the object).
+    std::optional<std::vector<LinkDrop>> drops;
     for (const Unit& u : units) {
       UnitFinding f;
       f.object = object.path;
@@ -347,7 +350,8 @@ VerifyReport verify(std::span<const ObjectFatbins> objects, const Requirement& r
       // A device-link drop: a kernel of an -rdc object that carries no image for an architecture
       // the program is device-linked for is not in that linked image, and nvlink says nothing.
       if (u.fatbin->linked) {
-        for (auto& drop : device_link_drops(object)) {
+        if (!drops) drops = device_link_drops(object);
+        for (const LinkDrop& drop : *drops) {
           if (drop.linked_fatbin != u.fatbin->index) continue;
           if (f.status != UnitStatus::missing) {
             f.status = UnitStatus::missing;

@@ -4,6 +4,7 @@
 #include "jit_common.hpp"
 
 #include <archguard/cache.hpp>
+#include <archguard/results_cache.hpp>
 #include <archguard/jit.hpp>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@ using nlohmann::json;
 struct Common {
   std::string cache_dir;
   bool json = false;
+  bool results = false;  ///< the results cache (<dir>/results) instead of the JIT cache
 };
 
 archguard::Result<std::unique_ptr<archguard::jit::Cache>> open_cache(const Common& c) {
@@ -31,6 +33,18 @@ archguard::Result<std::unique_ptr<archguard::jit::Cache>> open_cache(const Commo
     o.disabled = false;
   }
   if (o.disabled) return archguard::make_error(archguard::ErrorKind::usage, "the cache is disabled (ARCHGUARD_CACHE_DISABLE); pass --cache-dir");
+  if (c.results) {  // as archguard::ResultsCache opens it
+    o.dir += "/results";
+    o.readonly_dirs.clear();
+    o.light_stores = true;
+    o.max_bytes = archguard::kResultsCacheDefaultMaxBytes;
+    if (const char* max = std::getenv("ARCHGUARD_RESULTS_CACHE_MAX_BYTES"); max != nullptr && *max != '\0') {
+      const auto v = archguard::parse_byte_size(max);
+      if (!v) return archguard::make_error(archguard::ErrorKind::usage, std::string("ARCHGUARD_RESULTS_CACHE_MAX_BYTES: '") + max +
+                                                                         "' is not a size that fits in 64 bits");
+      o.max_bytes = *v;
+    }
+  }
   return archguard::jit::Cache::open(o);
 }
 
@@ -191,6 +205,8 @@ void setup(CLI::App& root, cli::Context& ctx) {
   auto common = [](CLI::App* sub, const std::shared_ptr<Common>& c) {
     sub->add_option("--cache-dir", c->cache_dir, "cache directory (default: ARCHGUARD_CACHE_DIR or ~/.cache/archguard)");
     sub->add_flag("--json", c->json, "machine-readable output");
+    sub->add_flag("--results", c->results,
+                  "the results cache (kernel lists check, doctor and verify decoded) instead of the JIT cache");
   };
 
   auto ls = std::make_shared<Common>();
