@@ -85,7 +85,7 @@ for c in "$here/build/default/bin/archguard" "$here/build/ci/bin/archguard" "$he
   [[ -x $c ]] && ag=$c
 done
 venv=${ARCHGUARD_VENV:-$here/.venv}
-cuobjdump=${CUOBJDUMP:-$(ls "$venv"/lib/python3*/site-packages/nvidia/cu13/bin/cuobjdump 2>/dev/null | head -1)}
+cuobjdump=${CUOBJDUMP:-$(ls "$venv"/lib/python3*/site-packages/nvidia/cu13/bin/cuobjdump 2>/dev/null | head -1 || true)}
 gnutime=${GNU_TIME:-/usr/bin/time}
 cc=${CC:-cc}
 libdir=${CUDA_LIB_DIR:-/usr/local/cuda/lib64}
