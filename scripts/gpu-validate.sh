@@ -176,16 +176,18 @@ say "- exit $?"
 { echo; echo "--- bench_jit --gpu (warm cache to a loaded module)"
   timeout 120 "$build/bin/bench_jit" --gpu --json /tmp/archguard-bench-jit.json; echo "exit $?"
   cat /tmp/archguard-bench-jit.json 2>/dev/null; } >> "$OUT/bench.log" 2>&1
-# The reader against cuobjdump on the toolkit's largest library (a quiet 16-core host, unlike the
-# shared 2-core development machine): bench/bench_inspect.sh, method in docs/benchmarks-inspect.md.
+# The reader's suite (a quiet 16-core host, unlike the shared 2-core development machine):
+# bench/bench_inspect.sh --suite, method in docs/benchmarks-inspect.md: inspect of the large
+# libraries against cuobjdump and the C floor, --kernels, check and doctor on 1 and 10 copies of
+# libcublasLt, the cache, a wheel. Three rounds (about 4 minutes here); the copies go to /tmp.
 gnutime=/usr/bin/time
 if [ ! -x "$gnutime" ] && ls "$debs_dir"/time_*.deb >/dev/null 2>&1; then
   rm -rf /tmp/archguard-time && dpkg -x "$(ls "$debs_dir"/time_*.deb | head -n 1)" /tmp/archguard-time
   gnutime=/tmp/archguard-time/usr/bin/time
 fi
-{ echo; echo "--- bench_inspect.sh (archguard inspect vs cuobjdump)"
+{ echo; echo "--- bench_inspect.sh --suite (archguard against cuobjdump, the C floor, inflating)"
   ARCHGUARD="$ag" CUOBJDUMP="$(command -v cuobjdump)" GNU_TIME="$gnutime" \
-    timeout 300 bash bench/bench_inspect.sh /usr/local/cuda/lib64/libcublasLt.so.13 5; echo "exit $?"; } >> "$OUT/bench.log" 2>&1
+    timeout 600 bash bench/bench_inspect.sh --suite --reps 3; echo "exit $?"; } >> "$OUT/bench.log" 2>&1
 sed 's/^/    /' "$OUT/bench.log" | tee -a "$summary"
 say ""
 say "done in $(stamp)"
