@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Benchmarks for the CMake module (method and figures: docs/benchmarks-cmake.md).
-#  1. configure time of a small CUDA project with and without include(CudaArchGuard):
-#     first configure (fresh build dir) and re-configure, interleaved in the same run, medians;
+#  1. configure time of a small CUDA project: plain CMake with the same architecture list as the
+#     module's (-DCMAKE_CUDA_ARCHITECTURES=<list>), include(CudaArchGuard) with the tool, and
+#     find_package(CudaArchGuard) from an install prefix; first configure (fresh build dir) and
+#     re-configure, interleaved in the same run (plain, include, find_package, plain, ...), medians,
+#     overheads and ratios against plain;
+#  1b. include(CudaArchGuard) without the tool: the first fresh build tree builds archguard-verify
+#     into the per-user cache (a fresh XDG_CACHE_HOME), a second fresh tree must not;
 #  2. wall time of an all-major build of a handful of kernels: the module's explicit list with
 #     nvcc --threads against CMAKE_CUDA_ARCHITECTURES=all-major, interleaved, medians.
 # Usage: bench/bench_configure.sh [runs (default 7)] [build runs (default 3)]
-# Env: CMAKE (default cmake), JOBS (default: the number of CPUs), NVCC (default nvcc).
+# Env: CMAKE (default cmake), JOBS (default: the number of CPUs), NVCC (default nvcc),
+#      BUILD (the archguard build tree to install from, default build/default), PREFIX (an install
+#      prefix to use instead), ONLY=configure (sections 1 and 1b alone).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-7}; bruns=${2:-3}; cmake=${CMAKE:-cmake}; jobs=${JOBS:-$(nproc)}; nvcc=${NVCC:-nvcc}
 work=$(mktemp -d /tmp/cag-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
-make_project() {  # <dir> <with module: 0|1> <kernels>
-  local d=$1 with=$2 n=$3
+make_project() {  # <dir> <how: plain|include|find_package> <kernels>
+  local d=$1 how=$2 n=$3
   mkdir -p "$d"
   {
     echo 'cmake_minimum_required(VERSION 3.18)'
     echo 'project(bench LANGUAGES CXX CUDA)'
-    if [ "$with" = 1 ]; then
-      echo "list(APPEND CMAKE_MODULE_PATH \"$here/cmake/Modules\")"
-      echo 'include(CudaArchGuard)'
-    fi
+    case $how in
+      include) echo "list(APPEND CMAKE_MODULE_PATH \"$here/cmake/Modules\")"; echo 'include(CudaArchGuard)' ;;
+      find_package) echo 'find_package(CudaArchGuard REQUIRED)' ;;
+    esac
     printf 'add_executable(app'
     for i in $(seq 1 "$n"); do printf ' k%d.cu' "$i"; done
     echo ' main.cu)'
@@ -52,27 +59,63 @@ div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", a / b }'; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
 # ---- 1. configure time --------------------------------------------------------------------------
-make_project "$work/plain" 0 2
-make_project "$work/guard" 1 2
-: > "$work/first-plain"; : > "$work/first-guard"; : > "$work/re-plain"; : > "$work/re-guard"
+prefix=${PREFIX:-}
+if [ -z "$prefix" ]; then
+  prefix="$work/prefix"
+  "$cmake" --install "${BUILD:-$here/build/default}" --prefix "$prefix" >/dev/null
+fi
+tool="$prefix/bin/archguard"
+[ -x "$tool" ] || { echo "bench_configure: no archguard tool in $prefix/bin" >&2; exit 2; }
+# The same list for plain CMake: what the module makes of all-major with this nvcc.
+list=$("$cmake" -DARCH_POLICY=all-major -DFORMAT=cmake -DQUIET=ON "-DARCHGUARD=$tool" \
+       -P "$here/cmake/Modules/CudaArchGuardPolicy.cmake")
+export XDG_CACHE_HOME="$work/xdg"  # nothing from the user's own caches
+make_project "$work/plain" plain 2
+make_project "$work/include" include 2
+make_project "$work/find_package" find_package 2
+declare -A opts=(
+  [plain]="-DCMAKE_CUDA_ARCHITECTURES=$list"
+  [include]="-DARCH_POLICY=all-major -DCudaArchGuard_EXECUTABLE=$tool"
+  [find_package]="-DARCH_POLICY=all-major -DCMAKE_PREFIX_PATH=$prefix"
+)
+variants="plain include find_package"
+for v in $variants; do : > "$work/first-$v"; : > "$work/re-$v"; done
 for r in $(seq 1 "$runs"); do
-  for v in plain guard; do
+  for v in $variants; do
     rm -rf "$work/b-$v"
-    t0=$(now); "$cmake" -S "$work/$v" -B "$work/b-$v" -G Ninja -DARCH_POLICY=all-major >/dev/null 2>&1; t1=$(now)
+    # shellcheck disable=SC2086  # the options are separate words
+    t0=$(now); "$cmake" -S "$work/$v" -B "$work/b-$v" -G Ninja ${opts[$v]} >/dev/null 2>&1; t1=$(now)
     sub "$t1" "$t0" >> "$work/first-$v"
     t0=$(now); "$cmake" -S "$work/$v" -B "$work/b-$v" >/dev/null 2>&1; t1=$(now)
     sub "$t1" "$t0" >> "$work/re-$v"
   done
 done
-fp=$(median < "$work/first-plain"); fg=$(median < "$work/first-guard")
-rp=$(median < "$work/re-plain"); rg=$(median < "$work/re-guard")
-echo "configure ($runs runs, medians, seconds; $("$cmake" --version | head -1))"
-printf '  first:       plain %.3f  with module %.3f  overhead %+.3f (goal <= +0.300)\n' "$fp" "$fg" "$(sub "$fg" "$fp")"
-printf '  re-configure plain %.3f  with module %.3f  overhead %+.3f (goal <= +0.050)\n' "$rp" "$rg" "$(sub "$rg" "$rp")"
+echo "configure ($runs runs interleaved, medians, seconds; $("$cmake" --version | head -1); load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "  plain CMake gets the module's list: $list"
+fp=$(median < "$work/first-plain"); rp=$(median < "$work/re-plain")
+printf '  %-13s first %.3f  re-configure %.3f\n' plain "$fp" "$rp"
+for v in include find_package; do
+  f=$(median < "$work/first-$v"); re=$(median < "$work/re-$v")
+  printf '  %-13s first %.3f (%+.3f, %.2fx; goal <= +0.300)  re-configure %.3f (%+.3f, %.2fx; goal <= +0.050)\n' \
+    "$v" "$f" "$(sub "$f" "$fp")" "$(div "$f" "$fp")" "$re" "$(sub "$re" "$rp")" "$(div "$re" "$rp")"
+done
+
+# ---- 1b. the verifier of a plain include() without the tool, per-user cache -----------------------
+make_project "$work/notool" include 2
+for t in 1 2; do
+  t0=$(now)
+  "$cmake" -S "$work/notool" -B "$work/nt-$t" -G Ninja -DARCH_POLICY=all-major \
+           -DCudaArchGuard_CUOBJDUMP=CudaArchGuard_CUOBJDUMP-NOTFOUND > "$work/nt-$t.log" 2>&1
+  t1=$(now)
+  built=no; grep -q 'building the verify tool archguard-verify' "$work/nt-$t.log" && built=yes
+  printf '  include() without the tool, fresh tree %d: %.3f s, archguard-verify built: %s\n' "$t" "$(sub "$t1" "$t0")" "$built"
+  if [ "$t" = 2 ] && [ "$built" = yes ]; then echo "bench_configure: the second fresh tree built the verifier again" >&2; exit 1; fi
+done
+[ "${ONLY:-}" = configure ] && exit 0
 
 # ---- 2. all-major build of a handful of kernels ------------------------------------------------
-make_project "$work/bplain" 0 6
-make_project "$work/bguard" 1 6
+make_project "$work/bplain" plain 6
+make_project "$work/bguard" include 6
 "$cmake" -S "$work/bplain" -B "$work/bb-plain" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=all-major >/dev/null
 "$cmake" -S "$work/bguard" -B "$work/bb-guard" -G Ninja -DARCH_POLICY=all-major -DCudaArchGuard_VERIFY=OFF >/dev/null
 : > "$work/build-plain"; : > "$work/build-guard"

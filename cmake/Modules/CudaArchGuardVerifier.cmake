@@ -13,13 +13,19 @@ tokens the CMake side does not parse itself.
   _cag_verifier_build(<out_exe> <out_why>)
   _cag_arch_tool(<out_exe> <out_why>)
 
-``_cag_verifier_build`` builds the tool once per build tree and reuses it while its sources and
-the C++ compiler stay the same. In a project that enables ``CXX`` it uses ``try_compile``; in a
-project that does not (``LANGUAGES CUDA`` alone) and in script mode (``cmake -P``) it configures
-and builds a small project of its own with ``execute_process``. ``CudaArchGuard_VERIFIER_DIR``
-names where to build and keep it (default: ``<build>/CMakeFiles/CudaArchGuard/verifier``, in
-script mode ``$XDG_CACHE_HOME/archguard/cmake-verifier`` or ``~/.cache/archguard/cmake-verifier``);
-several build trees may share one, each build keyed by its sources and compiler and locked.
+``_cag_verifier_build`` builds the tool once per key (its sources, the table, the C++ compiler
+and the flags it is built with) and keeps it in a per-user cache that every build tree and
+script-mode run share: ``CudaArchGuard_VERIFIER_DIR`` when set, else
+``$XDG_CACHE_HOME/archguard/cmake-verifier`` or ``~/.cache/archguard/cmake-verifier``, one
+sub-directory per key, locked while it is built. In a project that enables ``CXX`` it uses
+``try_compile``; in a project that does not (``LANGUAGES CUDA`` alone) and in script mode
+(``cmake -P``) it configures and builds a small project of its own with ``execute_process``.
+The cache follows the rules of the project's other caches: its directories are created 0700 and
+must be yours and not writable by group or others (no symbolic link below the root), and an
+entry whose tool does not match the MD5 recorded with its key is built again. A cache that
+cannot be used never fails the configure: a project builds the tool in its own tree
+(``<build>/CMakeFiles/CudaArchGuard/verifier``) and says why. A re-configure re-uses the tool it
+took (same key, same file size and mtime) without looking again.
 ``<out_exe>`` is ``""`` (with ``<out_why>``) when it cannot be built.
 
 ``_cag_arch_tool`` gives the tool that answers ``arch plan`` (the policy engine) and ``arch
@@ -95,6 +101,137 @@ function(_cag_verifier_build_nested dir srcs root cxx out_ok io_log)
   set(${io_log} "${_log}" PARENT_SCOPE)
 endfunction()
 
+# The per-user cache of built verifiers: <base>/archguard/cmake-verifier, <base> being
+# XDG_CACHE_HOME or ~/.cache (the same place as the JIT cache's default root). Sets <out_root>
+# ("" when neither variable is set).
+function(_cag_verifier_user_cache out_root)
+  set(_base "")
+  if(NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
+    set(_base "$ENV{XDG_CACHE_HOME}")
+  elseif(NOT "$ENV{HOME}" STREQUAL "")
+    set(_base "$ENV{HOME}/.cache")
+  endif()
+  if(_base)
+    set(${out_root} "${_base}/archguard/cmake-verifier" PARENT_SCOPE)
+  else()
+    set(${out_root} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Creates <dir> (missing components 0700) and checks it with the rules of the project's other
+# caches (docs/jit.md, "Security"): every directory from <top> down to <dir>, and the entry's
+# files, must be yours, no symbolic link, and not writable by group or others; the path above
+# <top> may go through links that you or root own. One process (sh), on a first use only.
+# Sets <out_why> to "" when it may be used, else to why not.
+function(_cag_verifier_dir_check top dir out_why)
+  set(${out_why} "" PARENT_SCOPE)
+  if(NOT EXISTS /bin/sh)
+    set(${out_why} "no /bin/sh to check its owner and mode" PARENT_SCOPE)
+    return()
+  endif()
+  set(_script [=[
+set -f
+umask 077
+top=$1; dir=$2; shift 2
+me=$(id -u) || { echo "cannot tell your uid"; exit 1; }
+p=""; ifs=$IFS; IFS=/
+for c in $top; do
+  IFS=$ifs
+  [ -n "$c" ] || continue
+  p="$p/$c"
+  if [ -L "$p" ]; then
+    u=$(stat -c %u -- "$p") || { echo "cannot stat $p"; exit 1; }
+    if [ "$u" != "$me" ] && [ "$u" != 0 ]; then echo "$p is a symbolic link owned by uid $u, not by you (uid $me) or root"; exit 1; fi
+  fi
+done
+IFS=$ifs
+mkdir -p -- "$dir" 2>/dev/null || { echo "cannot create $dir"; exit 1; }
+check() {
+  s=$(stat -c '%u:%a:%F' -- "$1") || { echo "cannot stat $1"; exit 1; }
+  u=${s%%:*}; r=${s#*:}; m=${r%%:*}; t=${r#*:}
+  if [ "$t" = "symbolic link" ]; then echo "$1 is a symbolic link"; exit 1; fi
+  if [ "$u" != "$me" ]; then echo "$1 is owned by uid $u, not by you (uid $me)"; exit 1; fi
+  case $m in
+    *[2367]?|*[2367]) echo "$1 is writable by group or others (mode $m; chmod go-w $1)"; exit 1 ;;
+  esac
+}
+d=$dir
+while :; do
+  check "$d"
+  [ "$d" = "$top" ] && break
+  case $d in "$top"/*) d=${d%/*} ;; *) break ;; esac
+done
+for f in "$@"; do
+  if [ -e "$f" ] || [ -L "$f" ]; then check "$f"; fi
+done
+echo ok
+]=])
+  execute_process(COMMAND /bin/sh -c "${_script}" sh "${top}" "${dir}" ${ARGN}
+                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT _rc EQUAL 0 OR NOT _out STREQUAL "ok")
+    string(STRIP "${_out} ${_err}" _why)
+    set(${out_why} "${_why}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Builds the tool in <dir> unless <dir> holds one for <key> already (key.txt: the key, then the
+# tool's MD5, so that a damaged file is built again). Sets <out_exe> ("" with <out_why>).
+function(_cag_verifier_build_in dir key how cxx root srcs out_exe out_why)
+  set(${out_exe} "" PARENT_SCOPE)
+  set(${out_why} "" PARENT_SCOPE)
+  file(MAKE_DIRECTORY "${dir}")
+  file(LOCK "${dir}" DIRECTORY GUARD FUNCTION TIMEOUT 600 RESULT_VARIABLE _lock)
+  if(NOT _lock EQUAL 0)
+    set(${out_why} "cannot lock ${dir}: ${_lock}" PARENT_SCOPE)
+    return()
+  endif()
+  set(_exe "${dir}/archguard-verify${CMAKE_EXECUTABLE_SUFFIX}")
+  set(_old "")
+  if(EXISTS "${dir}/key.txt" AND EXISTS "${_exe}")
+    file(READ "${dir}/key.txt" _old)
+    file(MD5 "${_exe}" _sum)
+    if(NOT _old STREQUAL "${key}\n${_sum}\n")
+      set(_old "")
+    endif()
+  endif()
+  if(_old STREQUAL "")
+    _cag_check(START "CudaArchGuard: building the verify tool archguard-verify")
+    file(REMOVE_RECURSE "${dir}/build" "${dir}/gen" "${dir}/project")
+    file(REMOVE "${_exe}" "${dir}/key.txt")
+    execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${dir}/gen/archguard/generated/arch_table.hpp"
+                            -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/table-script.cmake"
+                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+    set(_copy_err "")
+    if(NOT _rc EQUAL 0)
+      set(_ok OFF)
+    elseif(how STREQUAL "nested")
+      _cag_verifier_build_nested("${dir}" "${srcs}" "${root}" "${cxx}" _ok _out)
+    else()
+      try_compile(_ok "${dir}/build" SOURCES ${srcs}
+        COMPILE_DEFINITIONS -DARCHGUARD_NO_COMPRESSION "-I${root}/include" "-I${root}/src" "-I${dir}/gen"
+        CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON
+        OUTPUT_VARIABLE _out COPY_FILE "${_exe}" COPY_FILE_ERROR _copy_err)
+    endif()
+    if(_ok AND NOT _copy_err AND EXISTS "${_exe}")
+      file(MD5 "${_exe}" _sum)
+      file(WRITE "${dir}/key.txt" "${key}\n${_sum}\n")
+      _cag_check(PASS "${_exe}")
+    else()
+      file(WRITE "${dir}/error.log" "${_out}\n${_copy_err}\n")
+      set(${out_why} "compiling it failed (log: ${dir}/error.log)" PARENT_SCOPE)
+      _cag_check(FAIL "failed; see ${dir}/error.log")
+      return()
+    endif()
+  endif()
+  set(${out_exe} "${_exe}" PARENT_SCOPE)
+endfunction()
+
+# archguard-verify, built once per key (its sources, the table, the compiler and its flags) and
+# kept in the per-user cache (CudaArchGuard_VERIFIER_DIR, else XDG_CACHE_HOME or ~/.cache under
+# archguard/cmake-verifier/<key>), which every build tree and script-mode run share. A cache that
+# cannot be used (no such directory, refused as insecure, not creatable, a failed build there)
+# never fails the configure: a project builds the tool in its own tree instead
+# (<build>/CMakeFiles/CudaArchGuard/verifier), saying why.
 function(_cag_verifier_build out_var out_why)
   set(${out_var} "" PARENT_SCOPE)
   get_property(_known GLOBAL PROPERTY _CAG_VERIFIER SET)
@@ -111,13 +248,23 @@ function(_cag_verifier_build out_var out_why)
   if(CMAKE_SCRIPT_MODE_FILE OR NOT "CXX" IN_LIST _langs)
     set(_how nested)
     set(_cxx "${CMAKE_CUDA_HOST_COMPILER}")  # the host compiler the project gave nvcc, else CMake's choice
-    set(_key "nested;${_cxx}")
+    # CMake's choice follows CXX, CXXFLAGS and LDFLAGS; the nested project builds Release.
+    set(_key "nested;${_cxx};$ENV{CXX};$ENV{CXXFLAGS};$ENV{LDFLAGS};${CMAKE_GENERATOR}")
   else()
     set(_how try_compile)
-    set(_key "${CMAKE_CXX_COMPILER};${CMAKE_CXX_COMPILER_VERSION}")
+    # What try_compile compiles and links with: the compiler, its target and sysroot, and the
+    # flags of the configuration try_compile uses (CMAKE_TRY_COMPILE_CONFIGURATION, else Debug).
+    set(_cfg "${CMAKE_TRY_COMPILE_CONFIGURATION}")
+    if(NOT _cfg)
+      set(_cfg Debug)
+    endif()
+    string(TOUPPER "${_cfg}" _cfg)
+    set(_key "${CMAKE_CXX_COMPILER};${CMAKE_CXX_COMPILER_ID};${CMAKE_CXX_COMPILER_VERSION};${CMAKE_CXX_COMPILER_TARGET}")
+    foreach(_v CMAKE_SYSROOT CMAKE_CXX_FLAGS CMAKE_CXX_FLAGS_${_cfg} CMAKE_EXE_LINKER_FLAGS CMAKE_EXE_LINKER_FLAGS_${_cfg})
+      string(APPEND _key "|${${_v}}")
+    endforeach()
   endif()
   _cag_verifier_sources(_root _files _why)
-  set(_dir "")
   if(_root)
     set(_srcs "")
     foreach(_f IN LISTS _files)
@@ -130,53 +277,53 @@ function(_cag_verifier_build out_var out_why)
     file(MD5 "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/architectures.txt" _h)
     string(MD5 _key "${_key};${_h}")
     string(SUBSTRING "${_key}" 0 12 _short)
+    # A re-configure finds the tool it took last time: same key and CudaArchGuard_VERIFIER_DIR,
+    # same file (size and mtime).
+    string(MD5 _seen_key "${_key};${CudaArchGuard_VERIFIER_DIR}")
+    if(NOT CMAKE_SCRIPT_MODE_FILE AND "${_CAG_VERIFIER_SEEN}" MATCHES "^([^|]*)\\|([^|]*)\\|([^|]*)\\|(.+)$"
+       AND CMAKE_MATCH_1 STREQUAL _seen_key AND EXISTS "${CMAKE_MATCH_4}")
+      set(_seen_exe "${CMAKE_MATCH_4}")
+      set(_seen_size "${CMAKE_MATCH_2}")
+      set(_seen_time "${CMAKE_MATCH_3}")
+      file(SIZE "${_seen_exe}" _size)
+      file(TIMESTAMP "${_seen_exe}" _time "%Y-%m-%dT%H:%M:%S" UTC)
+      if(_size STREQUAL _seen_size AND _time STREQUAL _seen_time)
+        set_property(GLOBAL PROPERTY _CAG_VERIFIER "${_seen_exe}")
+        set_property(GLOBAL PROPERTY _CAG_VERIFIER_WHY "")
+        set(${out_var} "${_seen_exe}" PARENT_SCOPE)
+        set(${out_why} "" PARENT_SCOPE)
+        return()
+      endif()
+    endif()
+    # The per-user cache, checked as the project's other caches are.
     if(CudaArchGuard_VERIFIER_DIR)
-      set(_dir "${CudaArchGuard_VERIFIER_DIR}/${_short}")
-    elseif(NOT CMAKE_SCRIPT_MODE_FILE)
-      set(_dir "${CMAKE_BINARY_DIR}/CMakeFiles/CudaArchGuard/verifier")
-    elseif(NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
-      set(_dir "$ENV{XDG_CACHE_HOME}/archguard/cmake-verifier/${_short}")
-    elseif(NOT "$ENV{HOME}" STREQUAL "")
-      set(_dir "$ENV{HOME}/.cache/archguard/cmake-verifier/${_short}")
+      set(_top "${CudaArchGuard_VERIFIER_DIR}")
     else()
-      set(_why "no directory to build it in (set CudaArchGuard_VERIFIER_DIR, XDG_CACHE_HOME or HOME)")
+      _cag_verifier_user_cache(_top)
     endif()
-  endif()
-  if(_dir)
-    file(MAKE_DIRECTORY "${_dir}")
-    file(LOCK "${_dir}" DIRECTORY GUARD FUNCTION TIMEOUT 600)
-    set(_exe "${_dir}/archguard-verify${CMAKE_EXECUTABLE_SUFFIX}")
-    set(_old "")
-    if(EXISTS "${_dir}/key.txt" AND EXISTS "${_exe}")
-      file(READ "${_dir}/key.txt" _old)
+    set(_cache_why "")
+    if(_top)
+      set(_dir "${_top}/${_short}")
+      _cag_verifier_dir_check("${_top}" "${_dir}" _cache_why "${_dir}/archguard-verify${CMAKE_EXECUTABLE_SUFFIX}" "${_dir}/key.txt")
+      if(NOT _cache_why)
+        _cag_verifier_build_in("${_dir}" "${_key}" "${_how}" "${_cxx}" "${_root}" "${_srcs}" _exe _cache_why)
+      endif()
+    else()
+      set(_cache_why "none of CudaArchGuard_VERIFIER_DIR, XDG_CACHE_HOME and HOME is set")
     endif()
-    if(NOT _old STREQUAL _key)
-      _cag_check(START "CudaArchGuard: building the verify tool archguard-verify")
-      file(REMOVE_RECURSE "${_dir}/build" "${_dir}/gen" "${_dir}/project")
-      file(REMOVE "${_exe}")
-      execute_process(COMMAND "${CMAKE_COMMAND}" -DEMIT=cxx "-DOUTPUT=${_dir}/gen/archguard/generated/arch_table.hpp"
-                              -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CudaArchGuard/table-script.cmake"
-                      RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
-      set(_copy_err "")
-      if(NOT _rc EQUAL 0)
-        set(_ok OFF)
-      elseif(_how STREQUAL "nested")
-        _cag_verifier_build_nested("${_dir}" "${_srcs}" "${_root}" "${_cxx}" _ok _out)
+    if(NOT _exe)
+      if(CMAKE_SCRIPT_MODE_FILE)
+        set(_why "${_cache_why}")
       else()
-        try_compile(_ok "${_dir}/build" SOURCES ${_srcs}
-          COMPILE_DEFINITIONS -DARCHGUARD_NO_COMPRESSION "-I${_root}/include" "-I${_root}/src" "-I${_dir}/gen"
-          CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON
-          OUTPUT_VARIABLE _out COPY_FILE "${_exe}" COPY_FILE_ERROR _copy_err)
+        message(STATUS "CudaArchGuard: the verifier cache cannot be used (${_cache_why}); archguard-verify is kept in this build tree")
+        _cag_verifier_build_in("${CMAKE_BINARY_DIR}/CMakeFiles/CudaArchGuard/verifier" "${_key}" "${_how}" "${_cxx}"
+                               "${_root}" "${_srcs}" _exe _why)
       endif()
-      if(_ok AND NOT _copy_err AND EXISTS "${_exe}")
-        file(WRITE "${_dir}/key.txt" "${_key}")
-        _cag_check(PASS "${_exe}")
-      else()
-        file(WRITE "${_dir}/error.log" "${_out}\n${_copy_err}\n")
-        set(_why "compiling it failed (log: ${_dir}/error.log)")
-        set(_exe "")
-        _cag_check(FAIL "failed; see ${_dir}/error.log")
-      endif()
+    endif()
+    if(_exe AND NOT CMAKE_SCRIPT_MODE_FILE)
+      file(SIZE "${_exe}" _size)
+      file(TIMESTAMP "${_exe}" _time "%Y-%m-%dT%H:%M:%S" UTC)
+      set(_CAG_VERIFIER_SEEN "${_seen_key}|${_size}|${_time}|${_exe}" CACHE INTERNAL "CudaArchGuard: the archguard-verify this tree uses")
     endif()
   endif()
   set_property(GLOBAL PROPERTY _CAG_VERIFIER "${_exe}")

@@ -69,6 +69,7 @@ struct Plan {
   std::vector<std::string> why;       ///< the summary's why: lines
   PlanRuns runs;
   std::vector<std::string> summary;   ///< the configure summary, one entry per line
+  std::vector<std::string> inputs;    ///< files the answer was read from (the fleet file), for a caller's cache
 };
 
 /// Resolves a policy. Errors are the messages the configure step stops with (usage kind).
@@ -82,8 +83,9 @@ std::string plan_item(Target target);
 
 /// The plan as `arch plan` prints it: "key=value" lines (format_plan_error for a failure).
 /// Keys: format (1), status (ok), mode, items, sass, ptx, gpu (repeated), gpu_sms, runs, runs_text,
-/// warning (repeated), summary (repeated). Newlines and backslashes in values are written
-/// as \n and \\.
+/// warning (repeated), summary (repeated), inputs (how many input lines follow), input (repeated:
+/// a file the answer depends on; the module re-uses a cached answer while they are unchanged).
+/// Newlines and backslashes in values are written as \n and \\.
 std::string format_plan(const Plan& plan);
 /// "format=1", "status=error", "error=<message>".
 std::string format_plan_error(std::string_view message);

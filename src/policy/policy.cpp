@@ -620,6 +620,7 @@ Result<Plan> plan_policy(const PlanRequest& req) {
       std::string base = plan.policy.substr(6);
       if (base.empty() || base.front() != '/') base = req.fleet_base + "/" + base;
       plan.why.push_back("fleet file " + base);
+      plan.inputs.push_back(base);
     } else if (!req.gpus.empty()) {
       gpus = req.gpus;
       plan.mode = "native";
@@ -734,6 +735,8 @@ std::string format_plan(const Plan& p) {
   o << "runs_text=" << p.runs.text << "\n";
   for (const std::string& w : p.warnings) o << "warning=" << escape(w) << "\n";
   for (const std::string& s : p.summary) o << "summary=" << escape(s) << "\n";
+  o << "inputs=" << p.inputs.size() << "\n";
+  for (const std::string& f : p.inputs) o << "input=" << escape(f) << "\n";
   return o.str();
 }
 
