@@ -16,7 +16,8 @@ tokens the CMake side does not parse itself.
 ``_cag_verifier_build`` builds the tool once per key (its sources, the table, the C++ compiler
 and the flags it is built with) and keeps it in a per-user cache that every build tree and
 script-mode run share: ``CudaArchGuard_VERIFIER_DIR`` when set, else
-``$XDG_CACHE_HOME/archguard/cmake-verifier`` or ``~/.cache/archguard/cmake-verifier``, one
+``$ARCHGUARD_CACHE_DIR/cmake-verifier``, ``$XDG_CACHE_HOME/archguard/cmake-verifier`` or
+``~/.cache/archguard/cmake-verifier`` (the JIT cache's root rule), one
 sub-directory per key, locked while it is built. In a project that enables ``CXX`` it uses
 ``try_compile``; in a project that does not (``LANGUAGES CUDA`` alone) and in script mode
 (``cmake -P``) it configures and builds a small project of its own with ``execute_process``.
@@ -101,21 +102,23 @@ function(_cag_verifier_build_nested dir srcs root cxx out_ok io_log)
   set(${io_log} "${_log}" PARENT_SCOPE)
 endfunction()
 
-# The per-user cache of built verifiers: <base>/archguard/cmake-verifier, <base> being
-# XDG_CACHE_HOME or ~/.cache (the same place as the JIT cache's default root). Sets <out_root>
-# ("" when neither variable is set).
+# The per-user cache of built verifiers: cmake-verifier under the JIT cache's root. Sets
+# <out_root> ("" when none of the variables is set).
 function(_cag_verifier_user_cache out_root)
-  set(_base "")
-  if(NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
-    set(_base "$ENV{XDG_CACHE_HOME}")
+  # The JIT and results caches' root rule (docs/jit.md): ARCHGUARD_CACHE_DIR, else an absolute
+  # XDG_CACHE_HOME, else ~/.cache, each with archguard/ below the last two.
+  set(_root "")
+  if(NOT "$ENV{ARCHGUARD_CACHE_DIR}" STREQUAL "")
+    set(_root "$ENV{ARCHGUARD_CACHE_DIR}")
+  elseif("$ENV{XDG_CACHE_HOME}" MATCHES "^/")
+    set(_root "$ENV{XDG_CACHE_HOME}/archguard")
   elseif(NOT "$ENV{HOME}" STREQUAL "")
-    set(_base "$ENV{HOME}/.cache")
+    set(_root "$ENV{HOME}/.cache/archguard")
   endif()
-  if(_base)
-    set(${out_root} "${_base}/archguard/cmake-verifier" PARENT_SCOPE)
-  else()
-    set(${out_root} "" PARENT_SCOPE)
+  if(_root)
+    set(_root "${_root}/cmake-verifier")
   endif()
+  set(${out_root} "${_root}" PARENT_SCOPE)
 endfunction()
 
 # Creates <dir> (missing components 0700) and checks it with the rules of the project's other
@@ -309,7 +312,7 @@ function(_cag_verifier_build out_var out_why)
         _cag_verifier_build_in("${_dir}" "${_key}" "${_how}" "${_cxx}" "${_root}" "${_srcs}" _exe _cache_why)
       endif()
     else()
-      set(_cache_why "none of CudaArchGuard_VERIFIER_DIR, XDG_CACHE_HOME and HOME is set")
+      set(_cache_why "none of CudaArchGuard_VERIFIER_DIR, ARCHGUARD_CACHE_DIR, XDG_CACHE_HOME and HOME is set")
     endif()
     if(NOT _exe)
       if(CMAKE_SCRIPT_MODE_FILE)

@@ -30,6 +30,7 @@
 
 namespace archguard::jit {
 class Cache;
+struct CacheOptions;
 }
 
 namespace archguard {
@@ -44,6 +45,10 @@ class ResultsCache final : public KernelStore {
   /// location (empty: from the environment). Null when it is turned off; null with a warning
   /// in `warning` when it cannot be used.
   static std::unique_ptr<ResultsCache> open(std::string producer, std::string& warning, const std::string& dir = {});
+  /// The store options of the results cache under `dir` (empty: the cache dir from the
+  /// environment), as open() uses them and `archguard cache --results` maintains them. `disabled`
+  /// is set for ARCHGUARD_CACHE_DISABLE=1 and for a bound of 0; a malformed bound is an error.
+  static Result<jit::CacheOptions> options(const std::string& dir = {});
   ~ResultsCache() override;
   ResultsCache(const ResultsCache&) = delete;
   ResultsCache& operator=(const ResultsCache&) = delete;

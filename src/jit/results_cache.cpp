@@ -33,16 +33,11 @@ jit::Digest key_of(const std::string& producer, const FatbinEntry& e) {
 
 }  // namespace
 
-std::unique_ptr<ResultsCache> ResultsCache::open(std::string producer, std::string& warning, const std::string& dir) {
-  warning.clear();
-  auto options = jit::CacheOptions::from_environment();
-  if (!options) {
-    warning = "results cache not used: " + options.message();
-    return nullptr;
-  }
-  if (options->disabled) return nullptr;
+Result<jit::CacheOptions> ResultsCache::options(const std::string& dir) {
+  AG_TRY(auto env, jit::CacheOptions::from_environment());
   jit::CacheOptions o;
-  o.dir = (dir.empty() ? options->dir : dir) + "/results";
+  o.disabled = env.disabled;
+  o.dir = (dir.empty() ? env.dir : dir) + "/results";
   // A torn record is caught by its checksum and decoded again: no fsync (it is most of a
   // store's cost, and a run stores thousands).
   o.fsync = false;
@@ -50,14 +45,24 @@ std::unique_ptr<ResultsCache> ResultsCache::open(std::string producer, std::stri
   o.max_bytes = kResultsCacheDefaultMaxBytes;
   if (const auto max = common::process_env("ARCHGUARD_RESULTS_CACHE_MAX_BYTES"); max && !max->empty()) {
     const auto v = parse_byte_size(*max);
-    if (!v) {
-      warning = "results cache not used: ARCHGUARD_RESULTS_CACHE_MAX_BYTES: '" + *max +
-                "' is not a size that fits in 64 bits (bytes, or with K, M, G or T)";
-      return nullptr;
-    }
-    if (*v == 0) return nullptr;  // a bound of nothing: no cache
+    if (!v)
+      return make_error(ErrorKind::usage, "ARCHGUARD_RESULTS_CACHE_MAX_BYTES: '" + *max +
+                                              "' is not a size that fits in 64 bits (bytes, or with K, M, G or T)");
+    if (*v == 0) o.disabled = true;  // a bound of nothing: no cache
     o.max_bytes = *v;
   }
+  return o;
+}
+
+std::unique_ptr<ResultsCache> ResultsCache::open(std::string producer, std::string& warning, const std::string& dir) {
+  warning.clear();
+  auto opts = options(dir);
+  if (!opts) {
+    warning = "results cache not used: " + opts.message();
+    return nullptr;
+  }
+  if (opts->disabled) return nullptr;
+  const jit::CacheOptions& o = *opts;
   auto cache = jit::Cache::open(o);
   if (!cache) {
     warning = "results cache not used: " + cache.message();

@@ -19,7 +19,7 @@ set(_built "building the verify tool archguard-verify")
 
 # configure(<tree> <must match> <must not match or "">)
 function(configure tree match forbid)
-  execute_process(COMMAND "${CMAKE_COMMAND}" -E env "XDG_CACHE_HOME=${_xdg}"
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env --unset=ARCHGUARD_CACHE_DIR "XDG_CACHE_HOME=${_xdg}"
                           "${CMAKE_UNDER_TEST}" -S "${PROJECT}" -B "${WORK}/${tree}" -G Ninja
                           "-DCMAKE_CUDA_COMPILER=${NVCC}" "-DCAG_MODULE_DIR=${MODULE_DIR}" -DARCH_POLICY=80
                           -DCudaArchGuard_CUOBJDUMP=CudaArchGuard_CUOBJDUMP-NOTFOUND

@@ -27,24 +27,20 @@ struct Common {
 };
 
 archguard::Result<std::unique_ptr<archguard::jit::Cache>> open_cache(const Common& c) {
+  if (c.results) {  // as archguard::ResultsCache opens it
+    AG_TRY(auto o, archguard::ResultsCache::options(c.cache_dir));
+    if (!c.cache_dir.empty()) o.disabled = false;
+    if (o.disabled)
+      return archguard::make_error(archguard::ErrorKind::usage,
+                                   "the results cache is off (ARCHGUARD_CACHE_DISABLE, or a bound of 0); pass --cache-dir");
+    return archguard::jit::Cache::open(o);
+  }
   AG_TRY(auto o, archguard::jit::CacheOptions::from_environment());
   if (!c.cache_dir.empty()) {
     o.dir = c.cache_dir;
     o.disabled = false;
   }
   if (o.disabled) return archguard::make_error(archguard::ErrorKind::usage, "the cache is disabled (ARCHGUARD_CACHE_DISABLE); pass --cache-dir");
-  if (c.results) {  // as archguard::ResultsCache opens it
-    o.dir += "/results";
-    o.readonly_dirs.clear();
-    o.light_stores = true;
-    o.max_bytes = archguard::kResultsCacheDefaultMaxBytes;
-    if (const char* max = std::getenv("ARCHGUARD_RESULTS_CACHE_MAX_BYTES"); max != nullptr && *max != '\0') {
-      const auto v = archguard::parse_byte_size(max);
-      if (!v) return archguard::make_error(archguard::ErrorKind::usage, std::string("ARCHGUARD_RESULTS_CACHE_MAX_BYTES: '") + max +
-                                                                         "' is not a size that fits in 64 bits");
-      o.max_bytes = *v;
-    }
-  }
   return archguard::jit::Cache::open(o);
 }
 
