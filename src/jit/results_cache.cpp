@@ -84,6 +84,7 @@ void ResultsCache::problem(std::string message) {
 }
 
 std::optional<std::vector<Kernel>> ResultsCache::find(const FatbinEntry& entry) {
+  if (entry.image_size() < min_image_bytes_) return std::nullopt;
   auto hit = cache_->lookup(key_of(producer_, entry));
   if (!hit) {
     problem(hit.message());
@@ -102,6 +103,7 @@ std::optional<std::vector<Kernel>> ResultsCache::find(const FatbinEntry& entry) 
 }
 
 void ResultsCache::keep(const FatbinEntry& entry, const std::vector<Kernel>& kernels) {
+  if (entry.image_size() < min_image_bytes_) return;
   jit::CacheRecord r;
   r.kind = kKernelListKind;
   r.names.reserve(kernels.size());

@@ -41,6 +41,7 @@ std::unique_ptr<ResultsCache> open_in(const TempDir& d, const std::string& produ
   INFO(warning);
   REQUIRE(c != nullptr);
   CHECK(warning.empty());
+  c->set_min_image_bytes(0);  // the test's images are a few bytes
   return c;
 }
 
@@ -88,6 +89,20 @@ TEST_CASE("a kernel list is found again by the image's content, not by its entry
   struct stat st {};
   REQUIRE(::stat(records(d)[0].c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
+}
+
+TEST_CASE("images below the bound are neither looked up nor kept", "[jit][results]") {
+  TempDir d;
+  auto c = open_in(d);
+  c->set_min_image_bytes(kResultsCacheMinImageBytes);
+  FakeImage small("a small image");
+  c->keep(small.entry, kKernels);
+  CHECK_FALSE(c->find(small.entry));
+  CHECK(c->counters().stores == 0);
+  CHECK(c->counters().misses == 0);  // not asked: no miss counted
+  FakeImage big(std::string(kResultsCacheMinImageBytes, 'x'));
+  c->keep(big.entry, kKernels);
+  CHECK(c->find(big.entry));
 }
 
 TEST_CASE("a damaged record is a miss, evicted, and stored again", "[jit][results]") {
