@@ -88,6 +88,10 @@ struct ScanOptions {
   /// Search the loaded data sections of ELF files for fatbins embedded as data. Off for a reading
   /// that shows none of them (inspect --list-like-cuobjdump: cuobjdump does not find them).
   bool embedded = true;
+  /// The results cache (or another store of facts): objects read from files get an identity
+  /// (ObjectFatbins::identity), and the embedded-fatbin search of a file it knows is skipped.
+  /// Null: no identities, every file searched. Not owned; used from the scan's threads.
+  FactsStore* facts = nullptr;
   /// Archive members that decompress to more than this are refused (decompression bombs).
   std::uint64_t max_member_size = std::uint64_t{16} << 30;
   InflateBudget budget;

@@ -125,13 +125,27 @@ struct ObjectVerdict {
 /// `store` (the results cache) an image decoded by an earlier run is not decoded again.
 class KernelIndex {
  public:
-  explicit KernelIndex(KernelStore* store = nullptr) : store_(store) {}
+  KernelIndex() = default;
+  /// An index of the entries of `object` that asks `store` (the results cache) for the lists
+  /// kept for the object before decoding, and keeps what it decoded there when it is flushed
+  /// or destroyed. Without a store, or for an object without an identity, it only decodes (and
+  /// counts what it decoded in the store's statistics).
+  KernelIndex(FactsStore* store, const ObjectFatbins& object);
+  ~KernelIndex();
+  KernelIndex(const KernelIndex&) = delete;
+  KernelIndex& operator=(const KernelIndex&) = delete;
   /// The kernels of `entry` (sorted by mangled name, unique), or why they cannot be listed.
   /// `name` names the file in messages. LTO-IR gives an empty list.
   const Result<std::vector<Kernel>>& of(const FatbinEntry& entry, std::string_view name);
+  /// Gives the store what was decoded since the last flush, merged with what it kept before.
+  void flush();
 
  private:
-  KernelStore* store_ = nullptr;
+  FactsStore* store_ = nullptr;
+  std::string identity_;
+  bool loaded_ = false;
+  StoredKernelLists stored_;   ///< what the store kept for the object (loaded on first use)
+  std::uint64_t hits_ = 0, decoded_ = 0, new_lists_ = 0;
   std::map<const FatbinEntry*, Result<std::vector<Kernel>>> cache_;
 };
 

@@ -160,7 +160,7 @@ EnvLookup process_environment();
 struct Options {
   std::vector<std::string> files;  ///< binaries, libraries, wheels, directories to examine
   /// Kernel lists decoded by earlier runs (archguard/results_cache.hpp); null: decode everything.
-  KernelStore* results = nullptr;
+  FactsStore* results = nullptr;
   std::string node;                ///< the node's name in the report; empty: $SLURMD_NODENAME, else the host name
   bool smoke = true;               ///< run step 5 when a driver is present
   EnvLookup env;                   ///< empty: the process environment

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -199,11 +200,30 @@ struct ObjectFatbins {
   bool pe = false;
   /// An ET_DYN object flagged DF_1_PIE: a position-independent executable, not a shared library.
   bool pie = false;
+  /// What finds this object again in the results cache (FactsStore): the identity of the file it
+  /// was read from (device, inode, size, modification and change times; a SHA-256 of its bytes
+  /// when it changed in the last seconds) and the member path. Empty when the scan had no store
+  /// or the bytes came from memory: nothing is then kept or looked up.
+  std::string identity;
 
   /// The object of a parsed ELF file (type and machine from its header) that holds `fatbins`;
   /// `archive` and `member` name the enclosing archive, empty when there is none.
   static ObjectFatbins of_elf(const ElfFile& elf, std::string path, std::string archive, std::string member,
                               std::vector<Fatbin> fatbins);
+};
+
+/// Where the embedded-fatbin search of one ELF file looked and what it found: every section
+/// searched (name, file offset, size, in search order) with the file offsets of the fatbins in
+/// it. read_elf_fatbins fills it, and given it back for the same file parses those fatbins
+/// instead of searching (the results cache keeps it by the file's identity).
+struct EmbeddedFinds {
+  struct Section {
+    std::string name;
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;
+    std::vector<std::uint64_t> fatbins;
+  };
+  std::vector<Section> sections;
 };
 
 /// Reads the fatbins of a validated ELF file; an object without device code gives an empty
@@ -215,9 +235,14 @@ struct ObjectFatbins {
 /// 8 MiB searched, 8 at most), meanwhile the standard sections are read; the result does not
 /// depend on the number. The hooks are then called from several threads at once. With
 /// `search_embedded` false no data section is searched (only the standard sections are read).
+/// `known`, when given, is what an earlier search of the same file found: when it names exactly
+/// the sections that would be searched, the fatbins at its offsets are parsed (each validated
+/// as the search validates it) and nothing is searched; otherwise, or when one of them does not
+/// parse, the search runs. `found` (optional) receives what was searched and found.
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {},
                                              const ReleaseHook& prefetch = {}, unsigned threads = 1,
-                                             const DataHook& next_data = {}, bool search_embedded = true);
+                                             const DataHook& next_data = {}, bool search_embedded = true,
+                                             const EmbeddedFinds* known = nullptr, EmbeddedFinds* found = nullptr);
 
 /// Finds the fatbins stored as plain data in `bytes` (one loaded section of an ELF file other
 /// than .nv_fatbin and __nv_relfatbin), by the fatbin magic at 8-aligned addresses followed by a
@@ -294,18 +319,37 @@ inline constexpr std::size_t kMaxDemangledInput = std::size_t{64} << 10;
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
                                          std::string_view name);
 
-/// Kernel lists decoded before, by the content of the image they came from: the results cache
-/// (archguard/results_cache.hpp). KernelIndex asks it before decoding an image and gives it
-/// what it decoded. Implementations are used from several threads at once and never fail the
-/// caller: a store that cannot read or write simply finds nothing.
-class KernelStore {
+/// The header fields of an entry that identify its image within its object: offset, kind,
+/// architecture, flags and sizes ("<offset> <kind> <sm> ..."). A kernel list kept for an
+/// object is used again only for an entry with the same fingerprint.
+std::string entry_fingerprint(const FatbinEntry& entry);
+
+/// A kernel list kept for one entry of an object, with the entry's fingerprint.
+struct StoredKernels {
+  std::string fingerprint;
+  std::vector<Kernel> kernels;  ///< sorted by mangled name, unique
+};
+/// The kernel lists kept for an object, by entry offset.
+using StoredKernelLists = std::map<std::uint64_t, StoredKernels>;
+
+/// What earlier runs learnt about an object, found again by the object's identity
+/// (ObjectFatbins::identity): where the embedded-fatbin search found fatbins, and the kernel
+/// lists of its images. The results cache (archguard/results_cache.hpp) implements it; the
+/// scan asks it before searching, KernelIndex before decoding. Implementations are used from
+/// several threads at once and never fail the caller: a store that cannot read or write finds
+/// nothing.
+class FactsStore {
  public:
-  virtual ~KernelStore() = default;
-  /// The kernels (sorted by mangled name, unique) of an image with the same header fields and
-  /// payload bytes as `entry`, or nothing.
-  virtual std::optional<std::vector<Kernel>> find(const FatbinEntry& entry) = 0;
-  /// Keeps the kernels decoded from `entry` (sorted by mangled name, unique).
-  virtual void keep(const FatbinEntry& entry, const std::vector<Kernel>& kernels) = 0;
+  virtual ~FactsStore() = default;
+  /// The sections searched, and the fatbins found, in the object of `identity`; or nothing.
+  virtual std::optional<EmbeddedFinds> find_embedded(const std::string& identity) = 0;
+  virtual void keep_embedded(const std::string& identity, const EmbeddedFinds& finds) = 0;
+  /// The kernel lists kept for the object of `identity` (empty when none).
+  virtual StoredKernelLists find_kernels(const std::string& identity) = 0;
+  /// Keeps every list of `lists` for the object (replacing what was kept).
+  virtual void keep_kernels(const std::string& identity, const StoredKernelLists& lists) = 0;
+  /// Counts images found in kept lists (hits) and images decoded (misses), for the statistics.
+  virtual void count(std::uint64_t hits, std::uint64_t misses) = 0;
 };
 
 /// Whether the decoded image of a SASS entry (raw kind 2) is a cubin: a 64-bit little-endian

@@ -1,24 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// \file
-/// The results cache: the kernel lists of images decoded by earlier runs of `check` and
-/// `doctor`, so that judging an unchanged environment again decodes nothing.
+/// The results cache: what earlier runs of `check` and `doctor` learnt about each object they
+/// read, so that judging an unchanged environment again neither searches nor decodes.
 ///
-/// An entry is keyed by a SHA-256 of the image's fatbin entry header fields and its stored
-/// payload bytes, and of the producer (the archguard version and commit that decoded it): a
-/// changed file changes the key, whatever its name or time stamps say, and another build of
-/// archguard does not read this one's entries. Only lists that decoded are kept (an error
-/// names its file, and a damaged payload is found damaged again at once).
+/// Two records per object, keyed by a SHA-256 of the object's identity (ObjectFatbins::identity:
+/// the file's device, inode, size, modification and change times with nanoseconds, or a
+/// SHA-256 of its bytes when it changed in the last seconds; and the archive member) and of the
+/// producer (the archguard version and commit): where the embedded-fatbin search found fatbins
+/// (EmbeddedFinds), and the kernel lists of its images, each with its entry's fingerprint. A
+/// changed file has another identity (its change time moves whatever else is kept), and another
+/// build of archguard reads none of this one's records. Only lists that decoded are kept.
 ///
 /// Stored with the JIT cache's store (archguard/cache.hpp) under its own root,
 /// `<cache dir>/results` (ARCHGUARD_CACHE_DIR, XDG_CACHE_HOME or HOME as for the JIT cache), with
 /// the same rules: owned by the user and not writable by group or others, files 0600, records
-/// checksummed (a damaged entry is evicted and decoded again), bounded by
+/// checksummed (a damaged record is evicted, and the object read and decoded again), bounded by
 /// ARCHGUARD_RESULTS_CACHE_MAX_BYTES (default 256 MiB; least recently used evicted first).
 /// ARCHGUARD_CACHE_DISABLE=1, or `--no-cache`, turns it off. The cache never fails a run: a
-/// store that cannot be opened, read or written is a warning, and the image is decoded.
+/// store that cannot be opened, read or written is a warning, and the object is read again.
 #include <archguard/fatbin.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -35,16 +38,13 @@ struct CacheOptions;
 
 namespace archguard {
 
-/// The smallest image the results cache keeps (64 KiB). Measured on the toolkit's libcurand:
-/// images of 64 KiB and more are a fifth of the images and 99% of the bytes to decode; a store
-/// costs a file (0.2-0.7 ms), more than decoding a small image.
-inline constexpr std::uint64_t kResultsCacheMinImageBytes = std::uint64_t{64} << 10;
-
+/// hits/misses: images whose kernel list was found / decoded; scans_known: files whose
+/// embedded-fatbin search was skipped; stores: records written.
 struct ResultsCacheCounters {
-  std::uint64_t hits = 0, misses = 0, stores = 0;
+  std::uint64_t hits = 0, misses = 0, stores = 0, scans_known = 0;
 };
 
-class ResultsCache final : public KernelStore {
+class ResultsCache final : public FactsStore {
  public:
   /// Opens the cache for `producer` (e.g. "archguard 0.1.0 (abc1234)"); `dir` overrides the
   /// location (empty: from the environment). Null when it is turned off; null with a warning
@@ -58,12 +58,11 @@ class ResultsCache final : public KernelStore {
   ResultsCache(const ResultsCache&) = delete;
   ResultsCache& operator=(const ResultsCache&) = delete;
 
-  std::optional<std::vector<Kernel>> find(const FatbinEntry& entry) override;
-  void keep(const FatbinEntry& entry, const std::vector<Kernel>& kernels) override;
-
-  /// Images smaller than this are neither looked up nor kept: decoding them costs less than a
-  /// record's file (default kResultsCacheMinImageBytes).
-  void set_min_image_bytes(std::uint64_t bytes) { min_image_bytes_ = bytes; }
+  std::optional<EmbeddedFinds> find_embedded(const std::string& identity) override;
+  void keep_embedded(const std::string& identity, const EmbeddedFinds& finds) override;
+  StoredKernelLists find_kernels(const std::string& identity) override;
+  void keep_kernels(const std::string& identity, const StoredKernelLists& lists) override;
+  void count(std::uint64_t hits, std::uint64_t misses) override;
 
   ResultsCacheCounters counters() const;
   /// Problems met while reading or writing (at most a few, then a count).
@@ -73,11 +72,12 @@ class ResultsCache final : public KernelStore {
  private:
   ResultsCache() = default;
   void problem(std::string message);
+  bool store(const std::array<std::uint8_t, 32>& key, std::uint32_t kind, std::vector<std::pair<std::string, std::string>> names,
+             std::vector<std::byte> bytes);
   std::string producer_;
   std::string dir_;
-  std::uint64_t min_image_bytes_ = kResultsCacheMinImageBytes;
   std::unique_ptr<jit::Cache> cache_;
-  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0};
+  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0}, scans_known_{0};
   mutable std::mutex mu_;
   std::vector<std::string> warnings_;
   std::uint64_t more_warnings_ = 0;

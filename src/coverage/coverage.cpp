@@ -562,20 +562,45 @@ std::vector<std::string> ObjectJudgement::failing_units() const {
   return out;
 }
 
+KernelIndex::KernelIndex(FactsStore* store, const ObjectFatbins& object)
+    : store_(store), identity_(object.identity) {}
+
+KernelIndex::~KernelIndex() { flush(); }
+
+void KernelIndex::flush() {
+  if (store_ == nullptr) return;
+  store_->count(hits_, decoded_);
+  hits_ = decoded_ = 0;
+  if (new_lists_ == 0 || identity_.empty()) return;
+  new_lists_ = 0;
+  for (const auto& [entry, listed] : cache_)
+    if (listed && entry->kind != CodeKind::ltoir) stored_[entry->offset] = StoredKernels{entry_fingerprint(*entry), *listed};
+  store_->keep_kernels(identity_, stored_);
+}
+
 const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std::string_view name) {
   if (auto it = cache_.find(&entry); it != cache_.end()) return it->second;
   auto list = [&]() -> Result<std::vector<Kernel>> {
     if (entry.kind == CodeKind::ltoir) return std::vector<Kernel>{};
-    if (store_ != nullptr)
-      if (auto kept = store_->find(entry)) return std::move(*kept);
+    if (store_ != nullptr && !identity_.empty()) {
+      if (!loaded_) {
+        stored_ = store_->find_kernels(identity_);
+        loaded_ = true;
+      }
+      if (auto kept = stored_.find(entry.offset); kept != stored_.end() && kept->second.fingerprint == entry_fingerprint(entry)) {
+        ++hits_;
+        return kept->second.kernels;
+      }
+    }
     AG_TRY(auto image, decompress(entry, name));
     AG_TRY(auto kernels, list_kernels(entry, image, name));
     std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
     kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
                   kernels.end());
-    // Only what decoded is kept: an error names this file, and a damaged payload is cheap to
-    // find damaged again.
-    if (store_ != nullptr) store_->keep(entry, kernels);
+    // Only what decoded is kept (flush): an error names this file, and a damaged payload is
+    // cheap to find damaged again.
+    ++decoded_;
+    ++new_lists_;
     return kernels;
   };
   return cache_.emplace(&entry, list()).first->second;

@@ -61,7 +61,9 @@ Step step_binaries(Session& s, Report& report) {
   std::set<std::string> seen;  // each loaded library judged once over all FILEs
   for (const auto& file : s.options->files) seen.insert(real_path_or_self(file));
   for (const auto& file : s.options->files) {
-    auto scan = scan_path(file);
+    ScanOptions scan_options;
+    scan_options.facts = s.options->results;
+    auto scan = scan_path(file, scan_options);
     if (!scan) {
       step.findings.push_back({Level::fail, file, scan.message(), "check the path (a binary, library, archive, "
                                                                     "wheel or directory)", FixKind::other});
@@ -126,7 +128,7 @@ Step step_binaries(Session& s, Report& report) {
     std::vector<std::vector<ObjectVerdict>> all_verdicts(targets.size(), std::vector<ObjectVerdict>(with_code.size()));
     std::vector<std::vector<ObjectJudgement>> all_judgements(targets.size(), std::vector<ObjectJudgement>(with_code.size()));
     common::parallel_for(with_code.size(), common::thread_count(0), [&](std::size_t oi) {
-      KernelIndex index(s.options->results);
+      KernelIndex index(s.options->results, *with_code[oi]);
       for (std::size_t ti = 0; ti < targets.size(); ++ti) {
         all_verdicts[ti][oi] = check_object(*with_code[oi], devs[ti], settings, &index);
         all_judgements[ti][oi] = judge_object(*with_code[oi], all_verdicts[ti][oi], devs[ti], settings, false, &index);

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -274,6 +275,30 @@ FILE* spill_file() {
   return f;
 }
 
+bool same_finds(const EmbeddedFinds& a, const EmbeddedFinds& b) {
+  if (a.sections.size() != b.sections.size()) return false;
+  for (std::size_t i = 0; i < a.sections.size(); ++i) {
+    const auto &x = a.sections[i], &y = b.sections[i];
+    if (x.name != y.name || x.offset != y.offset || x.size != y.size || x.fatbins != y.fatbins) return false;
+  }
+  return true;
+}
+
+/// A file's identity for the results cache (ObjectFatbins::identity): device, inode, size and
+/// the modification and change times in nanoseconds. Any write moves the change time, which no
+/// one can set back; a file that changed in the last two seconds (a timestamp's granularity on
+/// some file systems, and a write may follow within it) has none, and is read anew each time.
+std::string file_identity(const struct stat& st) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  auto ns = [](const timespec& t) { return static_cast<__int128>(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  constexpr __int128 kSettled = __int128{2} * 1000000000;
+  if (ns(st.st_mtim) + kSettled > ns(now) || ns(st.st_ctim) + kSettled > ns(now)) return {};
+  auto text = [](__int128 v) { return std::to_string(static_cast<long long>(v)); };
+  return "file " + std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " + std::to_string(st.st_size) + " " +
+         text(ns(st.st_mtim)) + " " + text(ns(st.st_ctim));
+}
+
 struct Scanner {
   const ScanOptions& options;
   ScanReport& report;
@@ -283,6 +308,14 @@ struct Scanner {
   /// Threads for the embedded-fatbin scan of one ELF file: 1 inside a directory walk, whose
   /// files are already read in parallel.
   unsigned scan_threads = 1;
+  /// The identity of the object being read (ObjectFatbins::identity): the file's, then with the
+  /// member's ordinal and path inside archives. Empty without a store, or for bytes in memory.
+  std::string id;
+
+  void add(ObjectFatbins o) {
+    o.identity = id;
+    report.objects.push_back(std::move(o));
+  }
 
   /// Counts `n` more inflated bytes of `member`; an error once a budget is exceeded.
   Status charge(std::uint64_t n, const std::string& member) {
@@ -325,14 +358,22 @@ struct Scanner {
       add_standalone(bytes, display, archive, member);
       return;
     }
+    // Where an earlier run found this object's embedded fatbins, they are parsed there and the
+    // data sections are not searched (the results cache, by the object's identity).
+    FactsStore* facts = options.embedded && !id.empty() ? options.facts : nullptr;
+    std::optional<EmbeddedFinds> known;
+    if (facts != nullptr) known = facts->find_embedded(id);
+    EmbeddedFinds found;
     // No prefetch hook: no madvise hint made the scan cheaper (docs/benchmarks-inspect.md).
-    auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads, next_data, options.embedded);
+    auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads, next_data, options.embedded, known ? &*known : nullptr,
+                                    facts != nullptr ? &found : nullptr);
+    if (fatbins && facts != nullptr && (!known || !same_finds(*known, found))) facts->keep_embedded(id, found);
     if (!fatbins) {
       report.errors.push_back(fatbins.message());
       return;
     }
     if (fatbins->empty() && !named_directly) return;
-    report.objects.push_back(ObjectFatbins::of_elf(*elf, display, archive, member, std::move(*fatbins)));
+    add(ObjectFatbins::of_elf(*elf, display, archive, member, std::move(*fatbins)));
     if (elf->type() == ET_DYN) {
       // A PIE is ET_DYN too; only its DF_1_PIE flag tells it from a shared library.
       if (auto dyn = read_dynamic(*elf)) report.objects.back().pie = dyn->pie;
@@ -348,7 +389,7 @@ struct Scanner {
       return;
     }
     if (o->fatbins.empty() && !named_directly) return;
-    report.objects.push_back(std::move(*o));
+    add(std::move(*o));
   }
 
   void add_standalone(Bytes bytes, const std::string& display, const std::string& archive, const std::string& member) {
@@ -367,7 +408,7 @@ struct Scanner {
       obj.machine = kElfMachineCuda;
     }
     obj.fatbins.push_back(std::move(*fb));
-    report.objects.push_back(std::move(obj));
+    add(std::move(obj));
   }
 
   void add_fatbin(Bytes bytes, const std::string& display, const std::string& archive, const std::string& member) {
@@ -381,7 +422,7 @@ struct Scanner {
     obj.archive = archive;
     obj.member = member;
     obj.fatbins = std::move(*fatbins);
-    report.objects.push_back(std::move(obj));
+    add(std::move(obj));
   }
 
   /// Reads the current libarchive entry into storage (memory, or a spilled temporary file), or
@@ -464,6 +505,8 @@ struct Scanner {
   /// 2 GB wheel does not become 2 GB of resident mapped pages.
   void scan_archive(Bytes bytes, const std::string& display, unsigned depth, bool quiet,
                     const std::string* file = nullptr) {
+    const std::string archive_id = id;  // members: the archive's identity, the ordinal and the path
+    std::uint64_t ordinal = 0;
     if (depth > options.max_depth) {
       report.errors.push_back(display + ": archives nested deeper than " + std::to_string(options.max_depth) + " are not opened");
       return;
@@ -502,6 +545,7 @@ struct Scanner {
       std::string member = path != nullptr ? path : "?";
       if (member == "/" || member == "//" || member.empty()) continue;  // ar symbol/name tables
       const std::string member_display = display + ":" + member;
+      id = archive_id.empty() ? std::string() : archive_id + "\n" + std::to_string(ordinal++) + " " + member;
       auto storage = read_member(a, member_display, archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1);
       if (!storage) {
         report.errors.push_back(storage.message());
@@ -531,6 +575,7 @@ struct Scanner {
       for (std::size_t i = before; i < report.objects.size(); ++i) used = used || !report.objects[i].fatbins.empty();
       if (used) report.storage.push_back(*storage);
     }
+    id = archive_id;
     archive_read_free(a);
   }
 
@@ -591,6 +636,7 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
     return;
   }
   Scanner s{options, report};
+  if (options.facts != nullptr) s.id = file_identity(st);
   const std::size_t before = report.objects.size();
   (void)s.scan((*storage)->bytes(), path, false, storage->get(), &path);
   if (drop_if_damaged(**storage, path, report, before)) return;
@@ -757,10 +803,15 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     std::sort(report.skipped.begin(), report.skipped.end());  // in path order, as everything else
     return report;
   }
-  AG_TRY(auto storage, map_file(path));
+  const common::UniqueFd fd(open_nonblocking(path));
+  if (!fd.valid()) return errno_error(path + ": cannot open: " + errno_text(errno), errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return errno_error(path + ": cannot stat: " + errno_text(errno), errno);
+  AG_TRY(auto storage, map_fd(fd.get(), path));
   report.files_read = 1;
   Scanner s{options, report};
   s.scan_threads = thread_count(options);
+  if (options.facts != nullptr && S_ISREG(st.st_mode)) s.id = file_identity(st);
   AG_TRY_STATUS(s.scan(storage->bytes(), path, true, storage.get(), &path));
   if (drop_if_damaged(*storage, path, report, 0)) return report;
   report.storage.push_back(storage);

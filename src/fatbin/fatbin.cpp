@@ -578,16 +578,57 @@ ObjectFatbins ObjectFatbins::of_elf(const ElfFile& elf, std::string path, std::s
   return obj;
 }
 
+namespace {
+
+/// The fatbins at the offsets `known` gives for `regions` (what an earlier search of the same
+/// file found), each validated as the search validates what it finds; nothing when `known` does
+/// not describe exactly these regions or one of its fatbins does not parse.
+std::optional<std::vector<std::vector<Fatbin>>> known_embedded(const std::vector<ScanRegion>& regions,
+                                                               const EmbeddedFinds& known, const std::string& name) {
+  if (known.sections.size() != regions.size()) return std::nullopt;
+  std::vector<std::vector<Fatbin>> out(regions.size());
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const ScanRegion& g = regions[i];
+    const EmbeddedFinds::Section& k = known.sections[i];
+    if (k.name != g.section_name || k.offset != g.base || k.size != g.bytes.size()) return std::nullopt;
+    const ByteReader r(g.bytes, name, g.base);
+    std::uint64_t end = 0;  // fatbins are in offset order and do not overlap
+    for (const std::uint64_t at : k.fatbins) {
+      if (at < g.base + end || (at - g.base) % 8 != 0 || at - g.base > g.bytes.size() - kFatbinHeaderSize) return std::nullopt;
+      const std::uint64_t rel = at - g.base;
+      std::uint32_t word;
+      std::memcpy(&word, g.bytes.data() + rel, sizeof word);
+      std::uint64_t work = 0;
+      if (word != kFatbinMagic || !plausible_fatbin(g.bytes, rel, work)) return std::nullopt;
+      auto fb = Fatbin::parse(r, rel, out[i].size());
+      if (!fb) return std::nullopt;
+      fb->section = FatbinSection::embedded;
+      fb->section_name = g.section_name;
+      end = rel + fb->size;
+      out[i].push_back(std::move(*fb));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch,
-                                             unsigned threads, const DataHook& next_data, bool search_embedded) {
+                                             unsigned threads, const DataHook& next_data, bool search_embedded,
+                                             const EmbeddedFinds* known, EmbeddedFinds* found) {
   // Fatbins kept as data in other loaded, non-executable sections (cuFFT's .ldata, cuBLASLt's
   // .cask_resource, .rodata ...): hundreds of MB in NVIDIA's large libraries, searched in the
-  // background while the standard sections are read. Cubins have no such fatbins.
+  // background while the standard sections are read. Cubins have no such fatbins. Where an
+  // earlier search of the same file is known, its finds are parsed instead.
   const std::vector<ScanRegion> regions = search_embedded ? embedded_regions(elf) : std::vector<ScanRegion>{};
+  std::optional<std::vector<std::vector<Fatbin>>> from_known;
+  if (known != nullptr) from_known = known_embedded(regions, *known, elf.name());
+  static const std::vector<ScanRegion> kNoRegions;
+  const std::vector<ScanRegion>& searched = from_known ? kNoRegions : regions;
   std::uint64_t total = 0;
-  for (const auto& g : regions) total += g.bytes.size();
+  for (const auto& g : searched) total += g.bytes.size();
   threads = static_cast<unsigned>(std::clamp<std::uint64_t>(total / kMinScanPerThread, 1, std::clamp(threads, 1u, kMaxScanThreads)));
-  EmbeddedScan embedded(regions, elf.name(), release, prefetch, next_data);
+  EmbeddedScan embedded(searched, elf.name(), release, prefetch, next_data);
   embedded.start(threads);
 
   std::vector<Fatbin> out;
@@ -654,8 +695,16 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
     }
   }
   attribute_translation_units(elf, out);
-  auto embedded_found = embedded.finish();
+  auto embedded_found = from_known ? std::move(*from_known) : embedded.finish();
   if (!embedded.problem().empty()) return Error{ErrorKind::limit, embedded.problem()};
+  if (found != nullptr) {
+    found->sections.clear();
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+      EmbeddedFinds::Section sec{regions[i].section_name, regions[i].base, regions[i].bytes.size(), {}};
+      for (const Fatbin& fb : embedded_found[i]) sec.fatbins.push_back(fb.offset);
+      found->sections.push_back(std::move(sec));
+    }
+  }
   std::size_t count = out.size();
   for (const auto& found : embedded_found) count += found.size();
   out.reserve(count);
@@ -666,6 +715,17 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
     }
   }
   return out;
+}
+
+std::string entry_fingerprint(const FatbinEntry& e) {
+  std::string s;
+  for (const std::uint64_t v : {e.offset, std::uint64_t{e.raw_kind}, std::uint64_t{e.arch.sm}, std::uint64_t(e.arch.suffix),
+                                e.flags, std::uint64_t(e.compression), std::uint64_t{e.header_size}, std::uint64_t{e.compressed_size},
+                                e.uncompressed_size, e.stored_size, std::uint64_t{e.payload.size()}}) {
+    if (!s.empty()) s += ' ';
+    s += std::to_string(v);
+  }
+  return s;
 }
 
 std::vector<Image> Fatbin::images() const {

@@ -6,30 +6,48 @@
 
 #include "common/driver_env.hpp"
 
+#include <cstdio>
+#include <map>
 #include <utility>
 
 namespace archguard {
 namespace {
 
-// Bumped when what a record holds, or how list_kernels reads an image, changes.
-constexpr std::string_view kFormat = "archguard-results/1 kernels";
-// The record kind of a kernel list ("KLS1").
-constexpr std::uint32_t kKernelListKind = 0x314c534b;
+// Bumped when what a record holds, or how the scan or list_kernels reads a file, changes.
+constexpr std::string_view kFormat = "archguard-results/2";
+// Record kinds: where the embedded-fatbin search found fatbins ("EMB1"), kernel lists ("KLS2").
+constexpr std::uint32_t kEmbeddedKind = 0x31424d45;
+constexpr std::uint32_t kKernelListsKind = 0x32534c4b;
 constexpr std::size_t kMaxWarnings = 4;
 
-jit::Digest key_of(const std::string& producer, const FatbinEntry& e) {
+jit::Digest key_of(const std::string& producer, std::string_view what, const std::string& identity) {
   jit::Hasher h;
   h.add_field("format", kFormat);
   h.add_field("producer", producer);
-  const std::string header = std::to_string(e.raw_kind) + ' ' + std::to_string(e.arch.sm) + ' ' +
-                             std::to_string(static_cast<unsigned>(e.arch.suffix)) + ' ' + std::to_string(e.flags) + ' ' +
-                             std::to_string(static_cast<unsigned>(e.compression)) + ' ' + std::to_string(e.compressed_size) + ' ' +
-                             std::to_string(e.uncompressed_size) + ' ' + std::to_string(e.stored_size) + ' ' +
-                             std::to_string(e.payload.size());
-  h.add_field("header", header);
-  h.add(e.payload);
+  h.add_field("record", what);
+  h.add_field("object", identity);
   return h.finish();
 }
+
+void put_u64(std::vector<std::byte>& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::byte>(v >> (8 * i)));
+}
+
+/// Reads u64 values from a record's bytes, in order; false once past the end.
+struct Cursor {
+  const ByteReader& r;
+  std::uint64_t at = 0;
+  bool ok = true;
+  std::uint64_t u64() {
+    auto v = r.u64(at, "record");
+    if (!v) {
+      ok = false;
+      return 0;
+    }
+    at += 8;
+    return *v;
+  }
+};
 
 }  // namespace
 
@@ -83,40 +101,119 @@ void ResultsCache::problem(std::string message) {
   else ++more_warnings_;
 }
 
-std::optional<std::vector<Kernel>> ResultsCache::find(const FatbinEntry& entry) {
-  if (entry.image_size() < min_image_bytes_) return std::nullopt;
-  auto hit = cache_->lookup(key_of(producer_, entry));
-  if (!hit) {
-    problem(hit.message());
-    misses_.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
-  if (!hit->has_value() || (*hit)->record.kind != kKernelListKind) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
-  std::vector<Kernel> kernels;
-  kernels.reserve((*hit)->record.names.size());
-  for (auto& [name, demangled] : (*hit)->record.names) kernels.push_back(Kernel{std::move(name), std::move(demangled)});
-  hits_.fetch_add(1, std::memory_order_relaxed);
-  return kernels;
-}
-
-void ResultsCache::keep(const FatbinEntry& entry, const std::vector<Kernel>& kernels) {
-  if (entry.image_size() < min_image_bytes_) return;
+bool ResultsCache::store(const jit::Digest& key, std::uint32_t kind, std::vector<std::pair<std::string, std::string>> names,
+                         std::vector<std::byte> bytes) {
   jit::CacheRecord r;
-  r.kind = kKernelListKind;
-  r.names.reserve(kernels.size());
-  for (const Kernel& k : kernels) r.names.emplace_back(k.name, k.demangled);
-  if (auto s = cache_->store(key_of(producer_, entry), r, {}); !s) {
+  r.kind = kind;
+  r.names = std::move(names);
+  r.image = std::move(bytes);
+  if (auto s = cache_->store(key, r, {}); !s) {
     problem(s.message());
-    return;
+    return false;
   }
   stores_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+std::optional<EmbeddedFinds> ResultsCache::find_embedded(const std::string& identity) {
+  auto hit = cache_->lookup(key_of(producer_, "embedded", identity));
+  if (!hit) {
+    problem(hit.message());
+    return std::nullopt;
+  }
+  if (!hit->has_value() || (*hit)->record.kind != kEmbeddedKind) return std::nullopt;
+  const jit::CacheRecord& rec = (*hit)->record;
+  const ByteReader r(rec.image, "results cache record");
+  Cursor c{r};
+  EmbeddedFinds out;
+  for (const auto& [name, where] : rec.names) {
+    EmbeddedFinds::Section sec;
+    sec.name = name;
+    unsigned long long offset = 0, size = 0;
+    if (std::sscanf(where.c_str(), "%llu %llu", &offset, &size) != 2) return std::nullopt;
+    sec.offset = offset;
+    sec.size = size;
+    const std::uint64_t n = c.u64();
+    if (!c.ok || n > r.size() / 8) return std::nullopt;
+    sec.fatbins.reserve(n);
+    for (std::uint64_t i = 0; i < n; ++i) sec.fatbins.push_back(c.u64());
+    if (!c.ok) return std::nullopt;
+    out.sections.push_back(std::move(sec));
+  }
+  if (c.at != r.size()) return std::nullopt;
+  scans_known_.fetch_add(1, std::memory_order_relaxed);
+  return out;
+}
+
+void ResultsCache::keep_embedded(const std::string& identity, const EmbeddedFinds& finds) {
+  std::vector<std::pair<std::string, std::string>> names;
+  std::vector<std::byte> bytes;
+  for (const auto& sec : finds.sections) {
+    names.emplace_back(sec.name, std::to_string(sec.offset) + ' ' + std::to_string(sec.size));
+    put_u64(bytes, sec.fatbins.size());
+    for (const std::uint64_t o : sec.fatbins) put_u64(bytes, o);
+  }
+  store(key_of(producer_, "embedded", identity), kEmbeddedKind, std::move(names), std::move(bytes));
+}
+
+StoredKernelLists ResultsCache::find_kernels(const std::string& identity) {
+  auto hit = cache_->lookup(key_of(producer_, "kernels", identity));
+  if (!hit) {
+    problem(hit.message());
+    return {};
+  }
+  if (!hit->has_value() || (*hit)->record.kind != kKernelListsKind) return {};
+  jit::CacheRecord& rec = (*hit)->record;
+  const ByteReader r(rec.image, "results cache record");
+  Cursor c{r};
+  StoredKernelLists out;
+  const std::uint64_t n = c.u64();
+  if (!c.ok || n > r.size() / 32) return {};
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t offset = c.u64(), first = c.u64(), count = c.u64(), fp_size = c.u64();
+    if (!c.ok || first > rec.names.size() || count > rec.names.size() - first) return {};
+    auto fp = r.span(c.at, fp_size, "fingerprint");
+    if (!fp) return {};
+    c.at += fp_size;
+    StoredKernels k;
+    k.fingerprint.assign(reinterpret_cast<const char*>(fp->data()), fp->size());
+    k.kernels.reserve(count);
+    for (std::uint64_t j = first; j < first + count; ++j) k.kernels.push_back(Kernel{rec.names[j].first, rec.names[j].second});
+    out.emplace(offset, std::move(k));
+  }
+  if (c.at != r.size()) return {};
+  return out;
+}
+
+void ResultsCache::keep_kernels(const std::string& identity, const StoredKernelLists& lists) {
+  // The images of one fatbin mostly define the same kernels: each distinct list is written once.
+  std::map<std::vector<std::string>, std::pair<std::uint64_t, std::uint64_t>> written;  // names -> (first, count)
+  std::vector<std::pair<std::string, std::string>> names;
+  std::vector<std::byte> bytes;
+  put_u64(bytes, lists.size());
+  for (const auto& [offset, k] : lists) {
+    std::vector<std::string> key;
+    key.reserve(k.kernels.size());
+    for (const Kernel& kn : k.kernels) key.push_back(kn.name);
+    auto [it, fresh] = written.try_emplace(std::move(key), std::pair{std::uint64_t{names.size()}, std::uint64_t{k.kernels.size()}});
+    if (fresh)
+      for (const Kernel& kn : k.kernels) names.emplace_back(kn.name, kn.demangled);
+    put_u64(bytes, offset);
+    put_u64(bytes, it->second.first);
+    put_u64(bytes, it->second.second);
+    put_u64(bytes, k.fingerprint.size());
+    for (const char ch : k.fingerprint) bytes.push_back(static_cast<std::byte>(ch));
+  }
+  store(key_of(producer_, "kernels", identity), kKernelListsKind, std::move(names), std::move(bytes));
+}
+
+void ResultsCache::count(std::uint64_t hits, std::uint64_t misses) {
+  hits_.fetch_add(hits, std::memory_order_relaxed);
+  misses_.fetch_add(misses, std::memory_order_relaxed);
 }
 
 ResultsCacheCounters ResultsCache::counters() const {
-  return {hits_.load(), misses_.load(), stores_.load()};
+  return {hits_.load(), misses_.load(), stores_.load(), scans_known_.load()};
 }
 
 std::vector<std::string> ResultsCache::warnings() const {

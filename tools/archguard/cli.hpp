@@ -40,7 +40,7 @@ std::string producer_text();
 /// The results cache of this run (archguard/results_cache.hpp), opened on first use; null
 /// when turned off (`no_cache`, ARCHGUARD_CACHE_DISABLE=1, no home directory) or unusable.
 /// Its problems are printed on stderr once, when the verb is done (report_results_cache).
-KernelStore* results_cache(bool no_cache);
+FactsStore* results_cache(bool no_cache);
 /// Prints the results cache's problems (and, with ARCHGUARD_RESULTS_CACHE_STATS=1, its counters).
 void report_results_cache();
 

@@ -40,7 +40,7 @@ std::string g_results_warning;
 bool g_results_opened = false;
 }  // namespace
 
-KernelStore* results_cache(bool no_cache) {
+FactsStore* results_cache(bool no_cache) {
   if (no_cache) return nullptr;
   if (!g_results_opened) {
     g_results_opened = true;
@@ -59,7 +59,7 @@ void report_results_cache() {
   if (const char* stats = std::getenv("ARCHGUARD_RESULTS_CACHE_STATS"); stats != nullptr && std::strcmp(stats, "1") == 0) {
     const auto c = g_results->counters();
     std::cerr << "archguard: results cache " << shown(g_results->dir()) << ": " << c.hits << " hits, " << c.misses << " misses, "
-              << c.stores << " stored\n";
+              << c.stores << " stored, " << c.scans_known << " searches skipped\n";
   }
 }
 

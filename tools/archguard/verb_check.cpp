@@ -319,7 +319,7 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
     if (wanted[ri])
       for (std::size_t oi = 0; oi < judged[ri].size(); ++oi) work.emplace_back(ri, oi);
   }
-  KernelStore* store = opt.no_kernels ? nullptr : results_cache(opt.no_cache);
+  FactsStore* store = opt.no_kernels ? nullptr : results_cache(opt.no_cache);
   // Largest objects first: one library of 500 MB must not be the last item a thread picks up.
   std::stable_sort(work.begin(), work.end(), [&](const auto& a, const auto& b) {
     return judged[a.first][a.second].get().fatbins.size() > judged[b.first][b.second].get().fatbins.size();
@@ -327,7 +327,7 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
   common::parallel_for(work.size(), common::thread_count(opt.limits.threads), [&](std::size_t w) {
     const auto [ri, oi] = work[w];
     const ObjectFatbins& o = judged[ri][oi].get();
-    KernelIndex index(store);
+    KernelIndex index(store, o);
     for (std::size_t gi = 0; gi < gpus.size(); ++gi) {
       ObjectResult& res = out[ri][gi][oi];
       res.object = &o;
@@ -631,6 +631,7 @@ int run_check(const CheckOptions& opt) {
     return kExitUsage;
   }
   read.scan = *scan;
+  read.scan.facts = results_cache(opt.no_cache);
   const Inputs in = read_inputs(opt.files, read);
   if (this_machine && !opt.json) {
     std::string line = "assuming this machine: ";

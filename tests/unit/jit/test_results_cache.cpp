@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The results cache (archguard/results_cache.hpp): kernel lists found again by image content,
-// never by name; damaged or foreign entries are misses; a cache that cannot be used is a
-// warning, never a failure; KernelIndex asks it before decoding and keeps only what decoded.
+// The results cache (archguard/results_cache.hpp): what was learnt about an object (where its
+// embedded fatbins are, the kernel lists of its images) found again by the object's identity and
+// the producer; damaged or foreign records are misses; a cache that cannot be used is a warning,
+// never a failure; KernelIndex asks it before decoding, checks each entry's fingerprint, and
+// keeps only what decoded.
 #include <archguard/coverage.hpp>
 #include <archguard/results_cache.hpp>
 
@@ -19,21 +21,22 @@ using namespace archguard;
 
 namespace {
 
-struct FakeImage {
-  std::vector<std::byte> bytes;
+/// A PTX image (raw kind 1): list_kernels reads its .entry directives.
+struct PtxImage {
+  std::string text;
   FatbinEntry entry;
-  explicit FakeImage(std::string payload, Compression c = Compression::none) {
-    for (char ch : payload) bytes.push_back(static_cast<std::byte>(ch));
-    entry.raw_kind = 2;
-    entry.kind = CodeKind::sass;
+  PtxImage(std::string body, std::uint64_t offset) : text(std::move(body)) {
+    entry.offset = offset;
+    entry.raw_kind = kEntryKindPtx;
+    entry.kind = CodeKind::ptx;
     entry.arch = Arch{90, Suffix::none};
-    entry.compression = c;
-    entry.stored_size = bytes.size();
-    entry.payload = Bytes(bytes.data(), bytes.size());
+    entry.stored_size = text.size();
+    entry.payload = Bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
   }
 };
 
-const std::vector<Kernel> kKernels = {{"_Z3addPf", "add(float*)"}, {"_Z5scalePf", "scale(float*)"}};
+const std::string kPtx = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPf(\n.param .u64 p)\n{ ret; }\n"
+                         ".visible .entry _Z5scalePf(\n.param .u64 p)\n{ ret; }\n";
 
 std::unique_ptr<ResultsCache> open_in(const TempDir& d, const std::string& producer = "archguard test commit 1") {
   std::string warning;
@@ -41,7 +44,6 @@ std::unique_ptr<ResultsCache> open_in(const TempDir& d, const std::string& produ
   INFO(warning);
   REQUIRE(c != nullptr);
   CHECK(warning.empty());
-  c->set_min_image_bytes(0);  // the test's images are a few bytes
   return c;
 }
 
@@ -52,34 +54,38 @@ std::vector<std::filesystem::path> records(const TempDir& d) {
   return out;
 }
 
+EmbeddedFinds some_finds() {
+  EmbeddedFinds f;
+  f.sections.push_back({".rodata", 0x1000, 0x40000, {0x1008, 0x2400, 0x9000}});
+  f.sections.push_back({".ldata", 0x80000, 0x100, {}});
+  return f;
+}
+
+ObjectFatbins object_with(const std::string& identity) {
+  ObjectFatbins o;
+  o.path = "lib.so";
+  o.identity = identity;
+  return o;
+}
+
 }  // namespace
 
-TEST_CASE("a kernel list is found again by the image's content, not by its entry", "[jit][results]") {
+TEST_CASE("embedded finds are found again by the object's identity and the producer only", "[jit][results]") {
   TempDir d;
   auto c = open_in(d);
-  FakeImage a("cubin bytes of one image");
-  CHECK_FALSE(c->find(a.entry));
-  c->keep(a.entry, kKernels);
-  FakeImage same("cubin bytes of one image");  // another file, another entry, the same bytes
-  auto hit = c->find(same.entry);
+  CHECK_FALSE(c->find_embedded("file 1 2 3 4 5"));
+  c->keep_embedded("file 1 2 3 4 5", some_finds());
+  auto hit = c->find_embedded("file 1 2 3 4 5");
   REQUIRE(hit);
-  REQUIRE(hit->size() == 2);
-  CHECK((*hit)[0].name == "_Z3addPf");
-  CHECK((*hit)[1].demangled == "scale(float*)");
-  // One byte, one header field or another producer: another key.
-  FakeImage other("cubin bytes of one imagf");
-  CHECK_FALSE(c->find(other.entry));
-  FakeImage compressed("cubin bytes of one image", Compression::zstd);
-  CHECK_FALSE(c->find(compressed.entry));
-  FakeImage arch("cubin bytes of one image");
-  arch.entry.arch = Arch{90, Suffix::a};
-  CHECK_FALSE(c->find(arch.entry));
-  auto newer = open_in(d, "archguard test commit 2");
-  CHECK_FALSE(newer->find(same.entry));
-  const auto n = c->counters();
-  CHECK(n.hits == 1);
-  CHECK(n.stores == 1);
-  CHECK(n.misses == 4);
+  REQUIRE(hit->sections.size() == 2);
+  CHECK(hit->sections[0].name == ".rodata");
+  CHECK(hit->sections[0].offset == 0x1000);
+  CHECK(hit->sections[0].size == 0x40000);
+  CHECK(hit->sections[0].fatbins == std::vector<std::uint64_t>{0x1008, 0x2400, 0x9000});
+  CHECK(hit->sections[1].fatbins.empty());
+  CHECK_FALSE(c->find_embedded("file 1 2 3 4 6"));  // another change time: another file
+  CHECK_FALSE(open_in(d, "archguard test commit 2")->find_embedded("file 1 2 3 4 5"));
+  CHECK(c->counters().scans_known == 1);
   // Records only: no metadata file and no lock file beside them; 0600.
   REQUIRE(records(d).size() == 1);
   std::size_t files = 0;
@@ -91,25 +97,32 @@ TEST_CASE("a kernel list is found again by the image's content, not by its entry
   CHECK((st.st_mode & 0777) == 0600);
 }
 
-TEST_CASE("images below the bound are neither looked up nor kept", "[jit][results]") {
+TEST_CASE("kernel lists of an object round-trip, identical lists written once", "[jit][results]") {
   TempDir d;
   auto c = open_in(d);
-  c->set_min_image_bytes(kResultsCacheMinImageBytes);
-  FakeImage small("a small image");
-  c->keep(small.entry, kKernels);
-  CHECK_FALSE(c->find(small.entry));
-  CHECK(c->counters().stores == 0);
-  CHECK(c->counters().misses == 0);  // not asked: no miss counted
-  FakeImage big(std::string(kResultsCacheMinImageBytes, 'x'));
-  c->keep(big.entry, kKernels);
-  CHECK(c->find(big.entry));
+  StoredKernelLists lists;
+  const std::vector<Kernel> two = {{"_Z3addPf", "add(float*)"}, {"_Z5scalePf", "scale(float*)"}};
+  lists[0x100] = StoredKernels{"fp a", two};
+  lists[0x900] = StoredKernels{"fp b", two};
+  lists[0x1200] = StoredKernels{"fp c", {{"_Z1fv", "f()"}}};
+  lists[0x2000] = StoredKernels{"fp d", {}};
+  c->keep_kernels("object", lists);
+  const auto back = c->find_kernels("object");
+  REQUIRE(back.size() == 4);
+  CHECK(back.at(0x900).fingerprint == "fp b");
+  REQUIRE(back.at(0x900).kernels.size() == 2);
+  CHECK(back.at(0x900).kernels[1].demangled == "scale(float*)");
+  CHECK(back.at(0x1200).kernels.front().name == "_Z1fv");
+  CHECK(back.at(0x2000).kernels.empty());
+  CHECK(c->find_kernels("another object").empty());
+  // The embedded finds of the same identity are another record.
+  CHECK_FALSE(c->find_embedded("object"));
 }
 
 TEST_CASE("a damaged record is a miss, evicted, and stored again", "[jit][results]") {
   TempDir d;
   auto c = open_in(d);
-  FakeImage a("an image");
-  c->keep(a.entry, kKernels);
+  c->keep_embedded("id", some_finds());
   const auto rec = records(d);
   REQUIRE(rec.size() == 1);
   {
@@ -117,10 +130,10 @@ TEST_CASE("a damaged record is a miss, evicted, and stored again", "[jit][result
     f.seekp(-1, std::ios::end);
     f.put('\x5a');
   }
-  CHECK_FALSE(c->find(a.entry));
+  CHECK_FALSE(c->find_embedded("id"));
   CHECK(records(d).empty());
-  c->keep(a.entry, kKernels);
-  CHECK(c->find(a.entry));
+  c->keep_embedded("id", some_finds());
+  CHECK(c->find_embedded("id"));
 }
 
 TEST_CASE("a results cache that cannot be used is a warning, never an error", "[jit][results]") {
@@ -148,37 +161,54 @@ TEST_CASE("a results cache that cannot be used is a warning, never an error", "[
   ::chmod(root.c_str(), 0700);
 }
 
-namespace {
-struct CountingStore final : KernelStore {
-  std::optional<std::vector<Kernel>> answer;
-  std::atomic<int> finds{0}, keeps{0};
-  std::optional<std::vector<Kernel>> find(const FatbinEntry&) override {
-    ++finds;
-    return answer;
-  }
-  void keep(const FatbinEntry&, const std::vector<Kernel>&) override { ++keeps; }
-};
-}  // namespace
-
-TEST_CASE("KernelIndex asks the store before decoding and keeps only what decoded", "[jit][results]") {
-  FakeImage garbage("not an ELF file at all");
+TEST_CASE("KernelIndex decodes once, keeps what decoded, and trusts a kept list only for the same entry", "[jit][results]") {
+  TempDir d;
+  auto c = open_in(d);
+  PtxImage a(kPtx, 0x100);
+  PtxImage garbage("\xff\xfe not ptx", 0x900);
+  garbage.entry.raw_kind = kEntryKindElf;  // a SASS entry whose image is no ELF file: does not decode
+  garbage.entry.kind = CodeKind::sass;
+  const ObjectFatbins obj = object_with("file 1 2 3 4 5");
   {
-    CountingStore store;
-    store.answer = kKernels;
-    KernelIndex index(&store);
-    const auto& listed = index.of(garbage.entry, "lib.so");  // decoding would fail: the store answered
+    KernelIndex index(c.get(), obj);
+    const auto& listed = index.of(a.entry, "lib.so");
     REQUIRE(listed);
     CHECK(listed->size() == 2);
-    index.of(garbage.entry, "lib.so");  // asked once per entry
-    CHECK(store.finds == 1);
-    CHECK(store.keeps == 0);
+    CHECK_FALSE(index.of(garbage.entry, "lib.so"));
+  }  // flushed: one record with a's list, none for garbage
+  CHECK(c->counters().misses == 1);
+  auto kept = c->find_kernels("file 1 2 3 4 5");
+  REQUIRE(kept.size() == 1);
+  CHECK(kept.count(0x100) == 1);
+  {
+    // Found again without decoding: the payload now says something else, the list is the kept one.
+    PtxImage changed(std::string(kPtx.size(), ' '), 0x100);
+    KernelIndex index(c.get(), obj);
+    const auto& listed = index.of(changed.entry, "lib.so");
+    REQUIRE(listed);
+    CHECK(listed->size() == 2);
+    CHECK(c->counters().hits == 0);  // counted when the index is flushed
+    index.flush();
+    CHECK(c->counters().hits == 1);
   }
   {
-    CountingStore store;
-    KernelIndex index(&store);
-    const auto& listed = index.of(garbage.entry, "lib.so");
-    CHECK_FALSE(listed);
-    CHECK(store.finds == 1);
-    CHECK(store.keeps == 0);  // an error names its file: never kept
+    // Another fingerprint at the same offset (another size): decoded again.
+    PtxImage other(kPtx + "\n.visible .entry _Z1gv()\n{ ret; }\n", 0x100);
+    KernelIndex index(c.get(), obj);
+    const auto& listed = index.of(other.entry, "lib.so");
+    REQUIRE(listed);
+    CHECK(listed->size() == 3);
+  }
+  CHECK(c->counters().misses == 2);
+  {
+    // An object without an identity (bytes in memory, a file that just changed): never looked up.
+    KernelIndex index(c.get(), object_with(""));
+    PtxImage changed(std::string(kPtx.size(), ' '), 0x100);
+    const auto& listed = index.of(changed.entry, "lib.so");
+    REQUIRE(listed);
+    CHECK(listed->empty());
+    index.flush();
+    CHECK(c->counters().misses == 3);  // counted as decoded
+    CHECK(c->find_kernels("").empty());  // and never kept
   }
 }
