@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,24 @@ struct ScanReport {
   /// a hard-linked file once; symbolic links are not followed below the directory).
   std::size_t files_read = 0;
   std::vector<std::shared_ptr<const Storage>> storage;  ///< keeps the objects' spans alive
+};
+
+/// Drops from memory the pages of an object's payloads once nothing more will be read from them
+/// (a judged object): the bytes stay valid, a later read fetches them again from the page cache.
+/// Without it a run's peak memory is the sum of every payload it decoded, with it a few objects'.
+/// Built over the storage of the reports that hold the objects; used from several threads.
+class PayloadPages {
+ public:
+  explicit PayloadPages(std::span<const ScanReport> reports);
+  void release(const ObjectFatbins& object) const;
+
+ private:
+  struct Range {
+    const std::byte* begin;
+    const std::byte* end;
+    const Storage* storage;
+  };
+  std::vector<Range> ranges_;  ///< by begin; storages do not overlap
 };
 
 /// Reads one path. Fails only when the path itself cannot be opened or is of no supported

@@ -289,7 +289,7 @@ Result<Fatbin> read_standalone(Bytes bytes, const std::string& name);
 /// device_link. The bytes must outlive the result.
 Result<ObjectFatbins> read_region(Bytes bytes, std::string name);
 
-/// Whether the first SASS image of a fatbin defines no kernel (decodes it). An image that does
+/// Whether the smallest SASS image of a fatbin defines no kernel (decodes it). An image that does
 /// not decode counts as defining some: when in doubt a fatbin is judged, not ignored.
 bool defines_no_kernel(const Fatbin& fatbin, std::string_view name);
 

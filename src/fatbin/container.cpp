@@ -750,6 +750,33 @@ unsigned thread_count(const ScanOptions& options) {
 
 }  // namespace
 
+PayloadPages::PayloadPages(std::span<const ScanReport> reports) {
+  for (const ScanReport& r : reports)
+    for (const auto& st : r.storage) {
+      const Bytes b = st->bytes();
+      if (!b.empty()) ranges_.push_back(Range{b.data(), b.data() + b.size(), st.get()});
+    }
+  std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+}
+
+void PayloadPages::release(const ObjectFatbins& object) const {
+  // The object's payloads lie in one storage (its file, or its archive member): one range.
+  const std::byte* lo = nullptr;
+  const std::byte* hi = nullptr;
+  for (const Fatbin& fb : object.fatbins)
+    for (const FatbinEntry& e : fb.entries) {
+      if (e.payload.empty()) continue;
+      if (lo == nullptr || e.payload.data() < lo) lo = e.payload.data();
+      if (hi == nullptr || e.payload.data() + e.payload.size() > hi) hi = e.payload.data() + e.payload.size();
+    }
+  if (lo == nullptr) return;
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo, [](const std::byte* p, const Range& r) { return p < r.begin; });
+  if (it == ranges_.begin()) return;
+  --it;
+  if (lo < it->begin || hi > it->end) return;  // not in one storage (bytes in memory): nothing to drop
+  it->storage->release(static_cast<std::uint64_t>(lo - it->begin), static_cast<std::uint64_t>(hi - lo));
+}
+
 Result<std::shared_ptr<const Storage>> map_file(const std::string& path) {
   const common::UniqueFd fd(open_nonblocking(path));
   if (!fd.valid()) return errno_error(path + ": cannot open: " + errno_text(errno), errno);

@@ -311,7 +311,8 @@ ObjectJudgement coarse_judgement(const ObjectFatbins& o, const ObjectVerdict& v)
 /// results cache) and shared by the GPUs, and dropped when the object is done.
 using Judgements = std::vector<std::vector<std::vector<ObjectResult>>>;
 Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged, const std::vector<bool>& wanted,
-                            const std::vector<Gpu>& gpus, const std::vector<DriverSettings>& settings, const CheckOptions& opt) {
+                            const std::vector<Gpu>& gpus, const std::vector<DriverSettings>& settings, const CheckOptions& opt,
+                            const PayloadPages& pages) {
   Judgements out(judged.size());
   std::vector<std::pair<std::size_t, std::size_t>> work;  // (input, object)
   for (std::size_t ri = 0; ri < judged.size(); ++ri) {
@@ -336,6 +337,7 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
       res.judgement = opt.no_kernels ? coarse_judgement(o, res.verdict)
                                      : judge_object(o, res.verdict, gpus[gi].device, settings[gi], opt.json, &index);
     }
+    pages.release(o);  // judged: its payloads' pages leave the process
   });
   return out;
 }
@@ -659,7 +661,7 @@ int run_check(const CheckOptions& opt) {
     }
     gpu_settings.push_back(gs);
   }
-  Judgements judgements = judge_everything(judged, wanted, gpus, gpu_settings, opt);
+  Judgements judgements = judge_everything(judged, wanted, gpus, gpu_settings, opt, PayloadPages(in.reports));
   bool any_fail = false;
   nlohmann::json devices_json = nlohmann::json::array();
   const std::string lead = gpus.size() > 1 ? "  " : "";
