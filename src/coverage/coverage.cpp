@@ -638,11 +638,22 @@ std::vector<LinkDrop> device_link_drops(const ObjectFatbins& object, KernelIndex
       const Fatbin* fatbin = nullptr;
     };
     std::map<std::string, Def> rel;  // kernel -> where the relocatable code defines it
+    // A kernel is dropped from a linked image only where the relocatable fatbin defining it had
+    // no code to link for that image's architecture: the fatbins that had code for every linked
+    // image, and the linked images every fatbin had code for, are not decoded (NCCL's linked
+    // fatbin is 590 MB of images, each of whose architectures every relocatable fatbin covers).
+    auto unlinkable_somewhere = [&](const Fatbin* owner) {
+      if (owner == nullptr) return true;
+      for (std::size_t j = 0; j < u.images.size(); ++j)
+        if (!u.images[j].relocatable && u.images[j].kind == CodeKind::sass && !linkable_for(*owner, u.images[j].arch)) return true;
+      return false;
+    };
     for (std::size_t i = 0; i < u.images.size(); ++i) {
       if (!u.images[i].relocatable || u.images[i].kind == CodeKind::ltoir) continue;
+      const Fatbin* owner = owner_of(object, u.entries[i]);
+      if (!unlinkable_somewhere(owner)) continue;
       const auto& listed = index.of(*u.entries[i], object.path);
       if (!listed) continue;
-      const Fatbin* owner = owner_of(object, u.entries[i]);
       for (const Kernel& k : *listed) {
         auto [it, fresh] = rel.try_emplace(k.name, Def{k, "", owner});
         it->second.images += (it->second.images.empty() ? "" : ", ") + image_label(u.images[i]);
@@ -650,6 +661,10 @@ std::vector<LinkDrop> device_link_drops(const ObjectFatbins& object, KernelIndex
     }
     for (std::size_t i = 0; i < u.images.size() && !rel.empty(); ++i) {
       if (u.images[i].relocatable || u.images[i].kind != CodeKind::sass) continue;
+      if (std::all_of(rel.begin(), rel.end(), [&](const auto& r) {
+            return r.second.fatbin != nullptr && linkable_for(*r.second.fatbin, u.images[i].arch);
+          }))
+        continue;  // every defining fatbin had code to link for it: nothing can be missing by the link
       const auto& listed = index.of(*u.entries[i], object.path);
       if (!listed) continue;
       for (const auto& [name, d] : rel) {
