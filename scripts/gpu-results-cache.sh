@@ -38,6 +38,8 @@ echo "== doctor: empty results cache, then from it (3x), then --no-cache; cold =
 evict; echo -n "cold, empty cache: "; tm $ag doctor --no-smoke $sp; cp /tmp/o $OUT/doctor-1.txt
 for i in 1 2 3; do echo -n "hit $i: "; tm $ag doctor --no-smoke $sp; done; cp /tmp/o $OUT/doctor-2.txt
 evict; echo -n "cold, from the cache: "; tm $ag doctor --no-smoke $sp
+# The run from the cache read no payload: the first --no-cache run reads them from disk.
+echo -n "no-cache (payload pages cold): "; tm $ag doctor --no-smoke --no-cache $sp
 echo -n "no-cache (warm pages): "; tm $ag doctor --no-smoke --no-cache $sp
 evict; echo -n "cold, no-cache: "; tm $ag doctor --no-smoke --no-cache $sp
 echo -n "doctor without files: "; tm $ag doctor --no-smoke

@@ -124,7 +124,14 @@ Step step_binaries(Session& s, Report& report) {
     std::vector<std::vector<ObjectVerdict>> all_verdicts(targets.size(), std::vector<ObjectVerdict>(with_code.size()));
     std::vector<std::vector<ObjectJudgement>> all_judgements(targets.size(), std::vector<ObjectJudgement>(with_code.size()));
     const PayloadPages pages(std::span<const ScanReport>(&*scan, 1));
-    common::parallel_for(with_code.size(), common::thread_count(0), [&](std::size_t oi) {
+    // Largest objects first (as `check` does): libtorch_cuda must not be the last item a thread
+    // picks up while the others wait.
+    std::vector<std::size_t> order(with_code.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return with_code[a]->fatbins.size() > with_code[b]->fatbins.size(); });
+    common::parallel_for(with_code.size(), common::thread_count(0), [&](std::size_t w) {
+      const std::size_t oi = order[w];
       {
         KernelIndex index(s.options->results, *with_code[oi]);
         for (std::size_t ti = 0; ti < targets.size(); ++ti) {
