@@ -27,6 +27,7 @@ struct InspectOptions {
   bool cuobjdump = false;
   bool all_fatbins = false;
   bool summary = false;
+  bool no_cache = false;
   unsigned threads = 0;
 };
 
@@ -243,9 +244,14 @@ nlohmann::json counts_json(const FatbinCounts& c) {
 }
 
 /// The device-link drops of an object that has an -rdc link (nothing is decoded for others).
+/// `inspect --no-cache`, for link_drops_of (set once by run_inspect).
+bool g_no_cache = false;
+
 std::vector<LinkDrop> link_drops_of(const ObjectFatbins& o) {
   const bool linked = std::any_of(o.fatbins.begin(), o.fatbins.end(), [](const Fatbin& fb) { return fb.linked; });
-  return linked ? device_link_drops(o) : std::vector<LinkDrop>{};
+  if (!linked) return {};
+  KernelIndex index(results_cache(g_no_cache), o);  // the kernel lists check and doctor kept
+  return device_link_drops(o, &index);
 }
 
 nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
@@ -455,6 +461,9 @@ int run_inspect(const InspectOptions& opt) {
   }
   // cuobjdump finds no fatbin embedded as data: its listing needs no search for them.
   if (opt.cuobjdump) scan->embedded = false;
+  // Where the embedded fatbins of an unchanged file are is known from an earlier run.
+  else scan->facts = results_cache(opt.no_cache);
+  g_no_cache = opt.no_cache;
   const Inputs in = read_inputs(opt.files, *scan);
   if (opt.cuobjdump) {
     print_like_cuobjdump(in, opt.all_fatbins);
@@ -494,6 +503,7 @@ void setup(CLI::App& root, Context& ctx) {
   add_limit_flags(cmd, opt->limits);
   cmd->add_flag("--kernels", opt->kernels, "Decompress the images and list their kernel entry points");
   cmd->add_flag("--summary", opt->summary, "Only the coverage summary per object");
+  cmd->add_flag("--no-cache", opt->no_cache, "Search every file again: do not use the results cache (docs/cli.md)");
   cmd->add_flag("--list-like-cuobjdump", opt->cuobjdump,
                 "Print the lines of 'cuobjdump --list-elf' then 'cuobjdump --list-ptx'");
   cmd->add_flag("--all-fatbins", opt->all_fatbins,
