@@ -391,3 +391,97 @@ TEST_CASE("many section headers over one region: searched once, each fatbin foun
   REQUIRE(fbs.ok());
   CHECK(fbs->size() == 1);
 }
+
+namespace {
+
+/// An ELF file whose .rodata holds two fatbins kept as data (at 0x100 and 0x400 of the section),
+/// with non-fatbin bytes around them.
+Buf elf_with_embedded(std::uint64_t& section_offset) {
+  Buf shstr(1, std::byte{0});
+  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  Buf ro(0x100, std::byte{0x11});
+  const Buf a = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"));
+  ro.insert(ro.end(), a.begin(), a.end());
+  ro.resize(0x400, std::byte{0x22});
+  const Buf b = fatbin_of(kEntryKindPtx, 90, text(".version 8.0\n.target sm_90\n"));
+  ro.insert(ro.end(), b.begin(), b.end());
+  ro.resize(0x800, std::byte{0x33});
+  const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x20000, ro}});
+  auto elf = ElfFile::parse(file, "emb.so");
+  REQUIRE(elf.ok());
+  for (const auto& s : elf->sections())
+    if (s.name == ".rodata") section_offset = s.offset;
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("known embedded finds are parsed instead of searched; finds that do not fit are searched again", "[fatbin][results]") {
+  std::uint64_t at = 0;
+  const Buf file = elf_with_embedded(at);
+  auto elf = ElfFile::parse(file, "emb.so");
+  REQUIRE(elf.ok());
+  EmbeddedFinds found;
+  auto first = read_elf_fatbins(*elf, {}, {}, 1, {}, true, nullptr, &found);
+  REQUIRE(first.ok());
+  REQUIRE(first->size() == 2);
+  REQUIRE(found.sections.size() == 1);
+  CHECK(found.sections[0].name == ".rodata");
+  CHECK(found.sections[0].offset == at);
+  CHECK(found.sections[0].size == 0x800);
+  CHECK(found.sections[0].fatbins == std::vector<std::uint64_t>{at + 0x100, at + 0x400});
+
+  // Given back, exactly these fatbins are read: a known list naming only the first proves that
+  // nothing was searched.
+  EmbeddedFinds only_first = found;
+  only_first.sections[0].fatbins.pop_back();
+  EmbeddedFinds again;
+  auto known = read_elf_fatbins(*elf, {}, {}, 1, {}, true, &only_first, &again);
+  REQUIRE(known.ok());
+  REQUIRE(known->size() == 1);
+  CHECK(known->at(0).offset == at + 0x100);
+  CHECK(known->at(0).section == FatbinSection::embedded);
+  CHECK(known->at(0).section_name == ".rodata");
+  CHECK(known->at(0).entries.at(0).arch.sm == 80);
+  CHECK(again.sections[0].fatbins == only_first.sections[0].fatbins);
+
+  // Finds that do not describe this file: an offset holding no fatbin, another section size,
+  // another section name, a fatbin overlapping the one before: the search runs.
+  for (int variant = 0; variant < 4; ++variant) {
+    EmbeddedFinds bad = found;
+    if (variant == 0) bad.sections[0].fatbins[1] = at + 0x200;
+    if (variant == 1) bad.sections[0].size += 8;
+    if (variant == 2) bad.sections[0].name = ".data";
+    if (variant == 3) bad.sections[0].fatbins[1] = at + 0x108;
+    auto searched = read_elf_fatbins(*elf, {}, {}, 1, {}, true, &bad, nullptr);
+    INFO("variant " << variant);
+    REQUIRE(searched.ok());
+    REQUIRE(searched->size() == 2);
+    CHECK(searched->at(1).offset == at + 0x400);
+  }
+}
+
+TEST_CASE("a judged object's payload pages are dropped, its bytes stay readable", "[fatbin][results]") {
+  std::uint64_t at = 0;
+  const Buf file = elf_with_embedded(at);
+  const auto path = std::filesystem::temp_directory_path() / ("archguard-pages-" + std::to_string(::getpid()) + ".so");
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));  // bytes as chars
+  }
+  auto r = scan_path(path.string());
+  REQUIRE(r.ok());
+  REQUIRE(r->objects.size() == 1);
+  CHECK(r->objects[0].identity.empty());  // no store given: no identity
+  const FatbinEntry& e = r->objects[0].fatbins.at(1).entries.at(0);
+  auto before = decompress(e, "x");
+  REQUIRE(before.ok());
+  const PayloadPages pages(std::span<const ScanReport>(&*r, 1));
+  pages.release(r->objects[0]);
+  auto after = decompress(e, "x");
+  REQUIRE(after.ok());
+  CHECK(*after == *before);
+  std::filesystem::remove(path);
+}
