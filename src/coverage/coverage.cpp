@@ -589,7 +589,8 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
       }
       if (auto kept = stored_.find(entry.offset); kept != stored_.end() && kept->second.fingerprint == entry_fingerprint(entry)) {
         ++hits_;
-        return kept->second.kernels;
+        // Moved, not copied: each entry is asked once, and flush() puts what cache_ holds back.
+        return std::move(kept->second.kernels);
       }
     }
     AG_TRY(auto image, decompress(entry, name));

@@ -169,19 +169,35 @@ StoredKernelLists ResultsCache::find_kernels(const std::string& identity) {
   StoredKernelLists out;
   const std::uint64_t n = c.u64();
   if (!c.ok || n > r.size() / 32) return {};
+  struct Ref {
+    std::uint64_t offset, first, count;
+    std::string fingerprint;
+  };
+  std::vector<Ref> refs;
+  refs.reserve(n);
+  std::map<std::uint64_t, std::uint64_t> uses;  // first name of a list -> entries that share it
   for (std::uint64_t i = 0; i < n; ++i) {
     const std::uint64_t offset = c.u64(), first = c.u64(), count = c.u64(), fp_size = c.u64();
     if (!c.ok || first > rec.names.size() || count > rec.names.size() - first) return {};
     auto fp = r.span(c.at, fp_size, "fingerprint");
     if (!fp) return {};
     c.at += fp_size;
-    StoredKernels k;
-    k.fingerprint.assign(reinterpret_cast<const char*>(fp->data()), fp->size());
-    k.kernels.reserve(count);
-    for (std::uint64_t j = first; j < first + count; ++j) k.kernels.push_back(Kernel{rec.names[j].first, rec.names[j].second});
-    out.emplace(offset, std::move(k));
+    refs.push_back(Ref{offset, first, count, std::string(reinterpret_cast<const char*>(fp->data()), fp->size())});
+    ++uses[first];
   }
   if (c.at != r.size()) return {};
+  for (Ref& ref : refs) {
+    StoredKernels k;
+    k.fingerprint = std::move(ref.fingerprint);
+    k.kernels.reserve(ref.count);
+    const bool last_use = --uses[ref.first] == 0;  // the names of a list used once more are moved
+    for (std::uint64_t j = ref.first; j < ref.first + ref.count; ++j) {
+      auto& [name, demangled] = rec.names[j];
+      if (last_use) k.kernels.push_back(Kernel{std::move(name), std::move(demangled)});
+      else k.kernels.push_back(Kernel{name, demangled});
+    }
+    out.emplace(ref.offset, std::move(k));
+  }
   return out;
 }
 
