@@ -224,6 +224,9 @@ struct EmbeddedFinds {
     std::vector<std::uint64_t> fatbins;
   };
   std::vector<Section> sections;
+  /// The device-link probe's answers (defines_no_kernel) by fatbin offset: the probe decodes an
+  /// image (NCCL's smallest linked one is 50 MB), the answer is the same for the same file.
+  std::vector<std::pair<std::uint64_t, bool>> no_kernels;
 };
 
 /// Reads the fatbins of a validated ELF file; an object without device code gives an empty
@@ -238,7 +241,8 @@ struct EmbeddedFinds {
 /// `known`, when given, is what an earlier search of the same file found: when it names exactly
 /// the sections that would be searched, the fatbins at its offsets are parsed (each validated
 /// as the search validates it) and nothing is searched; otherwise, or when one of them does not
-/// parse, the search runs. `found` (optional) receives what was searched and found.
+/// parse, the search runs; its device-link probe answers are used for the fatbins they name.
+/// `found` (optional) receives what was searched and found, and the probe's answers.
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {},
                                              const ReleaseHook& prefetch = {}, unsigned threads = 1,
                                              const DataHook& next_data = {}, bool search_embedded = true,

@@ -276,7 +276,7 @@ FILE* spill_file() {
 }
 
 bool same_finds(const EmbeddedFinds& a, const EmbeddedFinds& b) {
-  if (a.sections.size() != b.sections.size()) return false;
+  if (a.sections.size() != b.sections.size() || a.no_kernels != b.no_kernels) return false;
   for (std::size_t i = 0; i < a.sections.size(); ++i) {
     const auto &x = a.sections[i], &y = b.sections[i];
     if (x.name != y.name || x.offset != y.offset || x.size != y.size || x.fatbins != y.fatbins) return false;

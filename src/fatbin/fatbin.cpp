@@ -651,6 +651,21 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
     }
   }
   std::optional<std::vector<std::uint64_t>> pointers;  // where they point, sorted (built on first use)
+  // The device-link probe, answered from `known` where it was answered before.
+  std::vector<std::pair<std::uint64_t, bool>> answers;
+  auto no_kernel = [&](const Fatbin& fb) {
+    std::optional<bool> kept;
+    if (known != nullptr)
+      for (const auto& [offset, answer] : known->no_kernels)
+        if (offset == fb.offset) {
+          kept = answer;
+          break;
+        }
+    const bool answer = kept ? *kept : defines_no_kernel(fb, elf.name());
+    answers.emplace_back(fb.offset, answer);
+    return answer;
+  };
+
   for (auto [name, kind] : {std::pair{".nv_fatbin", FatbinSection::nv_fatbin},
                             std::pair{"__nv_relfatbin", FatbinSection::nv_relfatbin}}) {
     // Every section of the name, in section order: a file may have two (a linker script that
@@ -685,11 +700,10 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
       // device-link fatbin, first in .nv_fatbin, is recognised as in read_region (it defines no
       // kernel; found by the H200 fatbin-composition matrix, docs/gpu-validation.md).
       if (kind == FatbinSection::nv_fatbin && elf.type() != kElfTypeRel && fbs.size() > 1 &&
-          std::none_of(fbs.begin(), fbs.end(), [](const Fatbin& f) { return f.linked; }) &&
-          defines_no_kernel(fbs.front(), elf.name()))
+          std::none_of(fbs.begin(), fbs.end(), [](const Fatbin& f) { return f.linked; }) && no_kernel(fbs.front()))
         fbs.front().device_link = true;
       for (auto& fb : fbs) {
-        if (fb.linked) fb.device_link = defines_no_kernel(fb, elf.name());
+        if (fb.linked) fb.device_link = no_kernel(fb);
         fb.index = out.size();
         fb.section_name = name;
         out.push_back(std::move(fb));
@@ -700,6 +714,7 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
   auto embedded_found = from_known ? std::move(*from_known) : embedded.finish();
   if (!embedded.problem().empty()) return Error{ErrorKind::limit, embedded.problem()};
   if (found != nullptr) {
+    found->no_kernels = std::move(answers);
     found->sections.clear();
     for (std::size_t i = 0; i < regions.size(); ++i) {
       EmbeddedFinds::Section sec{regions[i].section_name, regions[i].base, regions[i].bytes.size(), {}};

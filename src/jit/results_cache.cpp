@@ -14,7 +14,7 @@ namespace archguard {
 namespace {
 
 // Bumped when what a record holds, or how the scan or list_kernels reads a file, changes.
-constexpr std::string_view kFormat = "archguard-results/2";
+constexpr std::string_view kFormat = "archguard-results/3";
 // Record kinds: where the embedded-fatbin search found fatbins ("EMB1"), kernel lists ("KLS2").
 constexpr std::uint32_t kEmbeddedKind = 0x31424d45;
 constexpr std::uint32_t kKernelListsKind = 0x32534c4b;
@@ -140,6 +140,13 @@ std::optional<EmbeddedFinds> ResultsCache::find_embedded(const std::string& iden
     if (!c.ok) return std::nullopt;
     out.sections.push_back(std::move(sec));
   }
+  const std::uint64_t answers = c.u64();
+  if (!c.ok || answers > r.size() / 16) return std::nullopt;
+  for (std::uint64_t i = 0; i < answers; ++i) {
+    const std::uint64_t offset = c.u64(), answer = c.u64();
+    if (!c.ok || answer > 1) return std::nullopt;
+    out.no_kernels.emplace_back(offset, answer == 1);
+  }
   if (c.at != r.size()) return std::nullopt;
   scans_known_.fetch_add(1, std::memory_order_relaxed);
   return out;
@@ -152,6 +159,11 @@ void ResultsCache::keep_embedded(const std::string& identity, const EmbeddedFind
     names.emplace_back(sec.name, std::to_string(sec.offset) + ' ' + std::to_string(sec.size));
     put_u64(bytes, sec.fatbins.size());
     for (const std::uint64_t o : sec.fatbins) put_u64(bytes, o);
+  }
+  put_u64(bytes, finds.no_kernels.size());
+  for (const auto& [offset, answer] : finds.no_kernels) {
+    put_u64(bytes, offset);
+    put_u64(bytes, answer ? 1 : 0);
   }
   store(key_of(producer_, "embedded", identity), kEmbeddedKind, std::move(names), std::move(bytes));
 }

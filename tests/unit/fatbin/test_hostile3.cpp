@@ -485,3 +485,29 @@ TEST_CASE("a judged object's payload pages are dropped, its bytes stay readable"
   CHECK(*after == *before);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("the device-link probe's answers are kept and used again", "[fatbin][results]") {
+  Buf shstr(1, std::byte{0});
+  const auto n_fb = static_cast<std::uint32_t>(shstr.size());
+  for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
+  shstr.push_back(std::byte{0});
+  Buf both = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n.visible .entry k()\n{ ret; }\n"));
+  const Buf second = fatbin_of(kEntryKindPtx, 90, text(".version 8.0\n.target sm_90\n"));
+  both.insert(both.end(), second.begin(), second.end());
+  const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, both}});
+  auto elf = ElfFile::parse(file, "probe.so");
+  REQUIRE(elf.ok());
+  EmbeddedFinds found;
+  auto first = read_elf_fatbins(*elf, {}, {}, 1, {}, true, nullptr, &found);
+  REQUIRE(first.ok());
+  REQUIRE(first->size() == 2);
+  CHECK_FALSE(first->at(0).device_link);  // no SASS image: when in doubt, judged
+  REQUIRE(found.no_kernels.size() == 1);
+  CHECK(found.no_kernels[0] == std::pair{first->at(0).offset, false});
+  // A kept answer is taken as it is: here one saying the first fatbin defines no kernel.
+  EmbeddedFinds known = found;
+  known.no_kernels[0].second = true;
+  auto again = read_elf_fatbins(*elf, {}, {}, 1, {}, true, &known, nullptr);
+  REQUIRE(again.ok());
+  CHECK(again->at(0).device_link);
+}

@@ -58,6 +58,7 @@ EmbeddedFinds some_finds() {
   EmbeddedFinds f;
   f.sections.push_back({".rodata", 0x1000, 0x40000, {0x1008, 0x2400, 0x9000}});
   f.sections.push_back({".ldata", 0x80000, 0x100, {}});
+  f.no_kernels = {{0x500, true}, {0x9000, false}};
   return f;
 }
 
@@ -83,6 +84,7 @@ TEST_CASE("embedded finds are found again by the object's identity and the produ
   CHECK(hit->sections[0].size == 0x40000);
   CHECK(hit->sections[0].fatbins == std::vector<std::uint64_t>{0x1008, 0x2400, 0x9000});
   CHECK(hit->sections[1].fatbins.empty());
+  CHECK(hit->no_kernels == some_finds().no_kernels);
   CHECK_FALSE(c->find_embedded("file 1 2 3 4 6"));  // another change time: another file
   CHECK_FALSE(open_in(d, "archguard test commit 2")->find_embedded("file 1 2 3 4 5"));
   CHECK(c->counters().scans_known == 1);
