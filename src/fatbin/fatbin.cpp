@@ -617,7 +617,7 @@ std::optional<std::vector<std::vector<Fatbin>>> known_embedded(const std::vector
 
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch,
                                              unsigned threads, const DataHook& next_data, bool search_embedded,
-                                             const EmbeddedFinds* known, EmbeddedFinds* found) {
+                                             const EmbeddedFinds* known, EmbeddedFinds* finds_out) {
   // Fatbins kept as data in other loaded, non-executable sections (cuFFT's .ldata, cuBLASLt's
   // .cask_resource, .rodata ...): hundreds of MB in NVIDIA's large libraries, searched in the
   // background while the standard sections are read. Cubins have no such fatbins. Where an
@@ -713,13 +713,13 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
   attribute_translation_units(elf, out);
   auto embedded_found = from_known ? std::move(*from_known) : embedded.finish();
   if (!embedded.problem().empty()) return Error{ErrorKind::limit, embedded.problem()};
-  if (found != nullptr) {
-    found->no_kernels = std::move(answers);
-    found->sections.clear();
+  if (finds_out != nullptr) {
+    finds_out->no_kernels = std::move(answers);
+    finds_out->sections.clear();
     for (std::size_t i = 0; i < regions.size(); ++i) {
       EmbeddedFinds::Section sec{regions[i].section_name, regions[i].base, regions[i].bytes.size(), {}};
       for (const Fatbin& fb : embedded_found[i]) sec.fatbins.push_back(fb.offset);
-      found->sections.push_back(std::move(sec));
+      finds_out->sections.push_back(std::move(sec));
     }
   }
   std::size_t count = out.size();
