@@ -291,10 +291,11 @@ bool same_finds(const EmbeddedFinds& a, const EmbeddedFinds& b) {
 std::string file_identity(const struct stat& st) {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
-  auto ns = [](const timespec& t) { return static_cast<__int128>(t.tv_sec) * 1000000000 + t.tv_nsec; };
-  constexpr __int128 kSettled = __int128{2} * 1000000000;
+  // Nanoseconds since the epoch fit in 64 bits until 2262.
+  auto ns = [](const timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  constexpr std::int64_t kSettled = std::int64_t{2} * 1000000000;
   if (ns(st.st_mtim) + kSettled > ns(now) || ns(st.st_ctim) + kSettled > ns(now)) return {};
-  auto text = [](__int128 v) { return std::to_string(static_cast<long long>(v)); };
+  auto text = [](std::int64_t v) { return std::to_string(v); };
   return "file " + std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " + std::to_string(st.st_size) + " " +
          text(ns(st.st_mtim)) + " " + text(ns(st.st_ctim));
 }
@@ -310,7 +311,7 @@ struct Scanner {
   unsigned scan_threads = 1;
   /// The identity of the object being read (ObjectFatbins::identity): the file's, then with the
   /// member's ordinal and path inside archives. Empty without a store, or for bytes in memory.
-  std::string id;
+  std::string id = {};
 
   void add(ObjectFatbins o) {
     o.identity = id;
