@@ -6,12 +6,15 @@
 #   lightgbm (LightGBM's PyPI sdist): CUDA sources in an OBJECT library, linked into lib_lightgbm.so.
 #   ggml (llama.cpp's ggml as vendored in the llama-cpp-python sdist): the CUDA backend
 #     libggml-cuda.so, built in a subdirectory that computes its own list before enable_language.
+#   xgboost (its PyPI sdist's cpp_src/): 65 .cu files in the OBJECT library objxgboost, linked into
+#     libxgboost.so; the project computes its list *after* enable_language(CUDA), so after the
+#     include: the end-of-configure summary must say what each target really builds.
 # For each: configure with the project's own list (no ARCH_POLICY: no warning), then under two
 # policies (an explicit ARCH_POLICY, which must WARN naming the project's file:line, and the same
 # with ARCH_POLICY_OVERRIDE=ON, which must win), then build the deliverable alone (--target)
 # under one architecture and check that the verify step ran on it. Downloads are cached in
 # $ARCHGUARD_TOOLS (default <repo>/.tools)/real-projects.
-# Usage: [REAL_PROJECTS="lightgbm ggml"] scripts/real-projects.sh [cmake]
+# Usage: [REAL_PROJECTS="lightgbm ggml xgboost"] [REAL_CONFIGURE_ONLY=1] scripts/real-projects.sh [cmake]
 # Results: a summary on stdout (with wall times), logs in the cache.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,6 +78,16 @@ run_project() {
   else
     say "$name: FAILED: ARCH_POLICY_OVERRIDE=ON did not make the policy win (log: $log)"; return 1
   fi
+  build_verified "$name" "$b" "$target" "$file_re" "$log"
+}
+
+# <name> <build dir> <deliverable target> <expected file regex> <log>: build the deliverable alone
+# and see the verify step run on its file, for $arch only.
+build_verified() {
+  local name=$1 b=$2 target=$3 file_re=$4 log=$5 t0 t1
+  if [ "${REAL_CONFIGURE_ONLY:-0}" = 1 ]; then
+    say "$name: --target $target not built (REAL_CONFIGURE_ONLY=1)"; return 0
+  fi
   t0=$(date +%s)
   if nice -n "${REAL_NICE:-19}" "$cmake" --build "$b" --parallel "$jobs" --target "$target" >>"$log" 2>&1 &&
      grep -Eq "target '$target' holds $arch \\(1 file" "$log" && grep -Eq "$file_re" "$log"; then
@@ -83,6 +96,40 @@ run_project() {
   else
     say "$name: FAILED: --target $target did not build or was not verified (log: $log)"; return 1
   fi
+}
+
+# <name> <source dir> <deliverable target> <expected file regex> <where regex> <extra configure args...>
+# For a project that sets its list *after* include(CudaArchGuard) (xgboost computes it in a
+# function called after enable_language(CUDA)): without ARCH_POLICY and with an explicit one, the
+# end-of-configure summary must report the list each target really builds and where it was
+# changed, and warn; with ARCH_POLICY_OVERRIDE=ON the policy must replace it on every target.
+run_project_after() {
+  local name=$1 src=$2 target=$3 file_re=$4 where_re=$5; shift 5
+  local b=$cache/build-$name log=$cache/$name.log mark built
+  : > "$log"
+  rm -rf "$b"
+  if "$cmake" -S "$src" -B "$b" -G Ninja "$@" >>"$log" 2>&1 &&
+     built=$(flat < "$log" | grep -Eo "built, per target: .* $target: [^ ]+ \\(CMAKE_CUDA_ARCHITECTURES changed after include\\(CudaArchGuard\\), at $where_re") &&
+     flat < "$log" | grep -Eq "the project changes CMAKE_CUDA_ARCHITECTURES after include\\(CudaArchGuard\\) \\(at $where_re"; then
+    say "$name: the project's list, set after the include: the summary names it per target, with a WARNING: ${built##*$target: }"
+  else
+    say "$name: FAILED: the summary did not name the list set after the include (log: $log)"; return 1
+  fi
+  mark=$(wc -l < "$log")
+  if "$cmake" -S "$src" -B "$b" -DARCH_POLICY="$arch" >>"$log" 2>&1 &&
+     tail -n +"$mark" "$log" | flat | grep -Eq "build that list, not ARCH_POLICY=$arch's $arch "; then
+    say "$name: explicit ARCH_POLICY=$arch: WARNING that $target builds the project's list instead"
+  else
+    say "$name: FAILED: no warning that ARCH_POLICY=$arch is not what $target builds (log: $log)"; return 1
+  fi
+  mark=$(wc -l < "$log")
+  if "$cmake" -S "$src" -B "$b" -DARCH_POLICY_OVERRIDE=ON >>"$log" 2>&1 &&
+     tail -n +"$mark" "$log" | flat | grep -Eq " $target: $arch \\(ARCH_POLICY_OVERRIDE=ON, in place of "; then
+    say "$name: ARCH_POLICY=$arch with ARCH_POLICY_OVERRIDE=ON: the summary says $target builds $arch"
+  else
+    say "$name: FAILED: ARCH_POLICY_OVERRIDE=ON did not make the policy win on $target (log: $log)"; return 1
+  fi
+  build_verified "$name" "$b" "$target" "$file_re" "$log"
 }
 
 # <name> <build dir> <deliverable target> <object path> <expected message regex>
@@ -118,7 +165,7 @@ break_one() {
   fi
 }
 
-want() { case " ${REAL_PROJECTS:-lightgbm ggml} " in *" $1 "*) return 0;; esac; return 1; }
+want() { case " ${REAL_PROJECTS:-lightgbm ggml xgboost} " in *" $1 "*) return 0;; esac; return 1; }
 
 status=0
 # --- LightGBM ---------------------------------------------------------------------------------
@@ -162,6 +209,23 @@ elif tgz=$(fetch_sdist llama-cpp-python "$llama_version" llama_cpp_python); then
       "target 'ggml-cuda' does not hold the architectures it must.*libggml-cuda\\.so[^ ]*: translation unit [^ ]*acc\\.cu \\(fatbin [0-9]+\\) has no SASS for sm_$arch" ||
       status=1
   fi
+else
+  status=1
+fi
+# --- xgboost ----------------------------------------------------------------------------------
+xgb_version=${XGBOOST_VERSION:-3.2.0}
+if ! want xgboost; then
+  :
+elif tgz=$(fetch_sdist xgboost "$xgb_version"); then
+  src=$cache/src/xgboost-$xgb_version
+  rm -rf "$src"; mkdir -p "$src"
+  tar -xzf "$tgz" -C "$src" --strip-components=1
+  # The PyPI sdist carries the C++ project in cpp_src/; its CMakeLists.txt enables CUDA, then
+  # computes CMAKE_CUDA_ARCHITECTURES (compute_cmake_cuda_archs in cmake/Utils.cmake).
+  top=$src/cpp_src/CMakeLists.txt
+  sed -i "/^ *enable_language(CUDA)/a\\  list(APPEND CMAKE_MODULE_PATH \"$repo/cmake/Modules\")\\n  include(CudaArchGuard)" "$top"
+  grep -q "include(CudaArchGuard)" "$top" || { say "xgboost: no enable_language(CUDA) found in $top"; exit 1; }
+  run_project_after xgboost "$src/cpp_src" xgboost "libxgboost\\.so" "cmake/Utils\\.cmake:[0-9]+" -DUSE_CUDA=ON || status=1
 else
   status=1
 fi
