@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the dependencies of CudaArchGuard on a Debian 12 machine that has the CUDA toolkit.
 #   bash scripts/setup.sh          what the library, the tool and the samples need (command 1)
-#   bash scripts/setup.sh --tests  that, plus what only the tests use: Catch2, clang-14 (fuzzer),
+#   bash scripts/setup.sh --tests  that, plus what only the tests use: Catch2, clang-14 (fuzzer), clang-format-14,
 #                                  aarch64 binutils, and a Python venv with cuobjdump and the
 #                                  CMake versions of the module's matrix (scripts/test.sh runs this)
 # Idempotent: packages already present are skipped, and a second run changes nothing.
@@ -20,7 +20,7 @@ esac
 debs=(build-essential cmake ninja-build pkg-config git
       libcli11-dev nlohmann-json3-dev libarchive-dev libzstd-dev liblz4-dev libssl-dev)
 if ((tests)); then
-  debs+=(python3 python3-venv catch2 clang-14 libclang-rt-14-dev zstd time binutils-aarch64-linux-gnu
+  debs+=(python3 python3-venv catch2 clang-14 clang-format-14 libclang-rt-14-dev zstd time binutils-aarch64-linux-gnu
          slurmctld slurmd slurm-client munge  # the Slurm cluster that tests/cli/slurm_fleet.sh starts
          zsh dpkg-dev unzip)  # the zsh completion check, cpack's DEB dependencies, the wheel test
 fi
