@@ -108,7 +108,8 @@ template __global__ void reduce<float, 4>(const float*, float*, int);
 template __global__ void reduce<int, 8>(const int*, int*, int);
 template __global__ void axpby<float>(float, const float*, float, float*, int);
 template __global__ void axpby<double>(double, const double*, double, double*, int);
-// variant )" + std::to_string(variant) + "\n";
+// variant )" +
+         std::to_string(variant) + "\n";
 }
 
 std::string heavy_kernel(int variant) {
@@ -259,8 +260,7 @@ nlohmann::json bench_cold(const char* label, const std::function<std::string(int
   const double ratio_cpu = co.median / ca.median;
   std::printf("  overhead: wall %+.1f%% of the median (%+.1f%% without fsync), cpu %+.1f%%\n", (ratio - 1.0) * 100.0,
               (ratio_ns - 1.0) * 100.0, (ratio_cpu - 1.0) * 100.0);
-  return {{"raw", js(sa)}, {"archguard", js(so)}, {"archguard_nofsync", js(sn)}, {"ratio", ratio},
-          {"ratio_nofsync", ratio_ns}, {"raw_cpu", js(ca)}, {"archguard_cpu", js(co)}, {"ratio_cpu", ratio_cpu}};
+  return {{"raw", js(sa)}, {"archguard", js(so)}, {"archguard_nofsync", js(sn)}, {"ratio", ratio}, {"ratio_nofsync", ratio_ns}, {"raw_cpu", js(ca)}, {"archguard_cpu", js(co)}, {"ratio_cpu", ratio_cpu}};
 }
 
 // What a store costs by itself (the part of a cold compile that is not NVRTC).

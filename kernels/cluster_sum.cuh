@@ -48,22 +48,31 @@ extern "C" __global__ void ag_cluster_sum(unsigned long long n, const float* __r
   // Cluster path: every block publishes block_sum, rank 0 gathers them over DSMEM; the second
   // barrier keeps the other blocks (and their shared memory) alive until rank 0 has read.
   unsigned rank, ranks;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(ranks));
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("mov.u32 %0, %%cluster_ctarank;"
+               : "=r"(rank));
+  asm volatile("mov.u32 %0, %%cluster_nctarank;"
+               : "=r"(ranks));
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
   if (rank == 0 && threadIdx.x == 0) {
     const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(&block_sum));
     double total = 0.0;
     for (unsigned r = 0; r < ranks; ++r) {
       unsigned remote;
       double v;
-      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(r));
-      asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(remote) : "memory");
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                   : "=r"(remote)
+                   : "r"(local), "r"(r));
+      asm volatile("ld.shared::cluster.f64 %0, [%1];"
+                   : "=d"(v)
+                   : "r"(remote)
+                   : "memory");
       total += v;
     }
     atomicAdd(out, total);
   }
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
 #else
   if (threadIdx.x == 0) atomicAdd(out, block_sum);
 #endif

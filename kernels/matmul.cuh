@@ -16,7 +16,9 @@
 #define AG_MM_HAS_TENSOR_CORES 1
 __device__ __forceinline__ unsigned ag_to_tf32(float x) {
   unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  asm("cvt.rna.tf32.f32 %0, %1;"
+      : "=r"(r)
+      : "f"(x));
   return r;
 }
 #endif

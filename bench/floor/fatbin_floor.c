@@ -41,9 +41,21 @@ static uint64_t n_kernels, n_bytes;
 #endif
 static long page;
 
-static uint16_t u16(const unsigned char* p) { uint16_t v; memcpy(&v, p, 2); return v; }
-static uint32_t u32(const unsigned char* p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t u64(const unsigned char* p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static uint16_t u16(const unsigned char* p) {
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return v;
+}
+static uint32_t u32(const unsigned char* p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static uint64_t u64(const unsigned char* p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
 
 /// Drops [off, off+len) of the mapping at `map` from memory (whole pages inside it only).
 static void release(const unsigned char* map, uint64_t off, uint64_t len) {
@@ -117,15 +129,24 @@ static void decode(const unsigned char* e, uint64_t hs, uint64_t stored) {
       free(buf);
       buf_size = usize;
       buf = malloc(buf_size);
-      if (!buf) { fprintf(stderr, "fatbin_floor: out of memory\n"); exit(1); }
+      if (!buf) {
+        fprintf(stderr, "fatbin_floor: out of memory\n");
+        exit(1);
+      }
     }
     if (flags & 0x2000) {
       const int r = LZ4_decompress_safe((const char*)in, (char*)buf, (int)(csize ? csize : stored), (int)usize);
-      if (r < 0) { fprintf(stderr, "fatbin_floor: lz4 payload is corrupt (csize %u stored %llu usize %llu)\n", csize, (unsigned long long)stored, (unsigned long long)usize); exit(1); }
+      if (r < 0) {
+        fprintf(stderr, "fatbin_floor: lz4 payload is corrupt (csize %u stored %llu usize %llu)\n", csize, (unsigned long long)stored, (unsigned long long)usize);
+        exit(1);
+      }
       n = (uint64_t)r;
     } else {
       const size_t r = ZSTD_decompressDCtx(dctx, buf, usize, in, csize ? csize : stored);
-      if (ZSTD_isError(r)) { fprintf(stderr, "fatbin_floor: zstd payload is corrupt\n"); exit(1); }
+      if (ZSTD_isError(r)) {
+        fprintf(stderr, "fatbin_floor: zstd payload is corrupt\n");
+        exit(1);
+      }
       n = r;
     }
     im = buf;
@@ -199,7 +220,10 @@ static int read_file(const char* path) {
   const int fd = open(path, O_RDONLY);
   if (fd < 0) return 0;
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) { close(fd); return 0; }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+    close(fd);
+    return 0;
+  }
   const uint64_t size = (uint64_t)st.st_size;
   unsigned char* m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
@@ -221,10 +245,16 @@ static int read_file(const char* path) {
     for (unsigned i = 0; i < eh->e_shnum; ++i) {
       const Elf64_Shdr* s = &sh[i];
       if (s->sh_name >= strs->sh_size || strcmp(names + s->sh_name, pass ? "__nv_relfatbin" : ".nv_fatbin") != 0) continue;
-      if (s->sh_type == SHT_NOBITS || s->sh_offset > size || s->sh_size > size - s->sh_offset) { rc = 1; continue; }
+      if (s->sh_type == SHT_NOBITS || s->sh_offset > size || s->sh_size > size - s->sh_offset) {
+        rc = 1;
+        continue;
+      }
       const unsigned char* b = m + s->sh_offset;
       for (uint64_t pos = 0; pos < s->sh_size;) {
-        if (b[pos] == 0) { ++pos; continue; }
+        if (b[pos] == 0) {
+          ++pos;
+          continue;
+        }
         const uint64_t n = parse_fatbin(b, pos, s->sh_size);
         if (n == 0) {
           fprintf(stderr, "fatbin_floor: %s: malformed fatbin at 0x%llx\n", path, (unsigned long long)(s->sh_offset + pos));

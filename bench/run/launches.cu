@@ -11,13 +11,13 @@ __global__ void tiny_kernel(int* out) {
   if (out != nullptr && threadIdx.x == 0 && blockIdx.x == 0) out[0] += 1;
 }
 
-#define CHECK(call)                                                                           \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
       std::printf("%s failed: code=%d (%s)\n", #call, static_cast<int>(e_), cudaGetErrorName(e_)); \
-      return 1;                                                                               \
-    }                                                                                         \
+      return 1;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 static double ms_since(std::chrono::steady_clock::time_point t0) {

@@ -17,7 +17,9 @@
 namespace archguard {
 
 /// Suffix variant of a target: plain, arch-specific 'a' or family-specific 'f'.
-enum class Suffix : std::uint8_t { none, a, f };
+enum class Suffix : std::uint8_t { none,
+                                   a,
+                                   f };
 
 /// An architecture with its suffix, e.g. {90, a} for sm_90a / compute_90a.
 struct Arch {
@@ -28,7 +30,9 @@ struct Arch {
 };
 
 /// What an image or a build target holds.
-enum class CodeKind : std::uint8_t { sass, ptx, ltoir };
+enum class CodeKind : std::uint8_t { sass,
+                                     ptx,
+                                     ltoir };
 
 /// One build target: SASS, PTX or LTO-IR for one architecture.
 struct Target {
@@ -64,12 +68,12 @@ constexpr bool driver_at_least(DriverVersion given, DriverVersion required) {
 
 /// The dialects users write targets in.
 enum class Dialect : std::uint8_t {
-  cmake,    ///< 90, 90-real, 90-virtual, 90a-real, 100f
-  nvcc,     ///< sm_90a, compute_120f, -gencode arch=compute_80,code=[sm_80,compute_80], -arch=sm_86
-  torch,    ///< 8.6, 9.0a, 12.0+PTX, Hopper
-  tf,       ///< compute_86, 8.6
-  codes,    ///< sm_80;compute_80;lto_80: every code by its nvcc name, nothing lost (output only,
-            ///< for tools: the CMake module reads nvcc flag syntax back this way)
+  cmake,  ///< 90, 90-real, 90-virtual, 90a-real, 100f
+  nvcc,   ///< sm_90a, compute_120f, -gencode arch=compute_80,code=[sm_80,compute_80], -arch=sm_86
+  torch,  ///< 8.6, 9.0a, 12.0+PTX, Hopper
+  tf,     ///< compute_86, 8.6
+  codes,  ///< sm_80;compute_80;lto_80: every code by its nvcc name, nothing lost (output only,
+          ///< for tools: the CMake module reads nvcc flag syntax back this way)
 };
 
 // ---- table queries ---------------------------------------------------------------------

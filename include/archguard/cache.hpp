@@ -108,13 +108,13 @@ struct CacheHit {
 
 /// What list() and verify() report about one entry.
 struct CacheEntryInfo {
-  std::string key;        ///< hex
-  std::string layer;      ///< root directory
+  std::string key;    ///< hex
+  std::string layer;  ///< root directory
   bool readonly = false;
-  std::uint64_t bytes = 0;      ///< .bin + .json
-  std::int64_t last_used = 0;   ///< seconds since the epoch
-  std::string metadata;   ///< the .json text ("" when missing)
-  std::string problem;    ///< verify(): why the entry is bad, "" when good
+  std::uint64_t bytes = 0;     ///< .bin + .json
+  std::int64_t last_used = 0;  ///< seconds since the epoch
+  std::string metadata;        ///< the .json text ("" when missing)
+  std::string problem;         ///< verify(): why the entry is bad, "" when good
 };
 
 struct CacheStats {
@@ -187,7 +187,7 @@ class Cache {
   bool fsync_ = true;
   bool light_ = false;
   std::vector<std::unique_ptr<Layer>> layers_;  // [0] writable, then read-only
-  mutable std::mutex mu_;  // guards warnings_ and counters_
+  mutable std::mutex mu_;                       // guards warnings_ and counters_
   std::vector<std::string> warnings_;
   CacheCounters counters_;
 

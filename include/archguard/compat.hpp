@@ -44,11 +44,11 @@ enum class Outcome {
 };
 
 /// CUDA error numbers the engine predicts.
-inline constexpr int kErrNoKernelImage = 209;       ///< cudaErrorNoKernelImageForDevice
-inline constexpr int kErrUnsupportedPtx = 222;      ///< cudaErrorUnsupportedPtxVersion
-inline constexpr int kErrJitDisabled = 223;         ///< cudaErrorJitCompilationDisabled
-inline constexpr int kErrSymbolNotFound = 500;      ///< cudaErrorSymbolNotFound (-rdc, rule 8)
-inline constexpr int kErrInvalidImage = 200;        ///< cudaErrorInvalidKernelImage (an image that does not decode)
+inline constexpr int kErrNoKernelImage = 209;   ///< cudaErrorNoKernelImageForDevice
+inline constexpr int kErrUnsupportedPtx = 222;  ///< cudaErrorUnsupportedPtxVersion
+inline constexpr int kErrJitDisabled = 223;     ///< cudaErrorJitCompilationDisabled
+inline constexpr int kErrSymbolNotFound = 500;  ///< cudaErrorSymbolNotFound (-rdc, rule 8)
+inline constexpr int kErrInvalidImage = 200;    ///< cudaErrorInvalidKernelImage (an image that does not decode)
 
 struct Verdict {
   Outcome outcome = Outcome::fail;

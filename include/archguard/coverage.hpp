@@ -75,10 +75,10 @@ enum class UnitStatus {
 std::string_view to_string(UnitStatus s);
 
 struct UnitFinding {
-  std::string object;          ///< display path of the object
-  std::size_t fatbin = 0;      ///< index among the object's fatbins
+  std::string object;      ///< display path of the object
+  std::size_t fatbin = 0;  ///< index among the object's fatbins
   FatbinSection section = FatbinSection::nv_fatbin;
-  std::string identifier;      ///< "" when the fatbin has none
+  std::string identifier;        ///< "" when the fatbin has none
   std::string translation_unit;  ///< "" when the binary does not record it
   std::vector<Kernel> kernels;   ///< the kernels it defines (listed only when it is missing something)
   UnitStatus status = UnitStatus::ok;
@@ -144,7 +144,7 @@ class KernelIndex {
   FactsStore* store_ = nullptr;
   std::string identity_;
   bool loaded_ = false;
-  StoredKernelLists stored_;   ///< what the store kept for the object (loaded on first use)
+  StoredKernelLists stored_;  ///< what the store kept for the object (loaded on first use)
   std::uint64_t hits_ = 0, decoded_ = 0, new_lists_ = 0;
   std::map<const FatbinEntry*, Result<std::vector<Kernel>>> cache_;
 };
@@ -205,9 +205,9 @@ bool is_problem(Tier t);
 /// the same name, the best outcome counts (the library launches the one that runs).
 struct KernelVerdict {
   Kernel kernel;
-  std::size_t fatbin = 0;          ///< the fatbin whose verdict counts
-  std::string translation_unit;    ///< of that fatbin; "" when unknown
-  std::string identifier;          ///< of that fatbin (nvcc's source name); "" when none
+  std::size_t fatbin = 0;        ///< the fatbin whose verdict counts
+  std::string translation_unit;  ///< of that fatbin; "" when unknown
+  std::string identifier;        ///< of that fatbin (nvcc's source name); "" when none
   Verdict verdict;
   /// The kernel has no image here and carries an architecture in its name (sm100, sm_90a,
   /// volta_...) that is not this GPU's: what the tag says, e.g. "sm100"; else "".
@@ -230,20 +230,20 @@ struct ObjectJudgement {
   std::string object;
   ObjectKind kind = ObjectKind::other;
   Tier tier = Tier::no_device_code;
-  int cuda_error = 0;              ///< of the failing kernels (some_missing, none_run, other_gpus)
-  std::size_t units = 0;           ///< deciding fatbins
-  std::size_t kernel_units = 0;    ///< of them, those that define kernels (0 when not decoded)
-  std::size_t arch_sets = 0;       ///< distinct image sets among the kernel-bearing fatbins
+  int cuda_error = 0;                           ///< of the failing kernels (some_missing, none_run, other_gpus)
+  std::size_t units = 0;                        ///< deciding fatbins
+  std::size_t kernel_units = 0;                 ///< of them, those that define kernels (0 when not decoded)
+  std::size_t arch_sets = 0;                    ///< distinct image sets among the kernel-bearing fatbins
   std::size_t native = 0, jit = 0, failed = 0;  ///< distinct kernels
-  std::size_t failed_tagged = 0;   ///< failing kernels whose name names another GPU
-  std::size_t link_drops = 0;      ///< failing kernels left out by the device link (500)
-  std::size_t absent = 0;          ///< failing kernels left out of the taken image by their source
+  std::size_t failed_tagged = 0;                ///< failing kernels whose name names another GPU
+  std::size_t link_drops = 0;                   ///< failing kernels left out by the device link (500)
+  std::size_t absent = 0;                       ///< failing kernels left out of the taken image by their source
   /// Why the failing kernels are read as "built for other GPUs" (tier other_gpus), one phrase.
   std::string dispatch_evidence;
   /// Every distinct kernel, sorted by demangled name; only the failing ones unless `all`.
   std::vector<KernelVerdict> kernels;
-  std::vector<std::string> errors; ///< fatbins whose kernels could not be listed (judged as having some)
-  bool kernels_listed = false;     ///< false when nothing failed and `all` was not asked: counts are 0
+  std::vector<std::string> errors;  ///< fatbins whose kernels could not be listed (judged as having some)
+  bool kernels_listed = false;      ///< false when nothing failed and `all` was not asked: counts are 0
   /// The failing kernels (kernels with verdict fail), in `kernels` order.
   std::vector<const KernelVerdict*> failing() const;
   /// The translation units (or, when unknown, "fatbin N (identifier)") of the failing kernels.
@@ -267,12 +267,12 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
 /// for that architecture, so the device link left the kernel out, without a warning. On a GPU
 /// that takes that image its launch fails with 500 (named symbol not found).
 struct LinkDrop {
-  std::size_t linked_fatbin = 0;     ///< the fatbin nvlink wrote
-  Image linked;                      ///< its image that lacks the kernel
+  std::size_t linked_fatbin = 0;  ///< the fatbin nvlink wrote
+  Image linked;                   ///< its image that lacks the kernel
   Kernel kernel;
   std::size_t relocatable_fatbin = 0;
-  std::string object_label;          ///< the -rdc object's unit ("old_lib.cu" or "fatbin 3")
-  std::string defined_in;            ///< the relocatable images defining it: "sm_80(rel)"
+  std::string object_label;  ///< the -rdc object's unit ("old_lib.cu" or "fatbin 3")
+  std::string defined_in;    ///< the relocatable images defining it: "sm_80(rel)"
 };
 /// Every device-link drop of an object (decodes its linked and relocatable images).
 std::vector<LinkDrop> device_link_drops(const ObjectFatbins& object, KernelIndex* index = nullptr);
@@ -284,9 +284,9 @@ std::vector<LinkDrop> device_link_drops(const ObjectFatbins& object, KernelIndex
 /// translation unit defaulting to its member's name), since a static library, like a shared
 /// one, is linked whole and picks kernels per GPU.
 struct JudgedObject {
-  const ObjectFatbins* object = nullptr;   ///< the object as read (null for a merged archive)
-  std::shared_ptr<ObjectFatbins> merged;   ///< the merged archive, else null
-  std::size_t members = 0;                 ///< archive members with device code (merged only)
+  const ObjectFatbins* object = nullptr;  ///< the object as read (null for a merged archive)
+  std::shared_ptr<ObjectFatbins> merged;  ///< the merged archive, else null
+  std::size_t members = 0;                ///< archive members with device code (merged only)
   const ObjectFatbins& get() const { return merged ? *merged : *object; }
 };
 /// The objects of a scan as they are judged: members of one archive (same path before the
@@ -296,19 +296,19 @@ std::vector<JudgedObject> judged_objects(std::span<const ObjectFatbins> objects)
 
 /// Why an object of a package does not decide the package's verdict on a GPU.
 enum class Variance {
-  none,        ///< it decides: a failure of it is a failure of the package
-  variant,     ///< one of several builds of the same object, per architecture or CUDA runtime
-  specific,    ///< every kernel-bearing fatbin holds only a/f images: for particular GPUs
-  newer,       ///< its oldest target is newer than this GPU: built for newer GPUs on purpose
+  none,      ///< it decides: a failure of it is a failure of the package
+  variant,   ///< one of several builds of the same object, per architecture or CUDA runtime
+  specific,  ///< every kernel-bearing fatbin holds only a/f images: for particular GPUs
+  newer,     ///< its oldest target is newer than this GPU: built for newer GPUs on purpose
 };
 
 /// One object of a package and its judgement on one GPU.
 struct PackageMember {
-  std::string path;              ///< display path ("x.whl:pkg/lib_cuda118.so")
+  std::string path;  ///< display path ("x.whl:pkg/lib_cuda118.so")
   const ObjectJudgement* judgement = nullptr;
-  bool only_specific = false;    ///< every kernel-bearing fatbin holds only a/f images
-  unsigned oldest_sm = 0;        ///< the lowest architecture of its images (SASS or PTX); 0: none
-  bool dependency = false;       ///< loaded by another input (deps.hpp): never a variant
+  bool only_specific = false;  ///< every kernel-bearing fatbin holds only a/f images
+  unsigned oldest_sm = 0;      ///< the lowest architecture of its images (SASS or PTX); 0: none
+  bool dependency = false;     ///< loaded by another input (deps.hpp): never a variant
 };
 
 /// The member record of an object and its judgement (only_specific, oldest_sm and dependency
@@ -318,15 +318,15 @@ PackageMember package_member(const ObjectFatbins& object, const ObjectJudgement&
 /// The verdict of what a user ships as one unit (a wheel, a conda package, a directory of
 /// variants) on one GPU (docs/verdicts.md, "Packages").
 struct PackageVerdict {
-  bool problem = false;          ///< some object that decides fails, or a variant group has no member that runs
-  int cuda_error = 0;            ///< of the first deciding failure
+  bool problem = false;  ///< some object that decides fails, or a variant group has no member that runs
+  int cuda_error = 0;    ///< of the first deciding failure
   std::size_t objects = 0, run = 0, failing = 0;
   std::vector<Variance> variance;  ///< parallel to the members
   std::vector<bool> excused;       ///< parallel: a problem of the object that the package explains
   /// One line per variant group and for the architecture-specific objects: which member serves
   /// this GPU, or that none does and why that is (or is not) a problem.
   std::vector<std::string> groups;
-  std::string summary;           ///< one line: "runs (3 of 4 objects; ...)", "fails: ..."
+  std::string summary;  ///< one line: "runs (3 of 4 objects; ...)", "fails: ..."
 };
 
 /// The variant key of a file name: the name with its architecture tokens (sm_90a, Sm100a, _90a,

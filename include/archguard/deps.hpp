@@ -41,9 +41,9 @@ Result<DynamicInfo> read_dynamic(const ElfFile& elf);
 
 /// One entry of /etc/ld.so.cache.
 struct LdCacheEntry {
-  std::string name;          ///< the soname, "libc.so.6"
-  std::string path;          ///< "/lib/x86_64-linux-gnu/libc.so.6"
-  std::uint32_t flags = 0;   ///< FLAG_ELF_LIBC6 | FLAG_X8664_LIB64 ...: says the ELF class/machine
+  std::string name;         ///< the soname, "libc.so.6"
+  std::string path;         ///< "/lib/x86_64-linux-gnu/libc.so.6"
+  std::uint32_t flags = 0;  ///< FLAG_ELF_LIBC6 | FLAG_X8664_LIB64 ...: says the ELF class/machine
   std::uint64_t hwcap = 0;
 };
 
@@ -106,11 +106,11 @@ bool is_program(const ScanReport& report);
 
 /// What following an input's libraries found.
 struct LoadedLibraries {
-  std::size_t libraries = 0;        ///< libraries found (with or without device code)
-  std::size_t files_read = 0;       ///< of those, read here (not judged already)
-  std::size_t with_device_code = 0; ///< objects added to the report
-  std::vector<Dependency> missing;  ///< libraries not found (ld.so would refuse to start it)
-  std::vector<std::string> notes;   ///< problems of the walk; unreadable libraries
+  std::size_t libraries = 0;         ///< libraries found (with or without device code)
+  std::size_t files_read = 0;        ///< of those, read here (not judged already)
+  std::size_t with_device_code = 0;  ///< objects added to the report
+  std::vector<Dependency> missing;   ///< libraries not found (ld.so would refuse to start it)
+  std::vector<std::string> notes;    ///< problems of the walk; unreadable libraries
 };
 
 /// Walks the libraries `report.input` loads and adds to `report` the objects of those with

@@ -52,12 +52,12 @@ using DevicePtr = std::uint64_t;
 /// What the driver reports about one device.
 struct DeviceInfo {
   int ordinal = 0;
-  std::string name;            ///< "NVIDIA H200"
-  Version2 cc;                 ///< compute capability, e.g. {9, 0}
-  bool integrated = false;     ///< CU_DEVICE_ATTRIBUTE_INTEGRATED (Tegra / iGPU)
+  std::string name;              ///< "NVIDIA H200"
+  Version2 cc;                   ///< compute capability, e.g. {9, 0}
+  bool integrated = false;       ///< CU_DEVICE_ATTRIBUTE_INTEGRATED (Tegra / iGPU)
   std::size_t total_memory = 0;  ///< bytes
-  std::string pci_bus_id;      ///< "0000:1B:00.0"
-  std::string uuid;            ///< "GPU-5a1c...", as nvidia-smi prints it; "" when the driver lacks cuDeviceGetUuid
+  std::string pci_bus_id;        ///< "0000:1B:00.0"
+  std::string uuid;              ///< "GPU-5a1c...", as nvidia-smi prints it; "" when the driver lacks cuDeviceGetUuid
   int multiprocessors = 0;
 };
 

@@ -34,7 +34,10 @@
 
 namespace archguard::doctor {
 
-enum class Level : std::uint8_t { pass, warn, fail, skip };
+enum class Level : std::uint8_t { pass,
+                                  warn,
+                                  fail,
+                                  skip };
 /// "pass", "warn", "fail", "skip".
 std::string_view to_string(Level level);
 /// The worse of two statuses (fail > warn > pass > skip).
@@ -42,17 +45,20 @@ Level worst(Level a, Level b);
 
 /// A kind of fix, so that tools can act on it. Set where the fix is written; the verdict orders
 /// and groups the fixes by it, never by their words.
-enum class FixKind : std::uint8_t { rebuild, driver, environment, other };
+enum class FixKind : std::uint8_t { rebuild,
+                                    driver,
+                                    environment,
+                                    other };
 std::string_view to_string(FixKind kind);
 
 /// One observation of a step.
 struct Finding {
   Level status = Level::pass;
-  std::string subject;  ///< what was looked at: "device 0", "CUDA_CACHE_PATH", "libfoo.so"
-  std::string message;  ///< what was found, one line, lower case
-  std::string fix;      ///< the concrete remedy; empty when nothing needs fixing
+  std::string subject;                ///< what was looked at: "device 0", "CUDA_CACHE_PATH", "libfoo.so"
+  std::string message;                ///< what was found, one line, lower case
+  std::string fix;                    ///< the concrete remedy; empty when nothing needs fixing
   FixKind fix_kind = FixKind::other;  ///< what kind of remedy `fix` is, set where the fix is written
-  Version2 cc{};        ///< step 3: the compute capability the finding judges (empty elsewhere)
+  Version2 cc{};                      ///< step 3: the compute capability the finding judges (empty elsewhere)
 };
 
 struct Step {
@@ -79,7 +85,7 @@ struct DeviceFacts {
 
 /// A CUDA compiler or runtime found on the machine (step 2).
 struct RuntimeFound {
-  std::string name;   ///< "nvcc", "nvrtc", "cudart"
+  std::string name;  ///< "nvcc", "nvrtc", "cudart"
   Version2 version;
   std::string where;
 };
@@ -87,8 +93,8 @@ struct RuntimeFound {
 /// One remedy of the final verdict.
 struct Fix {
   FixKind kind = FixKind::other;
-  std::string text;                 ///< what to do, one line
-  std::vector<std::string> details; ///< e.g. the same targets in CMake, nvcc and PyTorch form
+  std::string text;                  ///< what to do, one line
+  std::vector<std::string> details;  ///< e.g. the same targets in CMake, nvcc and PyTorch form
 };
 
 /// Measured by the smoke test (step 5), per device.
@@ -127,18 +133,18 @@ struct RuntimeLoading {
 
 /// The imported functions that load code at run time, device-code loaders first.
 inline constexpr std::string_view kRuntimeLoaders[] = {
-    "cuModuleLoad",          "cuModuleLoadData",       "cuModuleLoadDataEx",  "cuModuleLoadFatBinary",
-    "cuLibraryLoadData",     "cuLibraryLoadFromFile",  "cudaLibraryLoadData", "cudaLibraryLoadFromFile",
-    "nvrtcCompileProgram",   "dlopen",                 "dlmopen"};
+    "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleLoadFatBinary",
+    "cuLibraryLoadData", "cuLibraryLoadFromFile", "cudaLibraryLoadData", "cudaLibraryLoadFromFile",
+    "nvrtcCompileProgram", "dlopen", "dlmopen"};
 
 struct Report {
-  std::string node;            ///< the node's name: Options::node, else $SLURMD_NODENAME, else the host name
-  std::string time;            ///< when the report was made, UTC, ISO 8601 ("2026-12-02T04:30:00Z")
+  std::string node;                    ///< the node's name: Options::node, else $SLURMD_NODENAME, else the host name
+  std::string time;                    ///< when the report was made, UTC, ISO 8601 ("2026-12-02T04:30:00Z")
   std::vector<RuntimeFound> runtimes;  ///< nvcc, nvrtc and libcudart found (step 2)
   bool driver_found = false;
-  std::string driver_problem;                  ///< why not, when !driver_found
-  std::optional<DriverVersion> driver_version; ///< 580.159.04 (NVML, /proc or nvidia-smi)
-  std::optional<Version2> driver_cuda;         ///< cuDriverGetVersion, e.g. 13.0
+  std::string driver_problem;                   ///< why not, when !driver_found
+  std::optional<DriverVersion> driver_version;  ///< 580.159.04 (NVML, /proc or nvidia-smi)
+  std::optional<Version2> driver_cuda;          ///< cuDriverGetVersion, e.g. 13.0
   std::vector<DeviceFacts> devices;
   std::vector<Version2> assumed_cc;  ///< Options::assume_cc, judged in step 3 as well
   std::vector<Step> steps;
@@ -161,13 +167,13 @@ struct Options {
   std::vector<std::string> files;  ///< binaries, libraries, wheels, directories to examine
   /// Kernel lists decoded by earlier runs (archguard/results_cache.hpp); null: decode everything.
   FactsStore* results = nullptr;
-  std::string node;                ///< the node's name in the report; empty: $SLURMD_NODENAME, else the host name
-  bool smoke = true;               ///< run step 5 when a driver is present
-  EnvLookup env;                   ///< empty: the process environment
-  std::string libcuda;             ///< empty: $ARCHGUARD_LIBCUDA, else libcuda.so.1
+  std::string node;                           ///< the node's name in the report; empty: $SLURMD_NODENAME, else the host name
+  bool smoke = true;                          ///< run step 5 when a driver is present
+  EnvLookup env;                              ///< empty: the process environment
+  std::string libcuda;                        ///< empty: $ARCHGUARD_LIBCUDA, else libcuda.so.1
   std::string libnvml = "libnvidia-ml.so.1";  ///< empty: skip the NVML cross-check
   std::string nvidia_smi = "nvidia-smi";      ///< empty: skip the nvidia-smi cross-check
-  std::string nvcc;                ///< empty: nvcc on PATH, else /usr/local/cuda/bin/nvcc
+  std::string nvcc;                           ///< empty: nvcc on PATH, else /usr/local/cuda/bin/nvcc
   /// Step 3 also judges the FILEs for these capabilities (a GPU they must run on that this
   /// machine does not have; no driver needed).
   std::vector<Version2> assume_cc;
@@ -187,11 +193,11 @@ Step check_environment(const EnvLookup& env);
 /// What an ELF file needs of the CUDA runtime (step 2).
 struct RuntimeNeed {
   std::string path;
-  bool elf = false;                    ///< false: not an ELF file (nothing to say)
-  std::vector<std::string> needed;     ///< every DT_NEEDED entry
+  bool elf = false;                      ///< false: not an ELF file (nothing to say)
+  std::vector<std::string> needed;       ///< every DT_NEEDED entry
   std::optional<unsigned> cudart_major;  ///< N of libcudart.so.N when needed
-  bool has_device_code = false;        ///< has .nv_fatbin or __nv_relfatbin
-  bool needs_libcuda = false;          ///< DT_NEEDED libcuda.so.1 (driver API directly)
+  bool has_device_code = false;          ///< has .nv_fatbin or __nv_relfatbin
+  bool needs_libcuda = false;            ///< DT_NEEDED libcuda.so.1 (driver API directly)
 };
 /// Reads the dynamic section of an ELF file (bounds-checked). Not an ELF file: elf = false.
 Result<RuntimeNeed> runtime_need(const std::string& path);

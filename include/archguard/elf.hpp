@@ -116,9 +116,9 @@ class PointerIndex {
   void build();
 
   const ElfFile& elf_;
-  std::vector<const ElfSection*> sections_;  ///< allocated, with file bytes, by address
+  std::vector<const ElfSection*> sections_;                        ///< allocated, with file bytes, by address
   std::vector<std::pair<std::uint64_t, std::uint64_t>> relative_;  ///< (offset, addend) by offset
-  std::optional<std::vector<std::uint64_t>> wanted_;  ///< sorted; when set, the only offsets kept
+  std::optional<std::vector<std::uint64_t>> wanted_;               ///< sorted; when set, the only offsets kept
   mutable std::uint64_t work_ = 0;
 };
 

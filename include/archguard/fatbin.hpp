@@ -38,10 +38,10 @@ struct HeaderField {
 /// The fatbin header: 16 bytes, then `fat_size` bytes of entries. docs/fatbin-format.md
 /// describes the same fields under the same names; Fatbin::parse validates them.
 struct FatbinHeaderLayout {
-  static constexpr HeaderField magic{0x00, 4};       ///< kFatbinMagic
-  static constexpr HeaderField version{0x04, 2};     ///< 1
-  static constexpr HeaderField header_size{0x06, 2}; ///< 16: the entries start here
-  static constexpr HeaderField fat_size{0x08, 8};    ///< bytes of entries after the header
+  static constexpr HeaderField magic{0x00, 4};        ///< kFatbinMagic
+  static constexpr HeaderField version{0x04, 2};      ///< 1
+  static constexpr HeaderField header_size{0x06, 2};  ///< 16: the entries start here
+  static constexpr HeaderField fat_size{0x08, 8};     ///< bytes of entries after the header
   static constexpr std::uint64_t size = 0x10;
 };
 
@@ -88,7 +88,9 @@ inline constexpr std::uint64_t kEntryFlagCompatExtension = 0x1000000;
 /// than trusted with an allocation.
 inline constexpr std::uint64_t kMaxImageSize = std::uint64_t{256} << 20;
 
-enum class Compression : std::uint8_t { none, lz4, zstd };
+enum class Compression : std::uint8_t { none,
+                                        lz4,
+                                        zstd };
 
 /// Told about byte ranges (offset and length in the file) the parser has finished reading, so
 /// that a memory mapping can drop those pages: on a 500 MB library the entry headers are spread
@@ -118,23 +120,23 @@ std::string_view to_string(FatbinSection s);
 
 /// One image of a fatbin: every field of its entry header, decoded and validated.
 struct FatbinEntry {
-  std::size_t index = 0;         ///< position in its fatbin, from 0
-  std::uint64_t offset = 0;      ///< of the entry header, in the file (or region)
-  std::uint16_t raw_kind = 0;    ///< 1 PTX, 2 ELF, 4 old cubin, 8 LTO-IR
+  std::size_t index = 0;       ///< position in its fatbin, from 0
+  std::uint64_t offset = 0;    ///< of the entry header, in the file (or region)
+  std::uint16_t raw_kind = 0;  ///< 1 PTX, 2 ELF, 4 old cubin, 8 LTO-IR
   CodeKind kind = CodeKind::sass;
-  Arch arch;                     ///< with the a/f suffix from the flags
-  Version2 version;              ///< PTX: PTX ISA version; ELF: code (ELF ABI) version
+  Arch arch;         ///< with the a/f suffix from the flags
+  Version2 version;  ///< PTX: PTX ISA version; ELF: code (ELF ABI) version
   std::uint32_t header_size = 0;
   std::uint64_t stored_size = 0;        ///< payload bytes in the file (padded)
   std::uint32_t compressed_size = 0;    ///< exact compressed length, 0 when not compressed
   std::uint64_t uncompressed_size = 0;  ///< 0 when not compressed
   Compression compression = Compression::none;
   std::uint64_t flags = 0;
-  bool debug = false;            ///< built with -G
-  std::string identifier;        ///< empty when none
-  std::string options;           ///< e.g. ptxas options for PTX; empty when none
+  bool debug = false;                ///< built with -G
+  std::string identifier;            ///< empty when none
+  std::string options;               ///< e.g. ptxas options for PTX; empty when none
   std::vector<std::byte> extension;  ///< the binary record of ELF entries with .nv.compat
-  Bytes payload;                 ///< the stored payload bytes (compressed when compressed)
+  Bytes payload;                     ///< the stored payload bytes (compressed when compressed)
 
   /// Size of the image once decompressed.
   std::uint64_t image_size() const {
@@ -145,10 +147,10 @@ struct FatbinEntry {
 /// One fatbin: header plus entries.
 class Fatbin {
  public:
-  std::size_t index = 0;        ///< position among the fatbins of its object, from 0
-  std::uint64_t offset = 0;     ///< of the fatbin header, in the file (or region)
+  std::size_t index = 0;     ///< position among the fatbins of its object, from 0
+  std::uint64_t offset = 0;  ///< of the fatbin header, in the file (or region)
   std::uint16_t version = 0;
-  std::uint64_t size = 0;       ///< header + entries
+  std::uint64_t size = 0;  ///< header + entries
   FatbinSection section = FatbinSection::nv_fatbin;
   /// The ELF section the fatbin was found in (".nv_fatbin", "__nv_relfatbin", ".ldata", ...);
   /// empty for memory regions, fatbin files and standalone device-code files.
@@ -187,9 +189,9 @@ class Fatbin {
 
 /// The device code of one ELF object (a file, an archive member or a memory region).
 struct ObjectFatbins {
-  std::string path;        ///< display path: "lib.so", "lib.a:member.o", "x.whl:pkg/lib.so"
-  std::string archive;     ///< the outer file when this is a member, else empty
-  std::string member;      ///< member path inside the archive, else empty
+  std::string path;     ///< display path: "lib.so", "lib.a:member.o", "x.whl:pkg/lib.so"
+  std::string archive;  ///< the outer file when this is a member, else empty
+  std::string member;   ///< member path inside the archive, else empty
   std::uint16_t elf_type = 0;
   std::uint16_t machine = 0;
   std::vector<Fatbin> fatbins;  ///< .nv_fatbin first, then __nv_relfatbin

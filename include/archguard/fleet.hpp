@@ -26,46 +26,46 @@ namespace archguard::fleet {
 /// One GPU model of a node (a node with four H100 has one entry with count 4 when its source
 /// counts them, or four entries with their UUIDs when it lists them).
 struct NodeGpu {
-  std::string name;       ///< "NVIDIA H100 80GB HBM3", the GRES type "a100", the label "NVIDIA-A100-SXM4-80GB"
+  std::string name;  ///< "NVIDIA H100 80GB HBM3", the GRES type "a100", the label "NVIDIA-A100-SXM4-80GB"
   Version2 cc;
   bool tegra = false;
-  std::string uuid;       ///< "GPU-5a1c..." when known
-  std::string mig;        ///< "enabled", "disabled" or "" (unknown)
+  std::string uuid;  ///< "GPU-5a1c..." when known
+  std::string mig;   ///< "enabled", "disabled" or "" (unknown)
   std::size_t count = 1;
 };
 
 /// A CUDA runtime or compiler found on the node.
 struct Runtime {
-  std::string name;     ///< "nvcc", "nvrtc", "cudart"
+  std::string name;  ///< "nvcc", "nvrtc", "cudart"
   Version2 version;
-  std::string where;    ///< its path
+  std::string where;  ///< its path
 };
 
 /// One verdict a node report carries about a file it was given (doctor step 3).
 struct FileVerdict {
   std::string subject;
-  std::string status;   ///< pass, warn, fail, skip
+  std::string status;  ///< pass, warn, fail, skip
   std::string message;
 };
 
 struct Node {
-  std::string name;                      ///< Slurm NodeName, Kubernetes node name or host name
-  std::string source;                    ///< "report", "slurm", "kubernetes"
-  std::string where;                     ///< "reports.json: document 3 (byte 1200)"
+  std::string name;    ///< Slurm NodeName, Kubernetes node name or host name
+  std::string source;  ///< "report", "slurm", "kubernetes"
+  std::string where;   ///< "reports.json: document 3 (byte 1200)"
   std::vector<NodeGpu> gpus;
-  std::optional<DriverVersion> driver;   ///< 580.65.06
-  std::optional<Version2> driver_cuda;   ///< the CUDA version the driver supports (13.0)
+  std::optional<DriverVersion> driver;  ///< 580.65.06
+  std::optional<Version2> driver_cuda;  ///< the CUDA version the driver supports (13.0)
   std::vector<Runtime> runtimes;
-  std::string verdict;                   ///< the doctor's verdict (report only): pass, warn, fail
-  std::string problem;                   ///< the node's own trouble ("no cuda driver: ...")
-  std::string time;                      ///< when the report was made (UTC, ISO 8601), "" unknown
+  std::string verdict;  ///< the doctor's verdict (report only): pass, warn, fail
+  std::string problem;  ///< the node's own trouble ("no cuda driver: ...")
+  std::string time;     ///< when the report was made (UTC, ISO 8601), "" unknown
   std::vector<FileVerdict> files;
   std::size_t gpu_count() const;
 };
 
 /// Something in the input that is not a node, or a node that could not be taken as it is.
 struct Problem {
-  std::string where;    ///< "reports.json: document 4 (byte 1834)", "scontrol: node gpu-c07"
+  std::string where;  ///< "reports.json: document 4 (byte 1834)", "scontrol: node gpu-c07"
   std::string message;
 };
 

@@ -29,11 +29,11 @@ namespace archguard::jit {
 
 /// What the loaded NVRTC reports about itself.
 struct NvrtcInfo {
-  std::string library;               ///< the path dlopen found
-  Version2 version;                  ///< nvrtcVersion, e.g. {13, 0}
-  std::vector<unsigned> supported;   ///< nvrtcGetSupportedArchs, ascending, e.g. 75 80 ... 121
-  std::string build_id;              ///< GNU build id of the library (hex), "" when absent
-  Version2 ptx_isa;                  ///< PTX ISA it emits (release table), empty when unknown
+  std::string library;              ///< the path dlopen found
+  Version2 version;                 ///< nvrtcVersion, e.g. {13, 0}
+  std::vector<unsigned> supported;  ///< nvrtcGetSupportedArchs, ascending, e.g. 75 80 ... 121
+  std::string build_id;             ///< GNU build id of the library (hex), "" when absent
+  Version2 ptx_isa;                 ///< PTX ISA it emits (release table), empty when unknown
 };
 
 /// The NVRTC library, loaded once per process and shared.
@@ -68,13 +68,13 @@ struct CompileRequest {
 /// A compiled program.
 struct Compiled {
   Target target;
-  std::vector<std::byte> image;  ///< cubin, PTX text (not NUL-terminated) or LTO-IR
+  std::vector<std::byte> image;                                    ///< cubin, PTX text (not NUL-terminated) or LTO-IR
   std::vector<std::pair<std::string, std::string>> lowered_names;  ///< (expression, mangled)
-  std::string log;               ///< NVRTC's log (warnings), "" on a cache hit
-  double compile_ms = 0;         ///< time in NVRTC (0 on a hit)
+  std::string log;                                                 ///< NVRTC's log (warnings), "" on a cache hit
+  double compile_ms = 0;                                           ///< time in NVRTC (0 on a hit)
   bool from_cache = false;
-  std::string key;               ///< cache key (hex), "" when the cache was not used
-  std::string cache_note;        ///< why the cache was bypassed, "" otherwise
+  std::string key;         ///< cache key (hex), "" when the cache was not used
+  std::string cache_note;  ///< why the cache was bypassed, "" otherwise
 
   /// The lowered (mangled) name of a name expression, or nullptr.
   const std::string* lowered(const std::string& expression) const;
@@ -93,12 +93,12 @@ struct KeyInfo {
   std::string hex;
   std::string fields_json;  ///< readable key fields (source digest, options, target, nvrtc, headers)
   bool cacheable = true;
-  std::string note;         ///< why not cacheable
+  std::string note;  ///< why not cacheable
 };
 
 struct CompilerOptions {
-  std::string nvrtc_library;     ///< empty: the default search
-  bool use_cache = true;         ///< false: always compile
+  std::string nvrtc_library;          ///< empty: the default search
+  bool use_cache = true;              ///< false: always compile
   std::optional<CacheOptions> cache;  ///< nullopt: CacheOptions::from_environment()
   /// Adds NVRTC's automatic precompiled headers (-pch) to every compile: later compiles in
   /// this process that share a prefix of heavy includes reuse the parsed headers. Not part of
@@ -107,16 +107,17 @@ struct CompilerOptions {
 };
 
 /// Which path a fallback launch took.
-enum class LaunchPath { prebuilt, jit };
+enum class LaunchPath { prebuilt,
+                        jit };
 
 /// A kernel ready to launch: the module it lives in and the function.
 struct LoadedKernel {
   device::Module module;
   device::Function function;
-  Compiled compiled;           ///< empty image when the prebuilt image ran
+  Compiled compiled;  ///< empty image when the prebuilt image ran
   LaunchPath path = LaunchPath::jit;
-  std::string reason;          ///< one sentence: why this path
-  int reloads = 0;             ///< 1 when a cached image was refused, evicted and recompiled
+  std::string reason;  ///< one sentence: why this path
+  int reloads = 0;     ///< 1 when a cached image was refused, evicted and recompiled
 };
 
 /// A kernel's prebuilt form: the image bytes (fatbin or cubin) the driver loads, and the images

@@ -21,11 +21,11 @@ namespace archguard {
 /// What an nvcc says it builds (its --version, --list-gpu-code, --list-gpu-arch and the a/f
 /// values of --help).
 struct PlanToolkit {
-  std::string path;             ///< for the summary
-  Version2 release;             ///< 13.0
-  std::vector<unsigned> sass;   ///< plain SM numbers with SASS, any order
-  std::vector<unsigned> ptx;    ///< plain SM numbers with PTX
-  std::vector<Arch> variants;   ///< the a/f variants it accepts
+  std::string path;            ///< for the summary
+  Version2 release;            ///< 13.0
+  std::vector<unsigned> sass;  ///< plain SM numbers with SASS, any order
+  std::vector<unsigned> ptx;   ///< plain SM numbers with PTX
+  std::vector<Arch> variants;  ///< the a/f variants it accepts
 };
 
 /// One visible or fleet GPU.
@@ -68,8 +68,8 @@ struct Plan {
   std::vector<std::string> warnings;  ///< to be shown as warnings
   std::vector<std::string> why;       ///< the summary's why: lines
   PlanRuns runs;
-  std::vector<std::string> summary;   ///< the configure summary, one entry per line
-  std::vector<std::string> inputs;    ///< files the answer was read from (the fleet file), for a caller's cache
+  std::vector<std::string> summary;  ///< the configure summary, one entry per line
+  std::vector<std::string> inputs;   ///< files the answer was read from (the fleet file), for a caller's cache
 };
 
 /// Resolves a policy. Errors are the messages the configure step stops with (usage kind).

@@ -31,15 +31,24 @@ enum class ErrorKind : unsigned char {
 /// The kind's name as written here ("not_found"), for logs and tests.
 constexpr std::string_view to_string(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::io: return "io";
-    case ErrorKind::not_found: return "not_found";
-    case ErrorKind::corrupt: return "corrupt";
-    case ErrorKind::limit: return "limit";
-    case ErrorKind::unsupported: return "unsupported";
-    case ErrorKind::usage: return "usage";
-    case ErrorKind::process: return "process";
-    case ErrorKind::driver: return "driver";
-    case ErrorKind::nvrtc: return "nvrtc";
+    case ErrorKind::io:
+      return "io";
+    case ErrorKind::not_found:
+      return "not_found";
+    case ErrorKind::corrupt:
+      return "corrupt";
+    case ErrorKind::limit:
+      return "limit";
+    case ErrorKind::unsupported:
+      return "unsupported";
+    case ErrorKind::usage:
+      return "usage";
+    case ErrorKind::process:
+      return "process";
+    case ErrorKind::driver:
+      return "driver";
+    case ErrorKind::nvrtc:
+      return "nvrtc";
   }
   return "unknown";
 }
@@ -57,7 +66,7 @@ struct Error {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(implicit)
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT(implicit)
   Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT(implicit)
 
   bool ok() const { return v_.index() == 0; }
@@ -109,12 +118,12 @@ inline Error rewrap(const Error& cause, std::string message) {
 #define AG_TRY_CAT(a, b) AG_TRY_CAT_INNER(a, b)
 /// AG_TRY(auto x, expr): evaluates expr (a Result); on error returns the Error from the enclosing
 /// function (which returns a Result), else binds the value to the declaration, moved.
-#define AG_TRY(decl, expr)                                                     \
-  auto AG_TRY_CAT(ag_try_, __LINE__) = (expr);                                 \
+#define AG_TRY(decl, expr)                                                          \
+  auto AG_TRY_CAT(ag_try_, __LINE__) = (expr);                                      \
   if (!AG_TRY_CAT(ag_try_, __LINE__)) return AG_TRY_CAT(ag_try_, __LINE__).error(); \
   decl = std::move(*AG_TRY_CAT(ag_try_, __LINE__))
 /// AG_TRY_STATUS(expr): evaluates expr (a Result, usually a Status); on error returns the Error.
-#define AG_TRY_STATUS(expr)                                                    \
-  do {                                                                         \
+#define AG_TRY_STATUS(expr)                                                           \
+  do {                                                                                \
     if (auto ag_try_status_ = (expr); !ag_try_status_) return ag_try_status_.error(); \
   } while (false)

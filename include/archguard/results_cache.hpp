@@ -34,7 +34,7 @@
 namespace archguard::jit {
 class Cache;
 struct CacheOptions;
-}
+}  // namespace archguard::jit
 
 namespace archguard {
 

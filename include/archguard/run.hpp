@@ -39,11 +39,11 @@ struct Origin {
   std::string kind;
   std::string path;
   std::uint64_t offset = 0;
-  std::uint64_t size = 0;       ///< the image's size as its header gives it; 0 unknown
-  std::string image_kind;       ///< "fatbin", "wrapper", "elf", "text", "ltoir", "unknown", "unreadable"
-  std::string copy;             ///< file (in the recording's directory) holding the bytes; "" none
-  std::string copy_note;        ///< why no copy was made
-  std::string address;          ///< "0x..." in the process
+  std::uint64_t size = 0;  ///< the image's size as its header gives it; 0 unknown
+  std::string image_kind;  ///< "fatbin", "wrapper", "elf", "text", "ltoir", "unknown", "unreadable"
+  std::string copy;        ///< file (in the recording's directory) holding the bytes; "" none
+  std::string copy_note;   ///< why no copy was made
+  std::string address;     ///< "0x..." in the process
 };
 
 struct DeviceSeen {
@@ -58,10 +58,10 @@ struct DeviceSeen {
 struct LoadEvent {
   std::string api;
   int result = 0;
-  double ms = 0;        ///< wall time of the call (a PTX JIT happens inside it)
-  std::string inside;   ///< the runtime call it was made from, "" for the program's own
-  std::string handle;   ///< the CUmodule / CUlibrary made, "0x0" on failure
-  unsigned modules = 0; ///< modules the driver reported loaded inside the call
+  double ms = 0;         ///< wall time of the call (a PTX JIT happens inside it)
+  std::string inside;    ///< the runtime call it was made from, "" for the program's own
+  std::string handle;    ///< the CUmodule / CUlibrary made, "0x0" on failure
+  unsigned modules = 0;  ///< modules the driver reported loaded inside the call
   Origin origin;
   int device = -1;
 };
@@ -69,16 +69,16 @@ struct LoadEvent {
 /// A failed call that makes a kernel unusable (a launch, a lookup by name).
 struct FailEvent {
   std::string api;
-  bool runtime = false;       ///< runtime API (cuda*), else driver API (cu*)
+  bool runtime = false;  ///< runtime API (cuda*), else driver API (cu*)
   int result = 0;
   std::uint64_t key = 0;
-  std::uint64_t count = 1;    ///< identical failures (same call, error and kernel)
-  std::string inside;         ///< driver call made by this runtime call
-  std::string kernel;         ///< the name the call gave or the driver knew ("" when unknown)
-  std::string owner;          ///< the module / library of a lookup
-  std::string function;       ///< CUfunction of a driver launch
-  std::string module;         ///< its module, from the driver
-  Origin func;                ///< a runtime launch: where the host function lies
+  std::uint64_t count = 1;  ///< identical failures (same call, error and kernel)
+  std::string inside;       ///< driver call made by this runtime call
+  std::string kernel;       ///< the name the call gave or the driver knew ("" when unknown)
+  std::string owner;        ///< the module / library of a lookup
+  std::string function;     ///< CUfunction of a driver launch
+  std::string module;       ///< its module, from the driver
+  Origin func;              ///< a runtime launch: where the host function lies
   int device = -1;
 };
 
@@ -91,7 +91,7 @@ struct ModuleEvent {
   std::string during;  ///< the call that caused it
   Origin func;         ///< that call's host function, when a runtime launch
   std::string function;
-  std::string copy;    ///< with --predict: a copy of the cubin
+  std::string copy;  ///< with --predict: a copy of the cubin
 };
 
 /// A launch that loaded modules first (lazy loading, or a JIT on first use).
@@ -106,8 +106,8 @@ struct LazyEvent {
 
 /// With --predict: one distinct kernel the process launched successfully.
 struct LaunchedEvent {
-  Origin func;          ///< runtime: the host function
-  std::string kernel;   ///< driver: the name
+  Origin func;         ///< runtime: the host function
+  std::string kernel;  ///< driver: the name
   std::string module;
 };
 
@@ -159,24 +159,24 @@ struct Explained {
   int error = 0;
   std::string error_name;
   std::uint64_t count = 1;
-  std::string kernel;            ///< mangled ("" when unknown)
+  std::string kernel;  ///< mangled ("" when unknown)
   std::string kernel_demangled;
   int device = -1;
-  std::optional<Version2> cc;    ///< of that device
-  std::string file;              ///< the file that holds the code ("" for memory)
-  Origin origin;                 ///< where the image came from (loads, driver-API lookups)
+  std::optional<Version2> cc;  ///< of that device
+  std::string file;            ///< the file that holds the code ("" for memory)
+  Origin origin;               ///< where the image came from (loads, driver-API lookups)
   std::string translation_unit;
   std::optional<std::size_t> fatbin;
   std::vector<std::string> images;  ///< "sm_80", "compute_80", ... of the fatbin or image
-  bool architecture = false;     ///< the failure is explained by what the binary carries
-  std::string cause;             ///< one line
-  std::string predicted;         ///< what `check` says of the same code: "native", "jit", "fail 209", ""
+  bool architecture = false;        ///< the failure is explained by what the binary carries
+  std::string cause;                ///< one line
+  std::string predicted;            ///< what `check` says of the same code: "native", "jit", "fail 209", ""
   std::vector<doctor::Fix> fixes;
 };
 
 /// A static verdict that disagrees with what the driver did (--predict).
 struct Disagreement {
-  std::string what;       ///< the kernel or image
+  std::string what;  ///< the kernel or image
   std::string file;
   std::string predicted;  ///< "fail 209", "native (sm_90)", "jit (compute_90)"
   std::string observed;   ///< "loaded", "209 at cudaLaunchKernel"
@@ -187,7 +187,7 @@ struct Disagreement {
 struct JitEvent {
   std::string what;  ///< kernel, or image
   std::string file;
-  std::string image; ///< the PTX used, "compute_90"
+  std::string image;  ///< the PTX used, "compute_90"
   double ms = 0;
 };
 

@@ -24,10 +24,10 @@ namespace archguard::selfcheck {
 
 /// One loaded object that carries device code.
 struct ObjectResult {
-  std::string path;                 ///< file of the loaded object
+  std::string path;  ///< file of the loaded object
   Outcome outcome = Outcome::native;
-  int cuda_error = 0;               ///< predicted error when outcome == fail (209, 222, 223, 500)
-  std::string reason;               ///< the first failing fatbin's reason, "" when it runs
+  int cuda_error = 0;                              ///< predicted error when outcome == fail (209, 222, 223, 500)
+  std::string reason;                              ///< the first failing fatbin's reason, "" when it runs
   std::vector<std::string> kernels_without_image;  ///< demangled names
 };
 

@@ -23,16 +23,16 @@ struct Version2 {
 };
 
 struct ArchRow {
-  unsigned sm;              ///< 90 for sm_90
-  Version2 cc;              ///< compute capability
+  unsigned sm;  ///< 90 for sm_90
+  Version2 cc;  ///< compute capability
   const char* codename;
-  const char* products;     ///< comma separated, may be empty
-  bool tegra;               ///< excluded from SASS minor-version compatibility
-  Version2 a_since;         ///< first CUDA with the 'a' variant; empty: none
-  Version2 f_since;         ///< first CUDA with the 'f' variant; empty: none
-  Version2 first_cuda;      ///< first CUDA release targeting it
-  Version2 removed_in;      ///< first CUDA release no longer targeting it; empty: supported
-  unsigned family;          ///< 'f' family id (SM of the family head); 0: none
+  const char* products;  ///< comma separated, may be empty
+  bool tegra;            ///< excluded from SASS minor-version compatibility
+  Version2 a_since;      ///< first CUDA with the 'a' variant; empty: none
+  Version2 f_since;      ///< first CUDA with the 'f' variant; empty: none
+  Version2 first_cuda;   ///< first CUDA release targeting it
+  Version2 removed_in;   ///< first CUDA release no longer targeting it; empty: supported
+  unsigned family;       ///< 'f' family id (SM of the family head); 0: none
 };
 
 struct RenameRow {
@@ -43,8 +43,8 @@ struct RenameRow {
 
 /// More names of the GPUs of one SM (the table's `gpu` rows), for names schedulers and node labels use.
 struct GpuNameRow {
-  unsigned sm;          ///< 0 ends the list
-  const char* names;    ///< comma separated
+  unsigned sm;        ///< 0 ends the list
+  const char* names;  ///< comma separated
 };
 
 struct ReleaseRow {

@@ -17,12 +17,12 @@ namespace archguard {
 
 /// What one nvcc says about itself.
 struct NvccInfo {
-  std::string path;          ///< the nvcc that answered
-  Version2 release;          ///< "release 13.0" of `nvcc --version`
-  std::string build;         ///< "13.0.88" from "V13.0.88", "" when absent
-  std::vector<Arch> sass;    ///< sm_* it accepts: --list-gpu-code plus the a/f values of --help
-  std::vector<Arch> ptx;     ///< compute_* it accepts: --list-gpu-arch plus the a/f values of --help
-  std::vector<Arch> ltoir;   ///< lto_* values of --help (empty for an nvcc without them)
+  std::string path;         ///< the nvcc that answered
+  Version2 release;         ///< "release 13.0" of `nvcc --version`
+  std::string build;        ///< "13.0.88" from "V13.0.88", "" when absent
+  std::vector<Arch> sass;   ///< sm_* it accepts: --list-gpu-code plus the a/f values of --help
+  std::vector<Arch> ptx;    ///< compute_* it accepts: --list-gpu-arch plus the a/f values of --help
+  std::vector<Arch> ltoir;  ///< lto_* values of --help (empty for an nvcc without them)
 
   /// Whether this nvcc accepts the target (LTO-IR by its lto_ value).
   bool supports(Target target) const;

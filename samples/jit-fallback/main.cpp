@@ -88,8 +88,9 @@ int main(int argc, char** argv) {
   auto driver = archguard::device::Driver::shared();
   if (!driver || !(*driver)->init_status().ok() || !(*driver)->device_count().ok() || *(*driver)->device_count() == 0) {
     std::printf("%s: no CUDA device (%s): skipped\n", argv[0],
-                !driver ? driver.message().c_str()
-                        : !(*driver)->init_status().ok() ? (*driver)->init_status().message().c_str() : "0 devices");
+                !driver                          ? driver.message().c_str()
+                : !(*driver)->init_status().ok() ? (*driver)->init_status().message().c_str()
+                                                 : "0 devices");
     return kSkip;
   }
 

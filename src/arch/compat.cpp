@@ -29,9 +29,12 @@ bool family_match(Arch arch, const Device& device) {
 // arch-specific 'a' over the family 'f' over the plain image (rule 5).
 int suffix_rank(Suffix s) {
   switch (s) {
-    case Suffix::a: return 2;
-    case Suffix::f: return 1;
-    case Suffix::none: break;
+    case Suffix::a:
+      return 2;
+    case Suffix::f:
+      return 1;
+    case Suffix::none:
+      break;
   }
   return 0;
 }
@@ -134,9 +137,12 @@ std::string unknown_isa_note(Version2 isa) {
 bool sass_runs_on(Arch arch, const Device& device) {
   const Version2 acc = cc_of_sm(arch.sm);
   switch (arch.suffix) {
-    case Suffix::a: return acc == device.cc;  // rule 3: exactly that CC
-    case Suffix::f: return arch_inferred(arch) ? acc == device.cc : family_match(arch, device);  // rule 4
-    case Suffix::none: break;
+    case Suffix::a:
+      return acc == device.cc;  // rule 3: exactly that CC
+    case Suffix::f:
+      return arch_inferred(arch) ? acc == device.cc : family_match(arch, device);  // rule 4
+    case Suffix::none:
+      break;
   }
   if (acc.major != device.cc.major) return false;  // rule 1: never across majors
   if (acc == device.cc) return true;
@@ -149,9 +155,12 @@ bool sass_runs_on(Arch arch, const Device& device) {
 
 bool ptx_targets(Arch arch, const Device& device) {
   switch (arch.suffix) {
-    case Suffix::a: return cc_of_sm(arch.sm) == device.cc;  // rule 3
-    case Suffix::f: return arch_inferred(arch) ? cc_of_sm(arch.sm) == device.cc : family_match(arch, device);  // rule 4
-    case Suffix::none: break;
+    case Suffix::a:
+      return cc_of_sm(arch.sm) == device.cc;  // rule 3
+    case Suffix::f:
+      return arch_inferred(arch) ? cc_of_sm(arch.sm) == device.cc : family_match(arch, device);  // rule 4
+    case Suffix::none:
+      break;
   }
   return device.cc.packed() >= arch.sm;  // rule 2
 }
@@ -199,8 +208,8 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
   if (!settings.force_ptx_jit && !sass_ok.empty()) {
     const std::size_t pick = best_of(sass_ok);
     const Image& im = images[pick];
-    std::string how = im.arch.suffix == Suffix::a   ? "the arch-specific image matches exactly"
-                      : im.arch.suffix == Suffix::f ? "it is of the same family"
+    std::string how = im.arch.suffix == Suffix::a    ? "the arch-specific image matches exactly"
+                      : im.arch.suffix == Suffix::f  ? "it is of the same family"
                       : cc_of_sm(im.arch.sm) == d.cc ? "it matches exactly"
                                                      : "minor-version compatibility";
     return Verdict{Outcome::native, 0, pick,
@@ -271,9 +280,9 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
       }
     }
     return fail(kErrUnsupportedPtx, "ptx " + image_name(images[pick]) + " has ptx isa " +
-                                         isa_text(images[pick].ptx_isa) + " but driver " +
-                                         format_driver_version(*settings.driver) + " " + accepts +
-                                         " (unsupported toolchain)" + unknown_isa_note(images[pick].ptx_isa));
+                                        isa_text(images[pick].ptx_isa) + " but driver " +
+                                        format_driver_version(*settings.driver) + " " + accepts +
+                                        " (unsupported toolchain)" + unknown_isa_note(images[pick].ptx_isa));
   }
   const std::size_t pick = best_of(usable);
   const Image& im = images[pick];

@@ -72,9 +72,12 @@ bool arch_exists(Arch arch) {
   const ArchRow* row = find_arch(arch.sm);
   if (row == nullptr) return false;
   switch (arch.suffix) {
-    case Suffix::none: return true;
-    case Suffix::a: return !row->a_since.empty();
-    case Suffix::f: return !row->f_since.empty();
+    case Suffix::none:
+      return true;
+    case Suffix::a:
+      return !row->a_since.empty();
+    case Suffix::f:
+      return !row->f_since.empty();
   }
   return false;
 }
@@ -106,9 +109,12 @@ bool supported_by_release(Arch arch, Version2 cuda) {
   if (cuda < row->first_cuda) return false;
   if (!row->removed_in.empty() && cuda >= row->removed_in) return false;
   switch (arch.suffix) {
-    case Suffix::none: return true;
-    case Suffix::a: return !row->a_since.empty() && cuda >= row->a_since;
-    case Suffix::f: return !row->f_since.empty() && cuda >= row->f_since;
+    case Suffix::none:
+      return true;
+    case Suffix::a:
+      return !row->a_since.empty() && cuda >= row->a_since;
+    case Suffix::f:
+      return !row->f_since.empty() && cuda >= row->f_since;
   }
   return false;
 }
@@ -123,19 +129,20 @@ Status check_release_support(Target target, Version2 cuda) {
   if (const RenameRow* rn = find_rename(arch.sm); rn != nullptr && cuda >= rn->cuda) {
     const Arch now{rn->new_sm, arch.suffix};
     return make_error(ErrorKind::unsupported, name + ": renamed " + nvcc_name(now, target.kind) + " in CUDA " + common::version_text(rn->cuda) + "; CUDA " + rel +
-                      " accepts only the new name: use " + arch_number(now));
+                                                  " accepts only the new name: use " + arch_number(now));
   }
   if (!row->removed_in.empty() && cuda >= row->removed_in) {
     return make_error(ErrorKind::unsupported, name + ": removed in CUDA " + common::version_text(row->removed_in) + "; the last CUDA that targets it is older than " +
-                      common::version_text(row->removed_in));
+                                                  common::version_text(row->removed_in));
   }
   if (cuda < row->first_cuda) {
     return make_error(ErrorKind::unsupported, name + ": CUDA " + rel + " predates it; its first CUDA is " + common::version_text(row->first_cuda));
   }
-  const Version2 since = arch.suffix == Suffix::a ? row->a_since : arch.suffix == Suffix::f ? row->f_since : Version2{};
+  const Version2 since = arch.suffix == Suffix::a ? row->a_since : arch.suffix == Suffix::f ? row->f_since
+                                                                                            : Version2{};
   if (!since.empty() && cuda < since) {
     return make_error(ErrorKind::unsupported, name + ": the '" + std::string(1, arch.suffix == Suffix::a ? 'a' : 'f') +
-                      "' variant needs CUDA " + common::version_text(since) + " or later, this is CUDA " + rel);
+                                                  "' variant needs CUDA " + common::version_text(since) + " or later, this is CUDA " + rel);
   }
   return Ok{};
 }
@@ -173,7 +180,7 @@ Result<DriverVersion> parse_driver_version(std::string_view text) {
   const std::string_view original = text;
   auto bad = [&](std::string_view why) {
     return make_error(ErrorKind::usage, "driver version '" + std::string(original) + "': " + std::string(why) +
-                      "; expected MAJOR[.MINOR[.PATCH]] such as 580.65.06");
+                                            "; expected MAJOR[.MINOR[.PATCH]] such as 580.65.06");
   };
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' ||

@@ -13,7 +13,11 @@ namespace archguard {
 namespace {
 
 // How the user spelled a token: neighbours in error messages are written the same way.
-enum class Style : std::uint8_t { cmake, sass, ptx, lto, capability };
+enum class Style : std::uint8_t { cmake,
+                                  sass,
+                                  ptx,
+                                  lto,
+                                  capability };
 
 char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
 
@@ -35,9 +39,12 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 char suffix_char(Suffix s) {
   switch (s) {
-    case Suffix::a: return 'a';
-    case Suffix::f: return 'f';
-    case Suffix::none: break;
+    case Suffix::a:
+      return 'a';
+    case Suffix::f:
+      return 'f';
+    case Suffix::none:
+      break;
   }
   return '\0';
 }
@@ -50,11 +57,16 @@ std::string capability_name(Arch arch) {
 
 std::string styled(Arch arch, Style style) {
   switch (style) {
-    case Style::cmake: return arch_number(arch);
-    case Style::sass: return nvcc_name(arch, CodeKind::sass);
-    case Style::ptx: return nvcc_name(arch, CodeKind::ptx);
-    case Style::lto: return nvcc_name(arch, CodeKind::ltoir);
-    case Style::capability: return capability_name(arch);
+    case Style::cmake:
+      return arch_number(arch);
+    case Style::sass:
+      return nvcc_name(arch, CodeKind::sass);
+    case Style::ptx:
+      return nvcc_name(arch, CodeKind::ptx);
+    case Style::lto:
+      return nvcc_name(arch, CodeKind::ltoir);
+    case Style::capability:
+      return capability_name(arch);
   }
   return arch_number(arch);
 }
@@ -99,7 +111,7 @@ Status validate(std::string_view token, Arch arch, Style style) {
     if (below) near.push_back(styled({*below, Suffix::none}, style));
     if (above) near.push_back(styled({*above, Suffix::none}, style));
     return make_error(ErrorKind::usage, who + ": unknown architecture: there is no compute capability " +
-                      capability_name({arch.sm, Suffix::none}) + "; nearest valid targets: " + join(near, ", "));
+                                            capability_name({arch.sm, Suffix::none}) + "; nearest valid targets: " + join(near, ", "));
   }
   if (arch_exists(arch)) return Ok{};
   const char c = suffix_char(arch.suffix);
@@ -109,10 +121,10 @@ Status validate(std::string_view token, Arch arch, Style style) {
   std::optional<unsigned> lowest = lowest_with(arch.suffix);
   if (lowest && arch.sm < *lowest) {
     return make_error(ErrorKind::usage, who + ": no '" + std::string(1, c) + "' variant below " +
-                      capability_name({*lowest, Suffix::none}) + "; " + list);
+                                            capability_name({*lowest, Suffix::none}) + "; " + list);
   }
   return make_error(ErrorKind::usage, who + ": " + styled({arch.sm, Suffix::none}, style) + " has no '" +
-                    std::string(1, c) + "' variant; " + list);
+                                          std::string(1, c) + "' variant; " + list);
 }
 
 // Reads "<digits>[a|f]" at the start of `s`; advances `s`.
@@ -136,9 +148,9 @@ std::optional<Arch> read_arch_number(std::string_view& s) {
 
 Error not_a_token(std::string_view token) {
   return make_error(ErrorKind::usage, std::string(token) +
-                    ": not an architecture token; expected e.g. 90, 90-real, 100f-virtual, sm_90a, "
-                    "compute_80, 8.6, 12.0+PTX, -arch=sm_86, -gencode arch=compute_80,code=sm_80 or a "
-                    "family name such as Hopper");
+                                          ": not an architecture token; expected e.g. 90, 90-real, 100f-virtual, sm_90a, "
+                                          "compute_80, 8.6, 12.0+PTX, -arch=sm_86, -gencode arch=compute_80,code=sm_80 or a "
+                                          "family name such as Hopper");
 }
 
 // nvcc names: sm_90a, compute_120f, lto_80.
@@ -249,11 +261,11 @@ Result<std::vector<Target>> parse_family(std::string_view word) {
   }
   if (plain.empty() && integrated.empty()) {
     return make_error(ErrorKind::usage, std::string(word) + ": unknown architecture family name; known: " +
-                      join(known, ", ") + " (add +Tegra for the integrated parts)");
+                                            join(known, ", ") + " (add +Tegra for the integrated parts)");
   }
   if (tegra && integrated.empty()) {
     return make_error(ErrorKind::usage, std::string(word) + ": the " + std::string(word.substr(0, word.size() - 6)) +
-                      " family has no Tegra parts in the table");
+                                            " family has no Tegra parts in the table");
   }
   const bool use_tegra = tegra || plain.empty();
   std::vector<Target> out;
@@ -274,8 +286,8 @@ Result<std::vector<Target>> parse_word(std::string_view word) {
   const std::string low = to_lower(word);
   if (low == "all" || low == "all-major" || low == "native") {
     return make_error(ErrorKind::usage, std::string(word) +
-                      ": depends on the nvcc release (all, all-major) or on the GPUs present "
-                      "(native); list explicit targets, see 'archguard arch list'");
+                                            ": depends on the nvcc release (all, all-major) or on the GPUs present "
+                                            "(native); list explicit targets, see 'archguard arch list'");
   }
   if (starts_with_nocase(word, "sm_") || starts_with_nocase(word, "compute_") ||
       starts_with_nocase(word, "lto_")) {
@@ -351,12 +363,14 @@ std::vector<std::string_view> split_commas(std::string_view s) {
 bool code_compatible(Arch arch, Target code) {
   if (code.kind == CodeKind::ptx) return code.arch == arch;
   switch (arch.suffix) {
-    case Suffix::a: return code.arch == arch;
+    case Suffix::a:
+      return code.arch == arch;
     case Suffix::f: {
       const unsigned fam = family_of(arch.sm);
       return fam != 0 && family_of(code.arch.sm) == fam && code.arch.sm >= arch.sm;
     }
-    case Suffix::none: return code.arch.sm >= arch.sm;
+    case Suffix::none:
+      return code.arch.sm >= arch.sm;
   }
   return false;
 }
@@ -383,7 +397,7 @@ Status expand_arch_code(std::string_view arch_value, const std::optional<std::st
   }
   if (arch_kind != CodeKind::ptx) {
     return make_error(ErrorKind::usage, "arch=" + std::string(arch_value) +
-                      ": with a code list the arch must be virtual (compute_" + arch_number(*arch) + ")");
+                                            ": with a code list the arch must be virtual (compute_" + arch_number(*arch) + ")");
   }
   std::string_view codes = *code_value;
   if (codes.size() >= 2 && codes.front() == '[' && codes.back() == ']') {
@@ -396,7 +410,7 @@ Status expand_arch_code(std::string_view arch_value, const std::optional<std::st
     if (!code) return code.error();
     if (!code_compatible(*arch, {*code, kind})) {
       return make_error(ErrorKind::usage, "incompatible code generation: arch=" + std::string(arch_value) + " cannot produce " +
-                        std::string(c));
+                                              std::string(c));
     }
     out.push_back({*code, kind});
   }
@@ -423,9 +437,12 @@ std::string arch_number(Arch arch) {
 
 std::string nvcc_name(Arch arch, CodeKind kind) {
   switch (kind) {
-    case CodeKind::sass: return "sm_" + arch_number(arch);
-    case CodeKind::ptx: return "compute_" + arch_number(arch);
-    case CodeKind::ltoir: return "lto_" + arch_number(arch);
+    case CodeKind::sass:
+      return "sm_" + arch_number(arch);
+    case CodeKind::ptx:
+      return "compute_" + arch_number(arch);
+    case CodeKind::ltoir:
+      return "lto_" + arch_number(arch);
   }
   return arch_number(arch);
 }
@@ -474,8 +491,8 @@ Result<std::vector<Target>> parse_list(std::string_view text) {
       const bool is_code = name == "-code" || name == "--gpu-code";
       if (!is_gencode && !is_arch && !is_code) {
         return make_error(ErrorKind::usage, std::string(word) +
-                          ": not an architecture flag; expected -gencode, --generate-code, -arch, "
-                          "--gpu-architecture, -code or --gpu-code");
+                                                ": not an architecture flag; expected -gencode, --generate-code, -arch, "
+                                                "--gpu-architecture, -code or --gpu-code");
       }
       if (!value) {
         if (i + 1 >= w.size()) return make_error(ErrorKind::usage, std::string(word) + ": missing value");
@@ -537,9 +554,15 @@ std::map<Arch, Group> group_by_arch(std::span<const Target> targets) {
   for (const Target& t : targets) {
     Group& g = groups[t.arch];
     switch (t.kind) {
-      case CodeKind::sass: g.sass = true; break;
-      case CodeKind::ptx: g.ptx = true; break;
-      case CodeKind::ltoir: g.lto = true; break;
+      case CodeKind::sass:
+        g.sass = true;
+        break;
+      case CodeKind::ptx:
+        g.ptx = true;
+        break;
+      case CodeKind::ltoir:
+        g.lto = true;
+        break;
     }
   }
   return groups;
@@ -587,9 +610,12 @@ std::string format_targets(std::span<const Target> targets, Dialect dialect) {
   switch (dialect) {
     case Dialect::cmake:
     case Dialect::torch:
-    case Dialect::codes: return join(items, ";");
-    case Dialect::nvcc: return join(items, " ");
-    case Dialect::tf: return join(items, ",");
+    case Dialect::codes:
+      return join(items, ";");
+    case Dialect::nvcc:
+      return join(items, " ");
+    case Dialect::tf:
+      return join(items, ",");
   }
   return join(items, ";");
 }
@@ -598,11 +624,11 @@ Status check_expressible(std::span<const Target> targets, Dialect dialect) {
   for (const auto& [arch, g] : group_by_arch(targets)) {
     if (g.lto && dialect != Dialect::nvcc && dialect != Dialect::codes) {
       return make_error(ErrorKind::usage, nvcc_name(arch, CodeKind::ltoir) +
-                        ": LTO-IR has no spelling in this format; use the gencode format");
+                                              ": LTO-IR has no spelling in this format; use the gencode format");
     }
     if (dialect == Dialect::torch && g.ptx && !g.sass) {
       return make_error(ErrorKind::usage, nvcc_name(arch, CodeKind::ptx) + ": PyTorch's arch list cannot ask for PTX without SASS (" +
-                        capability_name(arch) + "+PTX adds " + nvcc_name(arch, CodeKind::sass) + ")");
+                                              capability_name(arch) + "+PTX adds " + nvcc_name(arch, CodeKind::sass) + ")");
     }
   }
   return Ok{};

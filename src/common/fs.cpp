@@ -100,7 +100,7 @@ std::vector<std::string> list_dir(int dirfd) {
   if (!dup.valid()) return names;
   DIR* d = ::fdopendir(dup.get());
   if (d == nullptr) return names;
-  dup.release();  // owned by d now
+  dup.release();   // owned by d now
   ::rewinddir(d);  // the duplicate shares the original's position
   while (const dirent* e = ::readdir(d)) {
     const std::string_view n = e->d_name;

@@ -20,7 +20,6 @@ namespace archguard::common {
 
 namespace {
 
-
 // Waits for the child, retrying on EINTR.
 void reap(pid_t pid, int& status) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

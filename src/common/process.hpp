@@ -12,13 +12,14 @@
 namespace archguard::common {
 
 struct ProcessOutput {
-  int exit_code = -1;      ///< exit status, or -1 when killed by a signal
-  int signal = 0;          ///< the signal that ended it, 0 when it exited
-  std::string output;      ///< what it wrote (stdout, and stderr unless discarded)
+  int exit_code = -1;  ///< exit status, or -1 when killed by a signal
+  int signal = 0;      ///< the signal that ended it, 0 when it exited
+  std::string output;  ///< what it wrote (stdout, and stderr unless discarded)
 };
 
 /// Where the child's standard error goes.
-enum class StderrTo { output, null };
+enum class StderrTo { output,
+                      null };
 
 struct RunOptions {
   std::chrono::milliseconds timeout{60000};  ///< the child is killed (SIGKILL) after this

@@ -31,10 +31,19 @@ std::size_t utf8_sequence(std::string_view s, char32_t& code) {
   }
   std::size_t n = 0;
   char32_t c = 0, min = 0;
-  if ((b0 & 0xe0) == 0xc0) { n = 2; c = b0 & 0x1f; min = 0x80; }
-  else if ((b0 & 0xf0) == 0xe0) { n = 3; c = b0 & 0x0f; min = 0x800; }
-  else if ((b0 & 0xf8) == 0xf0) { n = 4; c = b0 & 0x07; min = 0x10000; }
-  else return 0;
+  if ((b0 & 0xe0) == 0xc0) {
+    n = 2;
+    c = b0 & 0x1f;
+    min = 0x80;
+  } else if ((b0 & 0xf0) == 0xe0) {
+    n = 3;
+    c = b0 & 0x0f;
+    min = 0x800;
+  } else if ((b0 & 0xf8) == 0xf0) {
+    n = 4;
+    c = b0 & 0x07;
+    min = 0x10000;
+  } else return 0;
   if (s.size() < n) return 0;
   for (std::size_t i = 1; i < n; ++i) {
     const auto b = static_cast<unsigned char>(s[i]);

@@ -74,7 +74,8 @@ std::string kernel_list(const std::vector<Kernel>& kernels, std::size_t show = 4
 bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
-int severity(Outcome o) { return o == Outcome::fail ? 2 : o == Outcome::jit ? 1 : 0; }
+int severity(Outcome o) { return o == Outcome::fail ? 2 : o == Outcome::jit ? 1
+                                                                            : 0; }
 
 std::string image_label(const Image& im) { return nvcc_name(im.arch, im.kind) + (im.relocatable ? "(rel)" : ""); }
 
@@ -147,12 +148,16 @@ CoverageSummary summarize(const ObjectFatbins& object) {
     for (const auto& e : fb.entries) {
       ++s.images;
       switch (e.kind) {
-        case CodeKind::sass: s.sass.push_back(e.arch); break;
+        case CodeKind::sass:
+          s.sass.push_back(e.arch);
+          break;
         case CodeKind::ptx:
           s.ptx.push_back(e.arch);
           s.highest_ptx_isa = std::max(s.highest_ptx_isa, e.version);
           break;
-        case CodeKind::ltoir: s.ltoir.push_back(e.arch); break;
+        case CodeKind::ltoir:
+          s.ltoir.push_back(e.arch);
+          break;
       }
     }
   }
@@ -213,11 +218,16 @@ Result<Requirement> parse_requirement(std::string_view require, std::string_view
 
 std::string_view to_string(UnitStatus s) {
   switch (s) {
-    case UnitStatus::ok: return "ok";
-    case UnitStatus::compatible: return "compatible";
-    case UnitStatus::specific_extra: return "specific-extra";
-    case UnitStatus::no_kernels: return "no-kernels";
-    case UnitStatus::missing: return "missing";
+    case UnitStatus::ok:
+      return "ok";
+    case UnitStatus::compatible:
+      return "compatible";
+    case UnitStatus::specific_extra:
+      return "specific-extra";
+    case UnitStatus::no_kernels:
+      return "no-kernels";
+    case UnitStatus::missing:
+      return "missing";
   }
   return "?";
 }
@@ -279,7 +289,8 @@ VerifyReport verify(std::span<const ObjectFatbins> objects, const Requirement& r
         });
       }
       const bool failed = !f.missing_sass.empty() || !f.missing_ptx.empty() || f.missing_ptx_highest;
-      f.status = failed ? UnitStatus::missing : !f.compatible.empty() ? UnitStatus::compatible : UnitStatus::ok;
+      f.status = failed ? UnitStatus::missing : !f.compatible.empty() ? UnitStatus::compatible
+                                                                      : UnitStatus::ok;
       std::string kernels_text;
       if (failed) {
         // A fatbin that defines no kernel cannot fail a launch: it decides nothing. One whose
@@ -448,11 +459,16 @@ Result<std::vector<KernelFinding>> kernels_without_image(const ObjectFatbins& ob
 
 std::string_view to_string(ObjectKind k) {
   switch (k) {
-    case ObjectKind::executable: return "executable";
-    case ObjectKind::shared_library: return "shared-library";
-    case ObjectKind::static_library: return "static-library";
-    case ObjectKind::relocatable: return "relocatable";
-    case ObjectKind::other: return "other";
+    case ObjectKind::executable:
+      return "executable";
+    case ObjectKind::shared_library:
+      return "shared-library";
+    case ObjectKind::static_library:
+      return "static-library";
+    case ObjectKind::relocatable:
+      return "relocatable";
+    case ObjectKind::other:
+      return "other";
   }
   return "?";
 }
@@ -463,7 +479,8 @@ ObjectKind object_kind(const ObjectFatbins& object) {
   switch (object.elf_type) {
     case 1:  // an archive's members merged by judged_objects carry the archive's name
       return object.archive.empty() && object.path.ends_with(".a") ? ObjectKind::static_library : ObjectKind::relocatable;
-    case 2: return ObjectKind::executable;
+    case 2:
+      return ObjectKind::executable;
     case 3: {
       // ET_DYN is both a shared library and a position-independent executable; the name tells
       // them apart as ld.so's users do: libfoo.so, libfoo.so.13, ext.cpython-312-x86_64-linux-gnu.so.
@@ -474,18 +491,25 @@ ObjectKind object_kind(const ObjectFatbins& object) {
       if (object.pe) return ObjectKind::shared_library;  // a DLL or .pyd (read_pe says ET_DYN only for those)
       return ObjectKind::executable;
     }
-    default: return ObjectKind::other;
+    default:
+      return ObjectKind::other;
   }
 }
 
 std::string_view to_string(Tier t) {
   switch (t) {
-    case Tier::no_device_code: return "no-device-code";
-    case Tier::no_kernels: return "no-kernels";
-    case Tier::all_run: return "all-run";
-    case Tier::other_gpus: return "other-gpus";
-    case Tier::some_missing: return "some-missing";
-    case Tier::none_run: return "none-run";
+    case Tier::no_device_code:
+      return "no-device-code";
+    case Tier::no_kernels:
+      return "no-kernels";
+    case Tier::all_run:
+      return "all-run";
+    case Tier::other_gpus:
+      return "other-gpus";
+    case Tier::some_missing:
+      return "some-missing";
+    case Tier::none_run:
+      return "none-run";
   }
   return "?";
 }
@@ -526,8 +550,7 @@ unsigned arch_tag_of(std::string_view name, std::string* tag) {
   }
   // Generation names as whole words: volta_cgemm..., ampere_..., hopper_...
   static constexpr std::pair<std::string_view, unsigned> kGenerations[] = {
-      {"kepler", 35}, {"maxwell", 50}, {"pascal", 60}, {"volta", 70}, {"turing", 75},
-      {"ampere", 80}, {"hopper", 90}, {"blackwell", 100}};
+      {"kepler", 35}, {"maxwell", 50}, {"pascal", 60}, {"volta", 70}, {"turing", 75}, {"ampere", 80}, {"hopper", 90}, {"blackwell", 100}};
   for (const auto& [word, sm] : kGenerations) {
     for (std::size_t at = n.find(word); at != std::string_view::npos; at = n.find(word, at + 1)) {
       const std::size_t end = at + word.size();
@@ -869,9 +892,14 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
   int first_error = 0, first_unexcused = 0;
   for (auto& [name, kv] : by_name) {
     switch (kv.verdict.outcome) {
-      case Outcome::native: ++j.native; continue;
-      case Outcome::jit: ++j.jit; continue;
-      case Outcome::fail: break;
+      case Outcome::native:
+        ++j.native;
+        continue;
+      case Outcome::jit:
+        ++j.jit;
+        continue;
+      case Outcome::fail:
+        break;
     }
     ++j.failed;
     if (first_error == 0) first_error = kv.verdict.cuda_error;
@@ -909,7 +937,8 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
 
   const std::size_t failing = j.failed + unknown_fail;
   const std::size_t running = j.native + j.jit + unknown_run;
-  j.cuda_error = first_unexcused != 0 ? first_unexcused : first_error != 0 ? first_error : first_unknown_error;
+  j.cuda_error = first_unexcused != 0 ? first_unexcused : first_error != 0 ? first_error
+                                                                           : first_unknown_error;
   if (j.kernel_units == 0 && unknown_fail + unknown_run == 0) j.tier = Tier::no_kernels;
   else if (failing == 0) j.tier = Tier::all_run;
   else if (running == 0) j.tier = Tier::none_run;
@@ -974,7 +1003,7 @@ bool is_upper(char c) { return std::isupper(static_cast<unsigned char>(c)) != 0;
 struct VariantToken {
   std::size_t begin = 0, end = 0;
   bool cuda = false;
-  unsigned number = 0;  ///< sm, or cuda release x 10 (118, 120)
+  unsigned number = 0;    ///< sm, or cuda release x 10 (118, 120)
   bool specific = false;  ///< an architecture with its a/f suffix: Sm100a, sm_100f, _90a
 };
 

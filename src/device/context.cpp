@@ -106,7 +106,8 @@ Result<Module> Context::load_module(std::span<const std::byte> image, const Load
 Result<Buffer> Context::allocate(std::size_t bytes) const {
   CUdeviceptr p = 0;
   if (auto s = driver_->check("cuMemAlloc(" + std::to_string(bytes) + " bytes)",
-                              driver_->api().cuMemAlloc(&p, bytes)); !s) {
+                              driver_->api().cuMemAlloc(&p, bytes));
+      !s) {
     return s.error();
   }
   return Buffer(driver_, static_cast<DevicePtr>(p), bytes);
@@ -141,7 +142,8 @@ Module::~Module() {
 Result<Function> Module::function(const std::string& name) const {
   FunctionHandle fn = nullptr;
   if (auto s = driver_->check("cuModuleGetFunction(" + name + ")",
-                              driver_->api().cuModuleGetFunction(&fn, mod_, name.c_str())); !s) {
+                              driver_->api().cuModuleGetFunction(&fn, mod_, name.c_str()));
+      !s) {
     return s.error();
   }
   return Function(driver_.get(), fn, name);
@@ -158,7 +160,8 @@ Result<int> Function::attribute(int attribute) const {
   if (driver_ == nullptr || fn_ == nullptr) return make_error(ErrorKind::driver, "cuFuncGetAttribute: no function", kCuErrorInvalidValue);
   int v = 0;
   if (auto s = driver_->check("cuFuncGetAttribute(" + name_ + ")",
-                              driver_->api().cuFuncGetAttribute(&v, attribute, fn_)); !s) {
+                              driver_->api().cuFuncGetAttribute(&v, attribute, fn_));
+      !s) {
     return s.error();
   }
   return v;
@@ -186,16 +189,14 @@ Buffer::~Buffer() {
 
 Status Buffer::copy_from_host(std::span<const std::byte> src) const {
   if (src.size() > size_) {
-    return make_error(ErrorKind::driver, "cuMemcpyHtoD: " + std::to_string(src.size()) + " bytes exceed the buffer of " +
-                      std::to_string(size_), kCuErrorInvalidValue);
+    return make_error(ErrorKind::driver, "cuMemcpyHtoD: " + std::to_string(src.size()) + " bytes exceed the buffer of " + std::to_string(size_), kCuErrorInvalidValue);
   }
   return driver_->check("cuMemcpyHtoD", driver_->api().cuMemcpyHtoD(ptr_, src.data(), src.size()));
 }
 
 Status Buffer::copy_to_host(std::span<std::byte> dst) const {
   if (dst.size() > size_) {
-    return make_error(ErrorKind::driver, "cuMemcpyDtoH: " + std::to_string(dst.size()) + " bytes exceed the buffer of " +
-                      std::to_string(size_), kCuErrorInvalidValue);
+    return make_error(ErrorKind::driver, "cuMemcpyDtoH: " + std::to_string(dst.size()) + " bytes exceed the buffer of " + std::to_string(size_), kCuErrorInvalidValue);
   }
   return driver_->check("cuMemcpyDtoH", driver_->api().cuMemcpyDtoH(dst.data(), ptr_, dst.size()));
 }

@@ -179,13 +179,17 @@ Result<DeviceInfo> Driver::device(int ordinal) const {
   info.name = buf;
   int major = 0, minor = 0, integrated = 0, sms = 0;
   if (auto s = check(where + "cuDeviceGetAttribute(compute capability major)",
-                     api_->cuDeviceGetAttribute(&major, kAttrCcMajor, dev)); !s) return s.error();
+                     api_->cuDeviceGetAttribute(&major, kAttrCcMajor, dev));
+      !s) return s.error();
   if (auto s = check(where + "cuDeviceGetAttribute(compute capability minor)",
-                     api_->cuDeviceGetAttribute(&minor, kAttrCcMinor, dev)); !s) return s.error();
+                     api_->cuDeviceGetAttribute(&minor, kAttrCcMinor, dev));
+      !s) return s.error();
   if (auto s = check(where + "cuDeviceGetAttribute(integrated)",
-                     api_->cuDeviceGetAttribute(&integrated, kAttrIntegrated, dev)); !s) return s.error();
+                     api_->cuDeviceGetAttribute(&integrated, kAttrIntegrated, dev));
+      !s) return s.error();
   if (auto s = check(where + "cuDeviceGetAttribute(multiprocessor count)",
-                     api_->cuDeviceGetAttribute(&sms, kAttrMultiprocessorCount, dev)); !s) return s.error();
+                     api_->cuDeviceGetAttribute(&sms, kAttrMultiprocessorCount, dev));
+      !s) return s.error();
   info.cc = Version2{static_cast<unsigned>(major), static_cast<unsigned>(minor)};
   info.integrated = integrated != 0;
   info.multiprocessors = sms;

@@ -48,8 +48,10 @@ Step step_binaries(Session& s, Report& report) {
   step.number = 3;
   step.name = "binaries";
   if (s.options->files.empty()) {
-    step.findings.push_back({Level::skip, "binaries", "no FILE given (archguard doctor FILE... checks binaries, "
-                                                       "libraries, wheels and directories such as torch/lib)", ""});
+    step.findings.push_back({Level::skip, "binaries",
+                             "no FILE given (archguard doctor FILE... checks binaries, "
+                             "libraries, wheels and directories such as torch/lib)",
+                             ""});
     return step;
   }
   DriverSettings settings;
@@ -65,8 +67,10 @@ Step step_binaries(Session& s, Report& report) {
     scan_options.facts = s.options->results;
     auto scan = scan_path(file, scan_options);
     if (!scan) {
-      step.findings.push_back({Level::fail, file, scan.message(), "check the path (a binary, library, archive, "
-                                                                    "wheel or directory)", FixKind::other});
+      step.findings.push_back({Level::fail, file, scan.message(),
+                               "check the path (a binary, library, archive, "
+                               "wheel or directory)",
+                               FixKind::other});
       continue;
     }
     for (const auto& e : scan->errors) step.findings.push_back({Level::warn, file, "not read: " + e, ""});
@@ -177,7 +181,9 @@ Step step_binaries(Session& s, Report& report) {
         }
         switch (j.tier) {
           case Tier::no_device_code:
-          case Tier::no_kernels: ++no_kernels; continue;
+          case Tier::no_kernels:
+            ++no_kernels;
+            continue;
           case Tier::all_run:
           case Tier::other_gpus: {
             const bool via_jit = j.kernels_listed ? j.jit > 0 : v.outcome == Outcome::jit;
@@ -192,8 +198,12 @@ Step step_binaries(Session& s, Report& report) {
             }
             continue;
           }
-          case Tier::some_missing: ++some_missing; break;
-          case Tier::none_run: ++none_run; break;
+          case Tier::some_missing:
+            ++some_missing;
+            break;
+          case Tier::none_run:
+            ++none_run;
+            break;
         }
         if (first_error == 0) first_error = j.cuda_error;
         for (const auto& u : j.failing_units())

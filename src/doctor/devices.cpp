@@ -10,7 +10,6 @@
 namespace archguard::doctor::detail {
 namespace {
 
-
 const ProbedGpu* match(const ProbeResult& probe, const device::DeviceInfo& d) {
   const std::string bus = normalise_bus_id(d.pci_bus_id);
   for (const auto& g : probe.gpus)
@@ -145,8 +144,9 @@ Step step_devices(Session& s, Report& report) {
       } else {
         status = worst(status, Level::warn);
         msg += std::string("; ") + who + " says " + common::version_text(*cc) + ", the driver says " + common::version_text(d.cc);
-        fix = "trust the driver's value (it decides which image loads); a mismatch points at a mixed driver "
-              "installation: reinstall the driver";
+        fix =
+            "trust the driver's value (it decides which image loads); a mismatch points at a mixed driver "
+            "installation: reinstall the driver";
       }
     };
     cross("nvidia-smi", f.smi_cc);

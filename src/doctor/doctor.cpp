@@ -25,7 +25,6 @@ std::string_view smoke_fatbin_targets() { return kSmokeFatbin_note; }
 
 namespace {
 
-
 /// Files to look at for step 2: the file itself, or the ELF files under a directory (bounded).
 std::vector<std::string> elf_candidates(const std::string& path, std::string& note) {
   namespace fs = std::filesystem;

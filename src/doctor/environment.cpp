@@ -157,7 +157,7 @@ Step check_environment(const EnvLookup& env) {
     step.findings.push_back(
         {Level::warn, "CUDA_DISABLE_PTX_JIT",
          "set to '" + *disable + "': binaries without sass for this gpu fail instead of jit-compiling their ptx "
-         "(cudaErrorJitCompilationDisabled, 223)",
+                                 "(cudaErrorJitCompilationDisabled, 223)",
          "unset CUDA_DISABLE_PTX_JIT", FixKind::environment});
   } else {
     step.findings.push_back({Level::pass, "CUDA_DISABLE_PTX_JIT", "not set: ptx can be jit-compiled", ""});
@@ -166,7 +166,7 @@ Step check_environment(const EnvLookup& env) {
     step.findings.push_back(
         {Level::warn, "CUDA_FORCE_PTX_JIT",
          "set to '" + *force + "': embedded sass is ignored, every kernel is jit-compiled from ptx, and binaries "
-         "without ptx fail with 209 (no kernel image is available)",
+                               "without ptx fail with 209 (no kernel image is available)",
          "unset CUDA_FORCE_PTX_JIT", FixKind::environment});
   } else {
     step.findings.push_back({Level::pass, "CUDA_FORCE_PTX_JIT", "not set: sass is used when it matches", ""});
@@ -202,7 +202,7 @@ Step check_environment(const EnvLookup& env) {
   if (const auto& v = driver.launch_blocking; driver_switch_on(v)) {
     step.findings.push_back({Level::warn, "CUDA_LAUNCH_BLOCKING",
                              "set to '" + *v + "': every launch is synchronous (fine for finding the failing "
-                             "call, slow for real work)",
+                                               "call, slow for real work)",
                              "unset CUDA_LAUNCH_BLOCKING once the failing launch is found", FixKind::environment});
   } else {
     step.findings.push_back({Level::pass, "CUDA_LAUNCH_BLOCKING",
@@ -240,7 +240,8 @@ Step check_environment(const EnvLookup& env) {
       if (good == 0)
         step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES",
                                  "'" + *v + "' names no gpu ('" + bad + "' is neither an index nor a GPU-/MIG- uuid): "
-                                 "the process sees no gpu", fix, FixKind::environment});
+                                                                        "the process sees no gpu",
+                                 fix, FixKind::environment});
       else if (!bad.empty())
         step.findings.push_back({Level::warn, "CUDA_VISIBLE_DEVICES",
                                  "'" + *v + "': the driver stops at '" + bad + "' and ignores the entries from there on",

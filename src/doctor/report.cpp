@@ -12,20 +12,28 @@ namespace archguard::doctor {
 
 std::string_view to_string(Level level) {
   switch (level) {
-    case Level::pass: return "pass";
-    case Level::warn: return "warn";
-    case Level::fail: return "fail";
-    case Level::skip: return "skip";
+    case Level::pass:
+      return "pass";
+    case Level::warn:
+      return "warn";
+    case Level::fail:
+      return "fail";
+    case Level::skip:
+      return "skip";
   }
   return "?";
 }
 
 std::string_view to_string(FixKind kind) {
   switch (kind) {
-    case FixKind::rebuild: return "rebuild";
-    case FixKind::driver: return "driver";
-    case FixKind::environment: return "environment";
-    case FixKind::other: return "other";
+    case FixKind::rebuild:
+      return "rebuild";
+    case FixKind::driver:
+      return "driver";
+    case FixKind::environment:
+      return "environment";
+    case FixKind::other:
+      return "other";
   }
   return "?";
 }
@@ -33,10 +41,14 @@ std::string_view to_string(FixKind kind) {
 namespace {
 int rank(Level s) {
   switch (s) {
-    case Level::skip: return 0;
-    case Level::pass: return 1;
-    case Level::warn: return 2;
-    case Level::fail: return 3;
+    case Level::skip:
+      return 0;
+    case Level::pass:
+      return 1;
+    case Level::warn:
+      return 2;
+    case Level::fail:
+      return 3;
   }
   return 0;
 }

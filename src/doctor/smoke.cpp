@@ -22,18 +22,21 @@ Fix smoke_remedy(int code, const JitEnv& env) {
     case device::kCuErrorNoBinaryForGpu:
       if (env.force && env.disable)
         return {FixKind::environment,
-                "unset CUDA_FORCE_PTX_JIT or CUDA_DISABLE_PTX_JIT: together they leave the driver no image to load", {}};
+                "unset CUDA_FORCE_PTX_JIT or CUDA_DISABLE_PTX_JIT: together they leave the driver no image to load",
+                {}};
       if (env.force)
         return {FixKind::environment, "unset CUDA_FORCE_PTX_JIT (it makes the driver ignore the sass and jit the ptx)", {}};
       return {FixKind::other,
               "this gpu is newer than every architecture of the toolkit that built archguard, and none of its ptx "
-              "targets it: rebuild archguard with a newer cuda toolkit", {}};
+              "targets it: rebuild archguard with a newer cuda toolkit",
+              {}};
     case device::kCuErrorUnsupportedPtxVersion:
     case device::kCuErrorInvalidPtx:
       if (env.force)
         return {FixKind::environment,
                 "unset CUDA_FORCE_PTX_JIT (the sass runs without a jit); the ptx of the toolkit that built "
-                "archguard is newer than this driver accepts (see step 2)", {}};
+                "archguard is newer than this driver accepts (see step 2)",
+                {}};
       return {FixKind::driver, "install a driver that accepts the ptx isa of this toolkit (see step 2)", {}};
     case device::kCuErrorJitCompilationDisabled:
       return {FixKind::environment, "unset CUDA_DISABLE_PTX_JIT", {}};
@@ -241,7 +244,8 @@ void run_device(Session& s, int ordinal, Step& step, Report& report) {
   auto dA = ctx->allocate(elems * sizeof(float));
   auto dB = ctx->allocate(elems * sizeof(float));
   auto dC = ctx->allocate(elems * sizeof(float));
-  if (!dA || !dB || !dC) return run.fail("allocating memory", !dA ? dA.error() : !dB ? dB.error() : dC.error());
+  if (!dA || !dB || !dC) return run.fail("allocating memory", !dA ? dA.error() : !dB ? dB.error()
+                                                                                     : dC.error());
   if (auto st = dA->copy_from_host(as_bytes(A)); !st) return run.fail("copying to the device", st.error());
   if (auto st = dB->copy_from_host(as_bytes(B)); !st) return run.fail("copying to the device", st.error());
   auto ev0 = ctx->create_event();

@@ -5,7 +5,6 @@
 #include <archguard/container.hpp>
 #include <archguard/elf.hpp>
 
-
 #include <charconv>
 
 namespace archguard::doctor {

@@ -169,7 +169,13 @@ Result<std::shared_ptr<const Storage>> map_fd(int fd, const std::string& path, s
   return std::shared_ptr<const Storage>(std::move(mapped));
 }
 
-enum class Kind { elf, pe, fatbin, archive, device, unsupported, other };
+enum class Kind { elf,
+                  pe,
+                  fatbin,
+                  archive,
+                  device,
+                  unsupported,
+                  other };
 
 bool starts_with(Bytes b, std::initializer_list<unsigned> magic, std::size_t at = 0) {
   if (b.size() < at + magic.size()) return false;
@@ -212,14 +218,14 @@ Kind classify(Bytes b) {
   if (looks_like_elf(b)) return Kind::elf;
   if (pe_head(b)) return Kind::pe;
   if (!unsupported_kind(b).empty()) return Kind::unsupported;
-  if (starts_with(b, {0x50, 0xed, 0x55, 0xba})) return Kind::fatbin;  // nvcc --fatbin output
-  if (starts_with(b, {'!', '<', 'a', 'r', 'c', 'h', '>', '\n'}) ||  // ar
+  if (starts_with(b, {0x50, 0xed, 0x55, 0xba})) return Kind::fatbin;           // nvcc --fatbin output
+  if (starts_with(b, {'!', '<', 'a', 'r', 'c', 'h', '>', '\n'}) ||             // ar
       starts_with(b, {'P', 'K', 3, 4}) || starts_with(b, {'P', 'K', 5, 6}) ||  // zip
-      starts_with(b, {0x1f, 0x8b}) ||                    // gzip
-      starts_with(b, {0x28, 0xb5, 0x2f, 0xfd}) ||        // zstd
-      starts_with(b, {0xfd, '7', 'z', 'X', 'Z', 0}) ||    // xz
-      starts_with(b, {'B', 'Z', 'h'}) ||                  // bzip2
-      starts_with(b, {'u', 's', 't', 'a', 'r'}, 257))     // tar
+      starts_with(b, {0x1f, 0x8b}) ||                                          // gzip
+      starts_with(b, {0x28, 0xb5, 0x2f, 0xfd}) ||                              // zstd
+      starts_with(b, {0xfd, '7', 'z', 'X', 'Z', 0}) ||                         // xz
+      starts_with(b, {'B', 'Z', 'h'}) ||                                       // bzip2
+      starts_with(b, {'u', 's', 't', 'a', 'r'}, 257))                          // tar
     return Kind::archive;
   if (classify_device_file(b) != DeviceFileKind::none) return Kind::device;  // PTX or LTO-IR
   return Kind::other;
@@ -445,7 +451,7 @@ struct Scanner {
     };
     // The size the header announces is a claim: reserve no more than the spill threshold.
     if (size_hint > 0) buf.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(
-                           static_cast<std::uint64_t>(size_hint), std::min<std::uint64_t>(options.spill_threshold, 1u << 20))));
+        static_cast<std::uint64_t>(size_hint), std::min<std::uint64_t>(options.spill_threshold, 1u << 20))));
     for (;;) {
       // Classified once the 264 bytes classify() looks at have arrived (smaller members: whole).
       la_ssize_t n = archive_read_data(a, chunk, chunk_buf.size());
@@ -584,16 +590,27 @@ struct Scanner {
               const std::string* file = nullptr) {
     input_size = bytes.size();
     switch (classify(bytes)) {
-      case Kind::elf: add_elf(bytes, display, {}, {}, named_directly, storage); return Ok{};
-      case Kind::pe: add_pe(bytes, display, {}, {}, named_directly); return Ok{};
-      case Kind::fatbin: add_fatbin(bytes, display, {}, {}); return Ok{};
-      case Kind::device: add_standalone(bytes, display, {}, {}); return Ok{};
-      case Kind::archive: scan_archive(bytes, display, 1, !named_directly, file); return Ok{};
+      case Kind::elf:
+        add_elf(bytes, display, {}, {}, named_directly, storage);
+        return Ok{};
+      case Kind::pe:
+        add_pe(bytes, display, {}, {}, named_directly);
+        return Ok{};
+      case Kind::fatbin:
+        add_fatbin(bytes, display, {}, {});
+        return Ok{};
+      case Kind::device:
+        add_standalone(bytes, display, {}, {});
+        return Ok{};
+      case Kind::archive:
+        scan_archive(bytes, display, 1, !named_directly, file);
+        return Ok{};
       case Kind::unsupported:
         if (named_directly) return Error{ErrorKind::unsupported, display + ": " + std::string(unsupported_kind(bytes))};
         report.skipped.push_back(display + ": " + std::string(unsupported_kind(bytes)));
         return Ok{};
-      case Kind::other: break;
+      case Kind::other:
+        break;
     }
     if (named_directly)
       return Error{ErrorKind::unsupported, display + ": not an elf file, a fatbin or a supported archive (ar, zip, tar), nor a ptx or lto-ir file"};

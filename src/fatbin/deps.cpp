@@ -45,17 +45,23 @@ std::vector<std::string> split_path(std::string_view text, std::string_view sepa
 
 std::string_view machine_triplet(std::uint16_t machine) {
   switch (machine) {
-    case kElfMachineX86_64: return "x86_64-linux-gnu";
-    case kElfMachineAarch64: return "aarch64-linux-gnu";
-    default: return "";
+    case kElfMachineX86_64:
+      return "x86_64-linux-gnu";
+    case kElfMachineAarch64:
+      return "aarch64-linux-gnu";
+    default:
+      return "";
   }
 }
 
 std::string_view machine_platform(std::uint16_t machine) {
   switch (machine) {
-    case kElfMachineX86_64: return "x86_64";
-    case kElfMachineAarch64: return "aarch64";
-    default: return "";
+    case kElfMachineX86_64:
+      return "x86_64";
+    case kElfMachineAarch64:
+      return "aarch64";
+    default:
+      return "";
   }
 }
 
@@ -112,7 +118,10 @@ Result<DynamicInfo> read_dynamic(const ElfFile& elf) {
   DynamicInfo info;
   const ElfSection* dynamic = nullptr;
   for (const auto& s : elf.sections())
-    if (s.type == SHT_DYNAMIC) { dynamic = &s; break; }
+    if (s.type == SHT_DYNAMIC) {
+      dynamic = &s;
+      break;
+    }
   if (dynamic == nullptr || dynamic->type == SHT_NOBITS) return info;
   const ByteReader r(elf.bytes(), elf.name());
   if (dynamic->link >= elf.sections().size())
@@ -150,7 +159,8 @@ Result<DynamicInfo> read_dynamic(const ElfFile& elf) {
         info.nodefaultlib = (value & DF_1_NODEFLIB) != 0;
         info.pie = (value & DF_1_PIE) != 0;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return info;
@@ -204,9 +214,12 @@ bool ld_cache_entry_matches(const LdCacheEntry& entry, std::uint16_t machine) {
   if ((entry.flags & kFlagTypeMask) != kFlagElfLibc6) return false;
   const std::uint32_t required = entry.flags & kFlagRequiredMask;
   switch (machine) {
-    case kElfMachineX86_64: return required == kFlagX8664Lib64;
-    case kElfMachineAarch64: return required == kFlagAarch64Lib64;
-    default: return false;
+    case kElfMachineX86_64:
+      return required == kFlagX8664Lib64;
+    case kElfMachineAarch64:
+      return required == kFlagAarch64Lib64;
+    default:
+      return false;
   }
 }
 
@@ -219,7 +232,9 @@ std::string expand_dst(std::string_view element, std::string_view origin, std::s
       continue;
     }
     std::string_view rest = element.substr(i + 1);
-    struct Token { std::string_view name, value; };
+    struct Token {
+      std::string_view name, value;
+    };
     const Token tokens[] = {{"ORIGIN", origin}, {"LIB", lib}, {"PLATFORM", platform}};
     bool done = false;
     for (const Token& t : tokens) {
@@ -329,8 +344,8 @@ Result<DependencyWalk> walk_dependencies(const std::string& path, const Dependen
   if (lib.empty()) lib = !triplet.empty() && is_dir("/lib/" + triplet) ? "lib/" + triplet : "lib64";
   std::string platform = options.platform.empty() ? std::string(machine_platform(machine)) : options.platform;
 
-  std::set<std::string> seen_paths;   // real paths already loaded
-  std::set<std::string> seen_names;   // DT_NEEDED strings and sonames already satisfied
+  std::set<std::string> seen_paths;  // real paths already loaded
+  std::set<std::string> seen_names;  // DT_NEEDED strings and sonames already satisfied
   {
     std::error_code ec;
     seen_paths.insert(std::filesystem::weakly_canonical(path, ec).string());

@@ -50,8 +50,7 @@ Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
   }
   if (shnum > kMaxSections) return r.error_at(60, "elf header", "section count " + hex(shnum) + " is absurd");
   if (!r.contains(shoff, shnum * shentsize))
-    return r.error_at(40, "section table", hex(shnum) + " headers of " + hex(shentsize) +
-                                               " bytes at " + hex(shoff) + " run past the end " + hex(r.size()));
+    return r.error_at(40, "section table", hex(shnum) + " headers of " + hex(shentsize) + " bytes at " + hex(shoff) + " run past the end " + hex(r.size()));
   elf.sections_.resize(static_cast<std::size_t>(shnum));
   std::vector<std::uint32_t> name_offsets(static_cast<std::size_t>(shnum));
   for (std::uint64_t i = 0; i < shnum; ++i) {
@@ -67,7 +66,14 @@ Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
     AG_TRY(auto inf, r.u32(h + 44, "section header"));
     AG_TRY(auto es, r.u64(h + 56, "section header"));
     name_offsets[static_cast<std::size_t>(i)] = nm;
-    s.type = ty; s.flags = fl; s.addr = ad; s.offset = of; s.size = sz; s.link = ln; s.info = inf; s.entsize = es;
+    s.type = ty;
+    s.flags = fl;
+    s.addr = ad;
+    s.offset = of;
+    s.size = sz;
+    s.link = ln;
+    s.info = inf;
+    s.entsize = es;
   }
   if (shstrndx != 0 && shstrndx < shnum) {
     const ElfSection& strtab = elf.sections_[static_cast<std::size_t>(shstrndx)];
@@ -104,7 +110,10 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::stri
   std::vector<ElfSymbol> out;
   const ElfSection* symtab = nullptr;
   for (const auto& s : sections_)
-    if (s.type == type) { symtab = &s; break; }
+    if (s.type == type) {
+      symtab = &s;
+      break;
+    }
   if (symtab == nullptr) return out;
   if (symtab->link >= sections_.size())
     return reader_.error_at(symtab->offset, what, "string table index " + hex(symtab->link) + " is out of range");
@@ -128,7 +137,11 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::stri
     if (nm != 0) {
       AG_TRY(sym.name, names.at(nm, "symbol name"));
     }
-    sym.info = info; sym.other = other; sym.shndx = shndx; sym.value = value; sym.size = size;
+    sym.info = info;
+    sym.other = other;
+    sym.shndx = shndx;
+    sym.value = value;
+    sym.size = size;
     out.push_back(sym);
   }
   return out;
@@ -138,7 +151,10 @@ Result<std::vector<std::string>> ElfFile::needed() const {
   std::vector<std::string> out;
   const ElfSection* dynamic = nullptr;
   for (const auto& s : sections_)
-    if (s.type == SHT_DYNAMIC) { dynamic = &s; break; }
+    if (s.type == SHT_DYNAMIC) {
+      dynamic = &s;
+      break;
+    }
   if (dynamic == nullptr) return out;
   if (dynamic->link >= sections_.size())
     return reader_.error_at(dynamic->offset, "dynamic section", "string table index " + hex(dynamic->link) + " is out of range");

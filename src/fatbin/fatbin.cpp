@@ -57,10 +57,16 @@ Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint6
   AG_TRY(x.uncompressed_size, r.u64(e + H::uncompressed_size.offset, what));
 
   switch (x.raw_kind) {
-    case kEntryKindPtx: x.kind = CodeKind::ptx; break;
+    case kEntryKindPtx:
+      x.kind = CodeKind::ptx;
+      break;
     case kEntryKindElf:
-    case kEntryKindOldCubin: x.kind = CodeKind::sass; break;
-    case kEntryKindLtoIr: x.kind = CodeKind::ltoir; break;
+    case kEntryKindOldCubin:
+      x.kind = CodeKind::sass;
+      break;
+    case kEntryKindLtoIr:
+      x.kind = CodeKind::ltoir;
+      break;
     default:
       return r.error_at(e, what, "unknown image kind " + hex(x.raw_kind) + " (expected 0x1 ptx, 0x2 elf, 0x8 lto-ir)");
   }
@@ -79,7 +85,8 @@ Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint6
   const bool lz4 = (x.flags & kEntryFlagLz4) != 0;
   const bool zstd = (x.flags & kEntryFlagZstd) != 0;
   if (lz4 && zstd) return r.error_at(e + H::flags.offset, what, "flags " + hex(x.flags) + " claim both lz4 and zstd compression");
-  x.compression = lz4 ? Compression::lz4 : zstd ? Compression::zstd : Compression::none;
+  x.compression = lz4 ? Compression::lz4 : zstd ? Compression::zstd
+                                                : Compression::none;
   if (x.compression != Compression::none && x.uncompressed_size == 0)
     return r.error_at(e + H::uncompressed_size.offset, what, "compressed entry has an uncompressed size of 0");
   x.debug = (x.flags & kEntryFlagDebug) != 0;
@@ -88,15 +95,15 @@ Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint6
   const bool f = (x.flags & kEntryFlagFamilySpecific) != 0;
   if (a && f) return r.error_at(e + H::flags.offset, what, "flags " + hex(x.flags) + " claim both 'a' and 'f' targets");
   if (arch == 0 || arch > 0xffff) return r.error_at(e + H::arch.offset, what, "architecture " + hex(arch) + " is not valid");
-  x.arch = Arch{arch, a ? Suffix::a : f ? Suffix::f : Suffix::none};
+  x.arch = Arch{arch, a ? Suffix::a : f ? Suffix::f
+                                        : Suffix::none};
   x.version = Version2{major, minor};
 
   const std::uint64_t entry_size = *entry_end - e;
   if (id_offset != 0) {
     const auto id_end = checked_add(id_offset, id_length);
     if (!id_end || *id_end > entry_size)
-      return r.error_at(e + H::identifier_offset.offset, what, "identifier at +" + hex(id_offset) + " of " + hex(id_length) +
-                                            " bytes runs past the entry end +" + hex(entry_size));
+      return r.error_at(e + H::identifier_offset.offset, what, "identifier at +" + hex(id_offset) + " of " + hex(id_length) + " bytes runs past the entry end +" + hex(entry_size));
     AG_TRY(Bytes id, r.span(e + id_offset, id_length, what));
     x.identifier = padded_string(id);
   }
@@ -108,8 +115,7 @@ Result<FatbinEntry> parse_entry(const ByteReader& r, std::uint64_t e, std::uint6
     AG_TRY(const std::uint32_t opt_length, r.u32(e + options_at + 4, what));
     const auto opt_end = checked_add(opt_offset, opt_length);
     if (!opt_end || *opt_end > entry_size)
-      return r.error_at(e + options_at, what, "options at +" + hex(opt_offset) + " of " + hex(opt_length) +
-                                                  " bytes run past the entry end +" + hex(entry_size));
+      return r.error_at(e + options_at, what, "options at +" + hex(opt_offset) + " of " + hex(opt_length) + " bytes run past the entry end +" + hex(entry_size));
     AG_TRY(Bytes opt, r.span(e + opt_offset, opt_length, what));
     if (x.kind == CodeKind::sass && (x.flags & kEntryFlagCompatExtension) != 0)
       x.extension.assign(opt.begin(), opt.end());
@@ -150,20 +156,28 @@ Result<ObjectFatbins> read_region(Bytes bytes, std::string name) {
 
 std::string_view to_string(Compression c) {
   switch (c) {
-    case Compression::none: return "none";
-    case Compression::lz4: return "lz4";
-    case Compression::zstd: return "zstd";
+    case Compression::none:
+      return "none";
+    case Compression::lz4:
+      return "lz4";
+    case Compression::zstd:
+      return "zstd";
   }
   return "?";
 }
 
 std::string_view to_string(FatbinSection s) {
   switch (s) {
-    case FatbinSection::nv_fatbin: return ".nv_fatbin";
-    case FatbinSection::nv_relfatbin: return "__nv_relfatbin";
-    case FatbinSection::memory: return "memory";
-    case FatbinSection::embedded: return "embedded";
-    case FatbinSection::standalone: return "standalone";
+    case FatbinSection::nv_fatbin:
+      return ".nv_fatbin";
+    case FatbinSection::nv_relfatbin:
+      return "__nv_relfatbin";
+    case FatbinSection::memory:
+      return "memory";
+    case FatbinSection::embedded:
+      return "embedded";
+    case FatbinSection::standalone:
+      return "standalone";
   }
   return "?";
 }
@@ -782,7 +796,8 @@ std::string cuobjdump_name(const FatbinEntry& entry, std::string_view base, std:
   std::string arch = "sm_" + std::to_string(entry.arch.sm);
   if (entry.arch.suffix == Suffix::a) arch += 'a';
   if (entry.arch.suffix == Suffix::f && entry.kind == CodeKind::ptx) arch += 'f';
-  const char* ext = entry.kind == CodeKind::ptx ? "ptx" : entry.kind == CodeKind::ltoir ? "nvvm" : "cubin";
+  const char* ext = entry.kind == CodeKind::ptx ? "ptx" : entry.kind == CodeKind::ltoir ? "nvvm"
+                                                                                        : "cubin";
   if (!entry.identifier.empty()) return cuobjdump_base(entry.identifier) + "." + arch + "." + ext;
   return std::string(base) + "." + std::to_string(n) + "." + arch + "." + ext;
 }

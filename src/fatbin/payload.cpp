@@ -70,7 +70,7 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
       return Error{ErrorKind::unsupported, where + ": lz4 sizes " + hex(in_size) + " / " + hex(claim) + " exceed what lz4 handles"};
     if (claim > most)
       return Error{ErrorKind::corrupt, where + ": lz4 payload of " + hex(in_size) + " bytes cannot decompress to the claimed " + hex(claim) +
-                   " bytes (at most " + hex(most) + ")"};
+                                           " bytes (at most " + hex(most) + ")"};
     std::vector<std::byte> out(static_cast<std::size_t>(claim));
     const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()),  // bytes as chars
                                       reinterpret_cast<char*>(out.data()), static_cast<int>(in_size),
@@ -78,7 +78,7 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
     if (n < 0) return Error{ErrorKind::corrupt, where + ": lz4 payload of " + hex(in_size) + " bytes is corrupt"};
     if (static_cast<std::uint64_t>(n) != claim)
       return Error{ErrorKind::corrupt, where + ": lz4 payload decompresses to " + hex(static_cast<std::uint64_t>(n)) +
-                   " bytes, the header claims " + hex(claim)};
+                                           " bytes, the header claims " + hex(claim)};
     return out;
   }
   std::size_t frame = in.size();

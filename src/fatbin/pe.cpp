@@ -36,15 +36,15 @@ Result<ObjectFatbins> read_pe(Bytes bytes, std::string path, std::string archive
   AG_TRY(const std::uint16_t optional_size, r.u16(pe + 20, "coff size of optional header"));
   AG_TRY(const std::uint16_t characteristics, r.u16(pe + 22, "coff characteristics"));
   if (sections > kMaxSections)
-    return r.error_at(pe + 6, "coff number of sections", "value " + std::to_string(sections) + " is more than " +
-                                                             std::to_string(kMaxSections));
+    return r.error_at(pe + 6, "coff number of sections", "value " + std::to_string(sections) + " is more than " + std::to_string(kMaxSections));
   ObjectFatbins o;
   o.path = std::move(path);
   o.archive = std::move(archive);
   o.member = std::move(member);
   o.pe = true;
   o.elf_type = (characteristics & kCharacteristicDll) != 0 ? 3 : 2;
-  o.machine = machine == kMachineAmd64 ? 62 : machine == kMachineArm64 ? 183 : 0;
+  o.machine = machine == kMachineAmd64 ? 62 : machine == kMachineArm64 ? 183
+                                                                       : 0;
   const std::uint64_t table = std::uint64_t{pe} + 24 + optional_size;
   std::vector<Fatbin> main, rel;
   for (std::uint16_t i = 0; i < sections; ++i) {
@@ -63,8 +63,7 @@ Result<ObjectFatbins> read_pe(Bytes bytes, std::string path, std::string archive
     // The raw data is padded to the file alignment; the virtual size is what the section holds.
     const std::uint64_t size = virtual_size != 0 ? std::min<std::uint64_t>(virtual_size, raw_size) : raw_size;
     if (!r.contains(raw_at, size))
-      return r.error_at(at + 20, "pe section " + name, "raw data at " + hex(raw_at) + " of " + hex(size) +
-                                                           " bytes runs past the end of the file (" + hex(r.size()) + " bytes)");
+      return r.error_at(at + 20, "pe section " + name, "raw data at " + hex(raw_at) + " of " + hex(size) + " bytes runs past the end of the file (" + hex(r.size()) + " bytes)");
     auto fatbins = Fatbin::parse_all(bytes.subspan(raw_at, static_cast<std::size_t>(size)), o.path,
                                      is_main ? FatbinSection::nv_fatbin : FatbinSection::nv_relfatbin, raw_at);
     if (!fatbins) return fatbins.error();

@@ -11,7 +11,7 @@ namespace {
 
 constexpr std::uint32_t kLtoIrMagic = 0x7f4e43ed;  // bytes ed 43 4e 7f
 constexpr std::uint64_t kLtoIrHeaderSize = 0x1c;
-constexpr std::uint64_t kPtxProbe = 4096;           // the directives come first, after comments
+constexpr std::uint64_t kPtxProbe = 4096;  // the directives come first, after comments
 // The reader needs nothing from the architecture table (the fuzz build compiles it alone): SM
 // numbers are checked for plausibility only, as the fatbin entry parser does; the table judges.
 constexpr unsigned kMinSm = 10, kMaxSm = 255;
@@ -175,8 +175,7 @@ Result<Fatbin> read_standalone(Bytes bytes, const std::string& name) {
         a = (flags & 0x800) != 0;
       }
       if (!plausible_sm(sm))
-        return r.error_at(48, "cubin e_flags", "value " + hex(flags) + " (elf abi " + std::to_string(abi) +
-                                                   ") names no architecture (sm " + std::to_string(sm) + ")");
+        return r.error_at(48, "cubin e_flags", "value " + hex(flags) + " (elf abi " + std::to_string(abi) + ") names no architecture (sm " + std::to_string(sm) + ")");
       e.arch = Arch{sm, a ? Suffix::a : Suffix::none};
       e.version = Version2{1, abi};
       return one_entry_fatbin(std::move(e), bytes.size());
@@ -215,7 +214,8 @@ Result<Fatbin> read_standalone(Bytes bytes, const std::string& name) {
       e.arch = Arch{sm, Suffix::none};
       return one_entry_fatbin(std::move(e), bytes.size());
     }
-    case DeviceFileKind::none: break;
+    case DeviceFileKind::none:
+      break;
   }
   return r.error_at(0, "file", "not a cubin, a PTX file or an LTO-IR file");
 }

@@ -25,8 +25,8 @@ std::size_t Node::gpu_count() const {
 
 namespace {
 
-constexpr std::size_t kMaxDepth = 64;          // JSON nesting a node report never needs
-constexpr std::size_t kShown = 60;             // characters of bad input quoted in a problem
+constexpr std::size_t kMaxDepth = 64;  // JSON nesting a node report never needs
+constexpr std::size_t kShown = 60;     // characters of bad input quoted in a problem
 
 std::string quote_input(std::string_view s) {
   std::string cut(s.substr(0, kShown));
@@ -92,8 +92,9 @@ std::size_t object_end(std::string_view text, std::size_t at, std::string& error
   // Truncated output, or the pieces of several nodes' output interleaved (srun without --label
   // cuts each task's output into pieces and mixes them): the document seen first then swallows
   // the others and does not end where the stream ends.
-  error = "the document does not end (truncated output, or the output of several nodes interleaved? run srun with --label, "
-          "or with --output=DIR/%N-%t.json and merge DIR)";
+  error =
+      "the document does not end (truncated output, or the output of several nodes interleaved? run srun with --label, "
+      "or with --output=DIR/%N-%t.json and merge DIR)";
   return std::string_view::npos;
 }
 
@@ -493,8 +494,9 @@ void read_stream(std::string_view text, std::string_view name, Fleet& into) {
     advance_lines(end);
     json doc = json::parse(doc_text.begin(), doc_text.end(), nullptr, false);
     if (doc.is_discarded() || !doc.is_object()) {
-      into.problems.push_back({where, "not valid JSON (the output of several nodes interleaved? run srun with --label, or with "
-                                      "--output=DIR/%N-%t.json and merge DIR)"});
+      into.problems.push_back({where,
+                               "not valid JSON (the output of several nodes interleaved? run srun with --label, or with "
+                               "--output=DIR/%N-%t.json and merge DIR)"});
       continue;
     }
     const std::string schema = string_field(doc, "schema");
@@ -712,7 +714,8 @@ void finish(Fleet& fleet) {
     const bool newer = !n.time.empty() && !old.time.empty() && n.time > old.time;
     const std::string kept_where = newer ? n.where : old.where;
     fleet.problems.push_back({n.where, "node " + n.name + " is reported again (first in " + old.where + "): the report in " + kept_where +
-                                           " is kept" + (newer ? " (the newest)" : (n.time.empty() || old.time.empty() || n.time == old.time) ? " (the first)" : " (the newest)")});
+                                           " is kept" + (newer ? " (the newest)" : (n.time.empty() || old.time.empty() || n.time == old.time) ? " (the first)"
+                                                                                                                                              : " (the newest)")});
     if (newer) old = std::move(n);
   }
   fleet.nodes = std::move(kept);
@@ -840,17 +843,17 @@ std::string to_json(const Fleet& fleet) {
     for (const auto& f : n.files) files.push_back({{"subject", u(f.subject)}, {"status", u(f.status)}, {"message", u(f.message)}});
     const Version2 isa = driver_ptx_isa(n);
     const json node{{"name", u(n.name)},
-                     {"source", u(n.source)},
-                     {"where", u(n.where)},
-                     {"time", n.time.empty() ? json(nullptr) : json(u(n.time))},
-                     {"gpus", std::move(gpus)},
-                     {"driver_version", n.driver ? json(format_driver_version(*n.driver)) : json(nullptr)},
-                     {"driver_cuda", n.driver_cuda ? json(common::version_text(*n.driver_cuda)) : json(nullptr)},
-                     {"driver_ptx_isa", isa.empty() ? json(nullptr) : json(common::version_text(isa))},
-                     {"runtimes", std::move(runtimes)},
-                     {"verdict", n.verdict.empty() ? json(nullptr) : json(u(n.verdict))},
-                     {"problem", n.problem.empty() ? json(nullptr) : json(u(n.problem))},
-                     {"files", std::move(files)}};
+                    {"source", u(n.source)},
+                    {"where", u(n.where)},
+                    {"time", n.time.empty() ? json(nullptr) : json(u(n.time))},
+                    {"gpus", std::move(gpus)},
+                    {"driver_version", n.driver ? json(format_driver_version(*n.driver)) : json(nullptr)},
+                    {"driver_cuda", n.driver_cuda ? json(common::version_text(*n.driver_cuda)) : json(nullptr)},
+                    {"driver_ptx_isa", isa.empty() ? json(nullptr) : json(common::version_text(isa))},
+                    {"runtimes", std::move(runtimes)},
+                    {"verdict", n.verdict.empty() ? json(nullptr) : json(u(n.verdict))},
+                    {"problem", n.problem.empty() ? json(nullptr) : json(u(n.problem))},
+                    {"files", std::move(files)}};
     if (nodes_text.size() > 1) nodes_text += ',';
     nodes_text += node.dump(-1, ' ', false, json::error_handler_t::replace);
   }

@@ -45,12 +45,12 @@ Status check_dir(int fd, const std::string& path, bool readonly_layer) {
   const uid_t me = ::geteuid();
   if (st.st_uid != me && !(readonly_layer && st.st_uid == 0)) {
     return make_error(ErrorKind::usage, "cache dir " + path + " is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
-                      std::to_string(me) + "): refusing to trust it; use a directory of your own " +
-                      "(ARCHGUARD_CACHE_DIR) or ARCHGUARD_CACHE_DISABLE=1");
+                                            std::to_string(me) + "): refusing to trust it; use a directory of your own " +
+                                            "(ARCHGUARD_CACHE_DIR) or ARCHGUARD_CACHE_DISABLE=1");
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     return make_error(ErrorKind::usage, "cache dir " + path + " is writable by group or others (mode " + octal_mode(st.st_mode) +
-                      "): refusing to trust it; run chmod go-w " + path + " (archguard creates it with 0700)");
+                                            "): refusing to trust it; run chmod go-w " + path + " (archguard creates it with 0700)");
   }
   return Ok{};
 }
@@ -72,8 +72,8 @@ Status check_links(const std::string& path) {
     if (::lstat(prefix.c_str(), &st) != 0) break;  // the rest does not exist yet: created below
     if (S_ISLNK(st.st_mode) && st.st_uid != me && st.st_uid != 0)
       return make_error(ErrorKind::usage, "cache dir " + path + ": " + prefix + " is a symbolic link owned by uid " +
-                        std::to_string(st.st_uid) + ", not by you (uid " + std::to_string(me) +
-                        ") or root: refusing to follow it; use a directory of your own (ARCHGUARD_CACHE_DIR)");
+                                              std::to_string(st.st_uid) + ", not by you (uid " + std::to_string(me) +
+                                              ") or root: refusing to follow it; use a directory of your own (ARCHGUARD_CACHE_DIR)");
   }
   return Ok{};
 }
@@ -148,7 +148,8 @@ class EntryLock {
         if (errno == EWOULDBLOCK) return EntryLock();
         return errno_error(path + ": flock failed: " + errno_text(errno), errno);
       }
-      struct stat a {}, b {};
+      struct stat a {
+      }, b{};
       if (::fstat(fd.get(), &a) == 0 && ::fstatat(shard_fd, name.c_str(), &b, AT_SYMLINK_NOFOLLOW) == 0 &&
           a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
         EntryLock l;
@@ -184,7 +185,8 @@ Result<CacheOptions> CacheOptions::from_environment() {
       const std::string home = env("HOME");
       if (home.empty()) {
         if (!o.disabled) {
-          return make_error(ErrorKind::usage, "cache dir: neither ARCHGUARD_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; set one or "
+          return make_error(ErrorKind::usage,
+                            "cache dir: neither ARCHGUARD_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; set one or "
                             "ARCHGUARD_CACHE_DISABLE=1");
         }
       } else {
@@ -198,7 +200,7 @@ Result<CacheOptions> CacheOptions::from_environment() {
     auto v = parse_byte_size(max);
     if (!v) {
       return make_error(ErrorKind::usage, "ARCHGUARD_CACHE_MAX_BYTES: '" + max +
-                        "' is not a size that fits in 64 bits (bytes, or with K, M, G or T)");
+                                              "' is not a size that fits in 64 bits (bytes, or with K, M, G or T)");
     }
     o.max_bytes = *v;
   }
@@ -331,8 +333,8 @@ Result<std::optional<CacheHit>> Cache::read_entry(Layer& layer, const Digest& ke
   if (record_size != size - kHeaderSize) {
     char buf[128];
     std::snprintf(buf, sizeof buf, ": record size 0x%llx at 0x8 does not match the file (0x%llx bytes after the header)",
-                  static_cast<unsigned long long>(record_size),                 // NOLINT(runtime/int)
-                  static_cast<unsigned long long>(size - kHeaderSize));          // NOLINT(runtime/int)
+                  static_cast<unsigned long long>(record_size),          // NOLINT(runtime/int)
+                  static_cast<unsigned long long>(size - kHeaderSize));  // NOLINT(runtime/int)
     return make_error(ErrorKind::corrupt, path + buf);
   }
   if (std::memcmp(p + 16, key.data(), key.size()) != 0) {

@@ -47,7 +47,7 @@ Status check_options(const CompileRequest& request) {
   for (const std::string& o : request.options) {
     if (is_arch_option(o)) {
       return make_error(ErrorKind::usage, request.name + ": option '" + o +
-                        "': give the architecture as the request's target, not as an nvrtc option");
+                                              "': give the architecture as the request's target, not as an nvrtc option");
     }
   }
   return Ok{};
@@ -88,16 +88,16 @@ Result<Target> choose_target(const Device& device, std::span<const unsigned> sup
   }
   if (best == 0) {
     return make_error(ErrorKind::unsupported, "no target for a device of compute capability " + common::version_text(device.cc) +
-                      ": this nvrtc supports " + arch_list(supported) + ", none of which is <= sm_" +
-                      std::to_string(dev_sm) + "; use an nvrtc from an older CUDA release");
+                                                  ": this nvrtc supports " + arch_list(supported) + ", none of which is <= sm_" +
+                                                  std::to_string(dev_sm) + "; use an nvrtc from an older CUDA release");
   }
   const Arch arch{best, Suffix::none};
   if (best / 10 == device.cc.major && sass_runs_on(arch, device)) return Target{arch, CodeKind::sass};
   if (!driver_ptx_isa.empty() && !nvrtc_ptx_isa.empty() && nvrtc_ptx_isa > driver_ptx_isa) {
     return make_error(ErrorKind::unsupported, "no target for a device of compute capability " + common::version_text(device.cc) + ": sass from this nvrtc (" +
-                      arch_list(supported) + ") cannot run on it, and its ptx (isa " + common::version_text(nvrtc_ptx_isa) +
-                      ") is newer than the driver accepts (isa " + common::version_text(driver_ptx_isa) +
-                      "); update the driver or use an nvrtc whose ptx isa is <= " + common::version_text(driver_ptx_isa));
+                                                  arch_list(supported) + ") cannot run on it, and its ptx (isa " + common::version_text(nvrtc_ptx_isa) +
+                                                  ") is newer than the driver accepts (isa " + common::version_text(driver_ptx_isa) +
+                                                  "); update the driver or use an nvrtc whose ptx isa is <= " + common::version_text(driver_ptx_isa));
   }
   return Target{arch, CodeKind::ptx};
 }
@@ -253,7 +253,8 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
     meta["created"] = iso_now();
     meta["log"] = r->log;
     meta["image_bytes"] = r->image.size();
-    meta["kind"] = request.target.kind == CodeKind::sass ? "cubin" : request.target.kind == CodeKind::ptx ? "ptx" : "ltoir";
+    meta["kind"] = request.target.kind == CodeKind::sass ? "cubin" : request.target.kind == CodeKind::ptx ? "ptx"
+                                                                                                          : "ltoir";
     metadata = meta.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // the log quotes the source
     CacheRecord rec;
     rec.kind = kind_code(request.target.kind);
@@ -327,7 +328,7 @@ Result<LoadedKernel> Compiler::load(const device::Context& ctx, CompileRequest r
     reloads = 1;
     if (!mod) {
       return rewrap(mod.error(), request.name + ": the driver refuses the " + tname + " image even after evicting the cached one (" +
-                                        first + ") and compiling again: " + mod.message());
+                                     first + ") and compiling again: " + mod.message());
     }
   }
   if (!mod) return rewrap(mod.error(), request.name + ": loading the " + tname + " image: " + mod.message());

@@ -117,7 +117,7 @@ class Cursor {
     char buf[160];
     std::snprintf(buf, sizeof buf, ": %.*s at 0x%llx needs 0x%llx bytes but only 0x%llx remain",
                   static_cast<int>(field.size()), field.data(), static_cast<unsigned long long>(off_),  // NOLINT(runtime/int)
-                  static_cast<unsigned long long>(need), static_cast<unsigned long long>(left()));  // NOLINT(runtime/int)
+                  static_cast<unsigned long long>(need), static_cast<unsigned long long>(left()));      // NOLINT(runtime/int)
     return make_error(ErrorKind::corrupt, std::string(what_) + buf);
   }
   ByteReader r_;

@@ -40,7 +40,11 @@ std::string strip(std::string_view in) {
   std::string out;
   out.reserve(in.size());
   std::size_t pending_newlines = 0;
-  enum { code, line_comment, block_comment, str, chr } st = code;
+  enum { code,
+         line_comment,
+         block_comment,
+         str,
+         chr } st = code;
   for (std::size_t i = 0; i < in.size(); ++i) {
     const char c = in[i];
     const char n = i + 1 < in.size() ? in[i + 1] : '\0';
@@ -187,7 +191,7 @@ constexpr off_t kMaxHeaderBytes = off_t{64} << 20;
 
 struct TextScan {
   bool too_large = false;  // not read: larger than kMaxHeaderBytes
-  std::string digest;  // hex SHA-256 of the content
+  std::string digest;      // hex SHA-256 of the content
   std::vector<Directive> directives;
   std::vector<Define> defines;
 };
@@ -209,7 +213,8 @@ struct FileMemo {
   dev_t dev = 0;
   ino_t ino = 0;
   off_t size = 0;
-  struct timespec mtime {}, ctime {};
+  struct timespec mtime {
+  }, ctime{};
   std::chrono::system_clock::time_point read_at;
   TextScanPtr scan;
 };

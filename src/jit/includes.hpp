@@ -30,7 +30,7 @@ struct IncludeDep {
 struct IncludeScan {
   std::vector<IncludeDep> deps;  ///< sorted, unique
   bool complete = true;
-  std::string note;              ///< why not complete
+  std::string note;  ///< why not complete
 };
 
 /// -I / --include-path directories and -include / --pre-include headers found in NVRTC options.

@@ -48,7 +48,8 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
 
 std::string cc_text(unsigned sm) { return version_text(cc_of_sm(sm)); }
 
-std::string suffix_text(Suffix s) { return s == Suffix::a ? "a" : s == Suffix::f ? "f" : ""; }
+std::string suffix_text(Suffix s) { return s == Suffix::a ? "a" : s == Suffix::f ? "f"
+                                                                                 : ""; }
 
 bool contains(const std::vector<unsigned>& v, unsigned x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
@@ -296,10 +297,21 @@ std::optional<std::vector<Target>> listed_unknown(Ctx& c, std::string w, bool ex
   w = lower(w);
   CodeKind only = CodeKind::sass;
   bool has_kind = false, real = false, virt = false;
-  if (w.rfind("sm_", 0) == 0) { w.erase(0, 3); has_kind = true; }
-  else if (w.rfind("compute_", 0) == 0) { w.erase(0, 8); has_kind = true; only = CodeKind::ptx; }
-  if (w.size() > 5 && w.compare(w.size() - 5, 5, "-real") == 0) { w.resize(w.size() - 5); real = true; }
-  else if (w.size() > 8 && w.compare(w.size() - 8, 8, "-virtual") == 0) { w.resize(w.size() - 8); virt = true; }
+  if (w.rfind("sm_", 0) == 0) {
+    w.erase(0, 3);
+    has_kind = true;
+  } else if (w.rfind("compute_", 0) == 0) {
+    w.erase(0, 8);
+    has_kind = true;
+    only = CodeKind::ptx;
+  }
+  if (w.size() > 5 && w.compare(w.size() - 5, 5, "-real") == 0) {
+    w.resize(w.size() - 5);
+    real = true;
+  } else if (w.size() > 8 && w.compare(w.size() - 8, 8, "-virtual") == 0) {
+    w.resize(w.size() - 8);
+    virt = true;
+  }
   if (has_kind && (real || virt)) return std::nullopt;
   Suffix sfx = Suffix::none;
   if (!w.empty() && (w.back() == 'a' || w.back() == 'f')) {
@@ -352,7 +364,11 @@ std::string bare_as_sass(std::string_view text) {
 }
 
 // How a token spells architectures, for the neighbours named in its error.
-enum class Style { cmake, sass, ptx, lto, capability };
+enum class Style { cmake,
+                   sass,
+                   ptx,
+                   lto,
+                   capability };
 
 Style style_of(std::string_view word) {
   const std::string w = lower(std::string(word));
@@ -365,11 +381,16 @@ Style style_of(std::string_view word) {
 
 std::string styled(unsigned sm, Style style) {
   switch (style) {
-    case Style::sass: return "sm_" + std::to_string(sm);
-    case Style::ptx: return "compute_" + std::to_string(sm);
-    case Style::lto: return "lto_" + std::to_string(sm);
-    case Style::capability: return cc_text(sm);
-    case Style::cmake: break;
+    case Style::sass:
+      return "sm_" + std::to_string(sm);
+    case Style::ptx:
+      return "compute_" + std::to_string(sm);
+    case Style::lto:
+      return "lto_" + std::to_string(sm);
+    case Style::capability:
+      return cc_text(sm);
+    case Style::cmake:
+      break;
   }
   return std::to_string(sm);
 }
@@ -416,7 +437,8 @@ Result<std::vector<Target>> parse_policy_list(Ctx& c, const std::string& policy,
     if (!parsed) return keyword_error(parsed.message());
     for (const Target& t : *parsed) {
       const std::string name = nvcc_name(Arch{t.arch.sm}, t.kind);
-      if (auto err = check_known(c, t, name, t.kind == CodeKind::ptx ? Style::ptx : t.kind == CodeKind::ltoir ? Style::lto : Style::sass)) {
+      if (auto err = check_known(c, t, name, t.kind == CodeKind::ptx ? Style::ptx : t.kind == CodeKind::ltoir ? Style::lto
+                                                                                                              : Style::sass)) {
         return keyword_error(*err + " (read from '" + policy + "')");
       }
     }
@@ -555,7 +577,8 @@ Result<std::vector<PlanGpu>> read_fleet(const Ctx& c, const std::string& policy)
 }  // namespace
 
 std::string plan_item(Target t) {
-  const char* k = t.kind == CodeKind::sass ? "sass:" : t.kind == CodeKind::ptx ? "ptx:" : "lto:";
+  const char* k = t.kind == CodeKind::sass ? "sass:" : t.kind == CodeKind::ptx ? "ptx:"
+                                                                               : "lto:";
   return k + arch_number(t.arch);
 }
 
@@ -574,7 +597,9 @@ PlanRuns plan_runs(const std::vector<Target>& targets, const std::vector<unsigne
       if (t.kind == CodeKind::sass && sass_runs_on(t.arch, dev)) native = true;
       if (t.kind == CodeKind::ptx && ptx_targets(t.arch, dev)) jit = true;
     }
-    (native ? r.native : jit ? r.jit : r.none).push_back(sm);
+    (native ? r.native : jit ? r.jit
+                             : r.none)
+        .push_back(sm);
   }
   for (const Target& t : targets) {
     if (t.kind == CodeKind::ptx && t.arch.suffix == Suffix::none) r.top_ptx = std::max(r.top_ptx, t.arch.sm);
@@ -680,8 +705,10 @@ Result<Plan> plan_policy(const PlanRequest& req) {
     if (t.kind == CodeKind::sass && t.arch.suffix == Suffix::f &&
         std::find(items.begin(), items.end(), Target{{t.arch.sm}, CodeKind::sass}) != items.end()) {
       const std::string x = std::to_string(t.arch.sm);
-      return make_error(ErrorKind::usage, plan.who + ": sm_" + x + " and sm_" + x + "f are the same GPU code and nvcc refuses to build both "
-                                              "in one compile; keep " + x + "f (it also runs on the later members of the family) or " + x + ", not both");
+      return make_error(ErrorKind::usage, plan.who + ": sm_" + x + " and sm_" + x +
+                                              "f are the same GPU code and nvcc refuses to build both "
+                                              "in one compile; keep " +
+                                              x + "f (it also runs on the later members of the family) or " + x + ", not both");
     }
   }
   check_a_only(c, items);

@@ -43,10 +43,17 @@ std::string verify_text(const VerifyReport& report, bool quiet, bool failed, con
         ++lacking;
         out += escape_control(u.message) + "\n";
         break;
-      case UnitStatus::specific_extra: ++extras; break;
-      case UnitStatus::no_kernels: ++kernel_less; break;
-      case UnitStatus::compatible: ++compatible; break;
-      case UnitStatus::ok: break;
+      case UnitStatus::specific_extra:
+        ++extras;
+        break;
+      case UnitStatus::no_kernels:
+        ++kernel_less;
+        break;
+      case UnitStatus::compatible:
+        ++compatible;
+        break;
+      case UnitStatus::ok:
+        break;
     }
     if (!quiet && u.status != UnitStatus::missing && u.status != UnitStatus::ok) out += "note: " + escape_control(u.message) + "\n";
   }
@@ -73,7 +80,8 @@ std::string verify_lines(const VerifyReport& report, const std::vector<std::stri
     if (!fix.empty()) body += "fix=" + escape_control(fix) + "\n";
   }
   for (const std::string& e : errors) body += "error=" + escape_control(e) + "\n";
-  const char* status = !errors.empty() ? "error" : lacking != 0 ? "missing" : "ok";
+  const char* status = !errors.empty() ? "error" : lacking != 0 ? "missing"
+                                                                : "ok";
   return std::string("format=1\nstatus=") + status + "\n" + body + "counts=" + std::to_string(report.units.size()) + " " +
          std::to_string(report.objects) + " " + std::to_string(lacking) + "\n";
 }

@@ -55,9 +55,17 @@ std::string error_name(int result, bool runtime) {
 
 bool may_be_architecture(int result, bool runtime) {
   switch (result) {
-    case 209: case 222: case 223: case 218: case 200: case 500: return true;
-    case 98: return runtime;
-    default: return false;
+    case 209:
+    case 222:
+    case 223:
+    case 218:
+    case 200:
+    case 500:
+      return true;
+    case 98:
+      return runtime;
+    default:
+      return false;
   }
 }
 
@@ -92,7 +100,7 @@ struct FileFacts {
   ScanReport scan;
   std::shared_ptr<const Storage> storage;
   std::optional<ElfFile> elf;
-  std::vector<ElfSymbol> functions;  // STT_FUNC with a value, by value
+  std::vector<ElfSymbol> functions;                   // STT_FUNC with a value, by value
   std::map<std::string, ObjectJudgement> judgements;  // by "<cc>/<settings>"
 };
 
@@ -190,8 +198,9 @@ struct Judge {
     if (force && error == kErrNoKernelImage) {
       doctor::Fix f;
       f.kind = doctor::FixKind::environment;
-      f.text = "unset CUDA_FORCE_PTX_JIT (it makes the driver ignore SASS and this code has no usable PTX); "
-               "rebuild with PTX only if you need forced JIT";
+      f.text =
+          "unset CUDA_FORCE_PTX_JIT (it makes the driver ignore SASS and this code has no usable PTX); "
+          "rebuild with PTX only if you need forced JIT";
       out.push_back(f);
     }
     if (error == kErrUnsupportedPtx) {

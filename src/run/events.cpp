@@ -26,7 +26,7 @@ std::int64_t i_of(const json& j, const char* k, std::int64_t fallback = 0) {
 }
 std::uint64_t u_of(const json& j, const char* k) {
   auto it = j.find(k);
-  return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>()
+  return it != j.end() && it->is_number_unsigned()  ? it->get<std::uint64_t>()
          : it != j.end() && it->is_number_integer() ? static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->get<std::int64_t>()))
                                                     : 0;
 }

@@ -26,11 +26,22 @@ std::uint64_t parse_size(const char* text, std::uint64_t fallback) {
   if (end == text) return fallback;
   std::uint64_t mult = 1;
   switch (*end) {
-    case 'k': case 'K': mult = 1ull << 10; break;
-    case 'm': case 'M': mult = 1ull << 20; break;
-    case 'g': case 'G': mult = 1ull << 30; break;
-    case 0: break;
-    default: return fallback;
+    case 'k':
+    case 'K':
+      mult = 1ull << 10;
+      break;
+    case 'm':
+    case 'M':
+      mult = 1ull << 20;
+      break;
+    case 'g':
+    case 'G':
+      mult = 1ull << 30;
+      break;
+    case 0:
+      break;
+    default:
+      return fallback;
   }
   return static_cast<std::uint64_t>(v) * mult;
 }

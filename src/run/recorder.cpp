@@ -35,7 +35,7 @@ std::uint64_t now_ns() noexcept {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-int g_mem_fd = -1;  // /proc/self/mem, the fallback where process_vm_readv is refused
+int g_mem_fd = -1;     // /proc/self/mem, the fallback where process_vm_readv is refused
 pid_t g_self_pid = 0;  // this process (getpid is a system call; set when the event file opens)
 
 /// Copies `n` bytes at `addr` of this process; false (never a fault) where they are not mapped.
@@ -266,7 +266,7 @@ struct ThreadCall {
   const char* name = nullptr;
   const void* func = nullptr;  // runtime host function, or CUfunction
   std::uint64_t enter_ns = 0;
-  unsigned modules = 0;        // modules loaded inside this call
+  unsigned modules = 0;  // modules loaded inside this call
 };
 struct ThreadState {
   ThreadCall outer;   // the outermost traced call (a runtime call, or a driver call)
@@ -715,8 +715,10 @@ bool is_launch(CUpti_CallbackDomain d, CUpti_CallbackId id) noexcept {
       case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
       case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
       case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: return true;
-      default: return false;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+        return true;
+      default:
+        return false;
     }
   }
   if (d == CUPTI_CB_DOMAIN_DRIVER_API) {
@@ -726,8 +728,10 @@ bool is_launch(CUpti_CallbackDomain d, CUpti_CallbackId id) noexcept {
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: return true;
-      default: return false;
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+        return true;
+      default:
+        return false;
     }
   }
   return false;
@@ -757,18 +761,22 @@ const void* subject_of(CUpti_CallbackDomain d, CUpti_CallbackId id, const void* 
         return static_cast<const cudaOccupancyMaxActiveBlocksPerMultiprocessor_v6050_params*>(params)->func;
       case CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000:
         return static_cast<const cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000_params*>(params)->func;
-      default: return nullptr;
+      default:
+        return nullptr;
     }
   }
   switch (id) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: return static_cast<const cuLaunchKernel_params*>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      return static_cast<const cuLaunchKernel_params*>(params)->f;
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: return static_cast<const cuLaunchKernelEx_params*>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      return static_cast<const cuLaunchKernelEx_params*>(params)->f;
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
       return static_cast<const cuLaunchCooperativeKernel_params*>(params)->f;
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
@@ -815,7 +823,8 @@ void on_driver_load(CUpti_CallbackId id, const CUpti_CallbackData* cb, CUresult 
       handle_out = p->library;
       break;
     }
-    default: return;
+    default:
+      return;
   }
   g->module_loads.fetch_add(1, std::memory_order_relaxed);
   const DeviceInfo dev = query_device(cb->context);
@@ -847,8 +856,8 @@ void on_driver_load(CUpti_CallbackId id, const CUpti_CallbackData* cb, CUresult 
 void on_failure(CUpti_CallbackDomain d, CUpti_CallbackId id, const CUpti_CallbackData* cb, int result) noexcept {
   ThreadState& TS = t_state;
   const void* subject = subject_of(d, id, cb->functionParams);
-  const char* name = nullptr;  // the kernel name the call names (driver lookups by name)
-  const void* owner = nullptr; // the module or library of a lookup
+  const char* name = nullptr;   // the kernel name the call names (driver lookups by name)
+  const void* owner = nullptr;  // the module or library of a lookup
   if (d == CUPTI_CB_DOMAIN_DRIVER_API && cb->functionParams != nullptr) {
     if (id == CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction) {
       const auto* p = static_cast<const cuModuleGetFunction_params*>(cb->functionParams);

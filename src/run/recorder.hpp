@@ -21,14 +21,14 @@
 namespace archguard::run::detail {
 
 struct RecorderConfig {
-  const char* dir = nullptr;         ///< where p<pid>.events and the image copies go (must exist)
-  const char* cupti = nullptr;       ///< libcupti to dlopen first; null: the usual names
-  bool predict = false;              ///< also record every launched kernel and copy loaded images
+  const char* dir = nullptr;                                ///< where p<pid>.events and the image copies go (must exist)
+  const char* cupti = nullptr;                              ///< libcupti to dlopen first; null: the usual names
+  bool predict = false;                                     ///< also record every launched kernel and copy loaded images
   std::uint64_t max_copy_bytes = std::uint64_t{256} << 20;  ///< per process, for images from memory
-  const char* origin = "injection";  ///< how the recorder was started ("injection", "api")
-  bool runtime_launches = true;      ///< watch cudaLaunchKernel & co (the usual failing call)
-  bool driver_launches = true;       ///< watch cuLaunchKernel & co
-  bool empty_callback = false;       ///< measurement only: subscribe, then do nothing in callbacks
+  const char* origin = "injection";                         ///< how the recorder was started ("injection", "api")
+  bool runtime_launches = true;                             ///< watch cudaLaunchKernel & co (the usual failing call)
+  bool driver_launches = true;                              ///< watch cuLaunchKernel & co
+  bool empty_callback = false;                              ///< measurement only: subscribe, then do nothing in callbacks
 };
 
 /// Starts recording in this process. Never throws; false when nothing will be recorded (the

@@ -98,7 +98,7 @@ Result<std::string> find_nvcc(std::string_view explicit_path) {
   std::string where;
   for (const std::string& l : looked) where += (where.empty() ? "" : " and ") + l;
   return make_error(ErrorKind::not_found, "nvcc not found (looked in " + where +
-                    "); install the CUDA toolkit or give the path of nvcc explicitly");
+                                              "); install the CUDA toolkit or give the path of nvcc explicitly");
 }
 
 Result<Version2> parse_nvcc_version(std::string_view text, std::string* build) {
@@ -131,7 +131,8 @@ Result<Version2> parse_nvcc_version(std::string_view text, std::string* build) {
 }
 
 Result<std::vector<Arch>> parse_nvcc_list(std::string_view text, CodeKind kind) {
-  const std::string_view prefix = kind == CodeKind::sass ? "sm_" : kind == CodeKind::ptx ? "compute_" : "lto_";
+  const std::string_view prefix = kind == CodeKind::sass ? "sm_" : kind == CodeKind::ptx ? "compute_"
+                                                                                         : "lto_";
   std::vector<Arch> out;
   std::size_t line_no = 0;
   while (!text.empty()) {
@@ -143,7 +144,7 @@ Result<std::vector<Arch>> parse_nvcc_list(std::string_view text, CodeKind kind) 
     std::optional<Arch> arch = arch_from_name(line, prefix);
     if (!arch) {
       return make_error(ErrorKind::process, "nvcc list output line " + std::to_string(line_no) + ": '" + std::string(line) +
-                        "' is not a " + std::string(prefix) + "XY name");
+                                                "' is not a " + std::string(prefix) + "XY name");
     }
     out.push_back(*arch);
   }
@@ -193,9 +194,9 @@ Result<NvccInfo> query_nvcc(std::string_view nvcc_path, std::chrono::millisecond
     AG_TRY(common::ProcessOutput r, common::run_capture(path, {flag}, timeout));
     if (r.exit_code != 0) {
       return make_error(ErrorKind::process, "'" + path + " " + flag + "' failed (" +
-                        (r.signal != 0 ? "signal " + std::to_string(r.signal)
-                                        : "exit status " + std::to_string(r.exit_code)) +
-                        "): " + first_line(r.output));
+                                                (r.signal != 0 ? "signal " + std::to_string(r.signal)
+                                                               : "exit status " + std::to_string(r.exit_code)) +
+                                                "): " + first_line(r.output));
     }
     return std::move(r.output);
   };

@@ -84,8 +84,8 @@ void amplified(const std::uint8_t* data, std::size_t size) {
       put(f, es, 8);
     };
     header(0, 0, 0, 0, 0, 0);
-    header(0, 3, strs, size, 0, 0);                       // 1: the names (.shstrtab and .strtab)
-    header(0, 2, syms, 24 * (count + 1), 1, 24);          // 2: the symbols
+    header(0, 3, strs, size, 0, 0);               // 1: the names (.shstrtab and .strtab)
+    header(0, 2, syms, 24 * (count + 1), 1, 24);  // 2: the symbols
     for (std::size_t i = 0; i < count; ++i) header(word(i + count), 1, strs, size, 0, 0);
     const std::size_t n = 3 + count;
     const unsigned char ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};

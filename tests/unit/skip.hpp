@@ -26,11 +26,11 @@ void note_skip(const std::string& test_case, const std::string& reason);
 
 /// Skips the current test case: `reason` is streamed (ARCHGUARD_SKIP("no nvcc in " << dir)).
 /// Use it at the top level of a TEST_CASE body (it returns from the function).
-#define ARCHGUARD_SKIP(reason)                                                                 \
-  do {                                                                                         \
-    std::ostringstream archguard_skip_reason_;                                                 \
-    archguard_skip_reason_ << reason;                                                          \
-    ::archguard::test::note_skip(Catch::getResultCapture().getCurrentTestName(),               \
-                                 archguard_skip_reason_.str());                                \
-    return;                                                                                    \
+#define ARCHGUARD_SKIP(reason)                                                   \
+  do {                                                                           \
+    std::ostringstream archguard_skip_reason_;                                   \
+    archguard_skip_reason_ << reason;                                            \
+    ::archguard::test::note_skip(Catch::getResultCapture().getCurrentTestName(), \
+                                 archguard_skip_reason_.str());                  \
+    return;                                                                      \
   } while (false)

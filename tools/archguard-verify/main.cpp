@@ -129,13 +129,16 @@ void read_input(Inputs& in, const std::string& path) {
   else if (looks_like_elf(bytes))
     add_elf(in, bytes, path, "", "");
   else
-    in.errors.push_back(path + ": not an ELF file or an ar archive (archguard-verify reads only those; "
-                               "use archguard verify for wheels, tarballs and fatbin files)");
+    in.errors.push_back(path +
+                        ": not an ELF file or an ar archive (archguard-verify reads only those; "
+                        "use archguard verify for wheels, tarballs and fatbin files)");
 }
 
 int usage(const char* msg) {
-  std::fprintf(stderr, "archguard-verify: %s\nusage: archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] "
-                       "[--allow-compatible] [--strict] [--lines] [-q|--quiet]\n       archguard-verify arch normalize [--format F] TEXT...\n", msg);
+  std::fprintf(stderr,
+               "archguard-verify: %s\nusage: archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] "
+               "[--allow-compatible] [--strict] [--lines] [-q|--quiet]\n       archguard-verify arch normalize [--format F] TEXT...\n",
+               msg);
   return kExitUsage;
 }
 
@@ -194,10 +197,11 @@ int main(int argc, char** argv) {
     } else if (a == "-q" || a == "--quiet") {
       quiet = true;
     } else if (a == "-h" || a == "--help") {
-      std::printf("archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible] [--strict] [-q]\n"
-                  "Fails (exit 1) unless every kernel-bearing fatbin carries the required SASS and PTX.\n"
-                  "archguard-verify arch normalize [--format cmake|gencode|torch|tf|codes] TEXT...\n"
-                  "Prints targets in any dialect, nvcc flags included, in canonical form (as archguard arch normalize).\n");
+      std::printf(
+          "archguard-verify FILE... --require LIST [--ptx highest|none|ARCH] [--allow-compatible] [--strict] [-q]\n"
+          "Fails (exit 1) unless every kernel-bearing fatbin carries the required SASS and PTX.\n"
+          "archguard-verify arch normalize [--format cmake|gencode|torch|tf|codes] TEXT...\n"
+          "Prints targets in any dialect, nvcc flags included, in canonical form (as archguard arch normalize).\n");
       return kExitOk;
     } else if (a.rfind("-", 0) == 0) {
       return usage(("unknown option '" + a + "'").c_str());
@@ -218,7 +222,8 @@ int main(int argc, char** argv) {
   for (const auto& f : files) read_input(in, f);
   const VerifyReport report = verify(in.objects, *req);
   const bool passed = report.passed();
-  const int code = !in.errors.empty() ? kExitUsage : passed ? kExitOk : kExitProblem;
+  const int code = !in.errors.empty() ? kExitUsage : passed ? kExitOk
+                                                            : kExitProblem;
   if (lines) {  // the line format of the CMake verify step
     std::fputs(verify_lines(report, in.errors).c_str(), stdout);
     return code;

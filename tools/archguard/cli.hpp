@@ -66,7 +66,7 @@ struct VerbRegistrar {
 #define ARCHGUARD_CONCAT(a, b) ARCHGUARD_CONCAT_INNER(a, b)
 /// Registers a verb's setup function; use once per verb file at namespace scope.
 #define ARCHGUARD_VERB(setup) \
-  static const ::archguard::cli::VerbRegistrar ARCHGUARD_CONCAT(archguard_verb_, __LINE__){setup}
+  static const ::archguard::cli::VerbRegistrar ARCHGUARD_CONCAT(archguard_verb_, __LINE__) { setup }
 
 /// Warns on stderr, once per architecture and process, about each target whose architecture
 /// the table lacks and that is therefore inferred (see archguard::inferred_arch_note).

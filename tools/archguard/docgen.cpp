@@ -102,15 +102,19 @@ std::string man_page(const CLI::App& root, const std::string& version) {
     << "\n";
   m << ".SH SYNOPSIS\n.B archguard\n.RI [ OPTIONS ] \" COMMAND \" [ ARGS ...]\n";
   m << ".br\n.B archguard help\n.RI [ COMMAND ...]\n";
-  m << ".SH DESCRIPTION\n" << roff(root.get_description()) << "\n";
+  m << ".SH DESCRIPTION\n"
+    << roff(root.get_description()) << "\n";
   m << ".PP\nCommands:\n";
   for (const Node& n : all) {
     if (n.path.empty() || n.path.find(' ') != std::string::npos) continue;
-    m << ".TP\n.B " << roff(n.path) << "\n" << roff(n.app->get_description()) << "\n";
+    m << ".TP\n.B " << roff(n.path) << "\n"
+      << roff(n.app->get_description()) << "\n";
   }
   m << ".SH OPTIONS\n";
   for (const CLI::Option* opt : visible_options(&root)) {
-    m << ".TP\n" << option_synopsis(opt) << "\n" << roff(opt->get_description()) << "\n";
+    m << ".TP\n"
+      << option_synopsis(opt) << "\n"
+      << roff(opt->get_description()) << "\n";
   }
   m << ".SH COMMANDS\n";
   for (const Node& n : all) {
@@ -122,23 +126,31 @@ std::string man_page(const CLI::App& root, const std::string& version) {
       m << " " << roff(p->get_name());
       if (p->get_items_expected_max() > 1) m << "...";
     }
-    m << "\"\n" << roff(n.app->get_description()) << "\n";
+    m << "\"\n"
+      << roff(n.app->get_description()) << "\n";
     for (const CLI::Option* p : positionals(n.app)) {
-      m << ".TP\n\\fI" << roff(p->get_name()) << "\\fR\n" << roff(p->get_description()) << "\n";
+      m << ".TP\n\\fI" << roff(p->get_name()) << "\\fR\n"
+        << roff(p->get_description()) << "\n";
     }
     for (const CLI::Option* opt : visible_options(n.app)) {
       if (opt->get_lnames() == std::vector<std::string>{"help"}) continue;  // every command has --help
-      m << ".TP\n" << option_synopsis(opt) << "\n" << roff(opt->get_description()) << "\n";
+      m << ".TP\n"
+        << option_synopsis(opt) << "\n"
+        << roff(opt->get_description()) << "\n";
     }
-    if (!n.app->get_footer().empty()) m << ".PP\n" << roff(n.app->get_footer()) << "\n";
+    if (!n.app->get_footer().empty()) m << ".PP\n"
+                                        << roff(n.app->get_footer()) << "\n";
   }
   m << ".SH EXIT STATUS\n"
        ".TP\n.B 0\nok\n"
-       ".TP\n.B 1\n" << roff("the check found a problem (verify failed, check predicts a failure, doctor found one)") << "\n"
-       ".TP\n.B 2\nbad usage or unreadable input\n"
-       ".TP\n.B 3\n" << roff("doctor: no CUDA driver on this machine (steps that need none still ran)") << "\n";
+       ".TP\n.B 1\n"
+    << roff("the check found a problem (verify failed, check predicts a failure, doctor found one)") << "\n"
+                                                                                                        ".TP\n.B 2\nbad usage or unreadable input\n"
+                                                                                                        ".TP\n.B 3\n"
+    << roff("doctor: no CUDA driver on this machine (steps that need none still ran)") << "\n";
   m << ".SH ENVIRONMENT\n.TP\n.B NO_COLOR\nwhen set and not empty, no colour in tables\n";
-  m << ".SH SEE ALSO\n" << roff("archguard help COMMAND; the documentation in docs/ of the source repository") << "\n";
+  m << ".SH SEE ALSO\n"
+    << roff("archguard help COMMAND; the documentation in docs/ of the source repository") << "\n";
   return m.str();
 }
 

@@ -81,7 +81,7 @@ inline Result<std::vector<TargetChoice>> parse_targets(const std::vector<std::st
         std::string list;
         for (unsigned s : supported) list += (list.empty() ? "" : " ") + std::to_string(s);
         return make_error(ErrorKind::unsupported, "--arch " + a + ": nvrtc " + version_or_dash(compiler.nvrtc().version) + " does not support " +
-                          target_name(t) + " (it supports " + list + ")");
+                                                      target_name(t) + " (it supports " + list + ")");
       }
       out.push_back({t, std::nullopt, ""});
     }

@@ -94,7 +94,6 @@ std::string nearest_subcommand(const CLI::App& root, const std::string& word) {
   return best;
 }
 
-
 namespace {
 // "--versoin" -> "--version": the nearest of `names` within the distance nearest_subcommand allows.
 std::string nearest_word(const std::vector<std::string>& names, const std::string& word) {

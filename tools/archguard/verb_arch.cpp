@@ -29,12 +29,14 @@ using archguard::Version2;
 using nlohmann::json;
 namespace cli = archguard::cli;
 
-
 std::string kind_name(CodeKind k) {
   switch (k) {
-    case CodeKind::sass: return "sass";
-    case CodeKind::ptx: return "ptx";
-    case CodeKind::ltoir: return "ltoir";
+    case CodeKind::sass:
+      return "sass";
+    case CodeKind::ptx:
+      return "ptx";
+    case CodeKind::ltoir:
+      return "ltoir";
   }
   return "?";
 }
@@ -70,7 +72,8 @@ std::string nvcc_marks(const archguard::NvccInfo& info, const ArchRow& r) {
   const bool sm = info.supports({{r.sm}, CodeKind::sass});
   const bool ptx = info.supports({{r.sm}, CodeKind::ptx});
   if (!sm && !ptx) return "no";
-  std::string out = sm && ptx ? "yes" : sm ? "sm only" : "compute only";
+  std::string out = sm && ptx ? "yes" : sm ? "sm only"
+                                           : "compute only";
   if (info.supports({{r.sm, Suffix::a}, CodeKind::sass})) out += " +a";
   if (info.supports({{r.sm, Suffix::f}, CodeKind::sass})) out += " +f";
   return out;

@@ -70,13 +70,13 @@ int run_ls(const Common& c) {
   if (c.json) {
     json arr = json::array();
     for (const auto& e : *entries) {
-      arr.push_back({{"key", e.key}, {"layer", e.layer}, {"readonly", e.readonly}, {"bytes", e.bytes},
-                     {"last_used", e.last_used}, {"metadata", parsed_metadata(e.metadata)}});
+      arr.push_back({{"key", e.key}, {"layer", e.layer}, {"readonly", e.readonly}, {"bytes", e.bytes}, {"last_used", e.last_used}, {"metadata", parsed_metadata(e.metadata)}});
     }
     std::cout << cli::json_text(json{{"dir", (*cache)->dir()}, {"entries", arr}}) << "\n";
   } else {
     std::cout << std::left << std::setw(18) << "key" << std::setw(12) << "target" << std::setw(10) << "bytes"
-              << std::setw(18) << "last used (utc)" << "source\n";
+              << std::setw(18) << "last used (utc)"
+              << "source\n";
     for (const auto& e : *entries) {
       const json m = parsed_metadata(e.metadata);
       std::cout << std::setw(18) << e.key.substr(0, 16) << std::setw(12) << cli::shown(m.value("target", "?")) << std::setw(10)
@@ -94,8 +94,7 @@ int run_stat(const Common& c) {
   auto s = (*cache)->stats();
   if (!s) return jc::fail(cli::kExitUsage, s.message());
   if (c.json) {
-    std::cout << cli::json_text(json{{"dir", s->dir}, {"entries", s->entries}, {"bytes", s->bytes}, {"max_bytes", s->max_bytes},
-                                     {"temp_files", s->temp_files}, {"lock_files", s->lock_files}, {"readonly_dirs", s->readonly_dirs}})
+    std::cout << cli::json_text(json{{"dir", s->dir}, {"entries", s->entries}, {"bytes", s->bytes}, {"max_bytes", s->max_bytes}, {"temp_files", s->temp_files}, {"lock_files", s->lock_files}, {"readonly_dirs", s->readonly_dirs}})
               << "\n";
   } else {
     std::cout << "dir:         " << cli::shown(s->dir) << "\n"

@@ -47,7 +47,7 @@ struct Gpu {
   std::size_t count = 1;
   std::optional<DriverVersion> driver;  ///< a fleet report's node group: its driver (else the --driver one)
   std::optional<Version2> driver_cuda;
-  std::vector<std::string> nodes;       ///< a fleet report's node group: its nodes
+  std::vector<std::string> nodes;  ///< a fleet report's node group: its nodes
 };
 
 Result<Version2> parse_cc(std::string_view text) {
@@ -65,11 +65,16 @@ Result<Version2> parse_cc(std::string_view text) {
 
 std::string error_name(int code) {
   switch (code) {
-    case kErrNoKernelImage: return "209 (no kernel image is available for execution on the device)";
-    case kErrUnsupportedPtx: return "222 (the provided PTX was compiled with an unsupported toolchain)";
-    case kErrJitDisabled: return "223 (PTX JIT compilation was disabled)";
-    case kErrSymbolNotFound: return "500 (named symbol not found)";
-    default: return std::to_string(code);
+    case kErrNoKernelImage:
+      return "209 (no kernel image is available for execution on the device)";
+    case kErrUnsupportedPtx:
+      return "222 (the provided PTX was compiled with an unsupported toolchain)";
+    case kErrJitDisabled:
+      return "223 (PTX JIT compilation was disabled)";
+    case kErrSymbolNotFound:
+      return "500 (named symbol not found)";
+    default:
+      return std::to_string(code);
   }
 }
 
@@ -103,8 +108,10 @@ std::string summary_text(const ObjectVerdict& v, const ObjectJudgement& j) {
   if (!v.has_device_code()) return "no device code";
   const std::size_t kernels = j.native + j.jit + j.failed;
   switch (j.tier) {
-    case Tier::no_device_code: return "no device code";
-    case Tier::no_kernels: return "defines no kernel (" + count_text(j.units, "fatbin") + "): nothing can fail";
+    case Tier::no_device_code:
+      return "no device code";
+    case Tier::no_kernels:
+      return "defines no kernel (" + count_text(j.units, "fatbin") + "): nothing can fail";
     case Tier::none_run: {
       // 222: there is PTX, only too new for the driver; 209: nothing for this GPU at all.
       std::string s = "fails with " + error_name(j.cuda_error) +
@@ -117,7 +124,8 @@ std::string summary_text(const ObjectVerdict& v, const ObjectJudgement& j) {
       return "some kernels have no image for this GPU: " + std::to_string(j.failed) + " of " + count_text(kernels, "kernel") +
              " fail with " + error_name(j.cuda_error) + " if launched (in " + units_text(j) + ")";
     case Tier::all_run:
-    case Tier::other_gpus: break;
+    case Tier::other_gpus:
+      break;
   }
   std::string s;
   if (j.kernels_listed ? j.native == 0 : v.outcome == Outcome::jit)
@@ -298,7 +306,7 @@ ObjectJudgement coarse_judgement(const ObjectFatbins& o, const ObjectVerdict& v)
   j.kind = object_kind(o);
   j.units = v.units.size();
   j.cuda_error = v.cuda_error;
-  j.tier = !v.has_device_code() ? Tier::no_device_code
+  j.tier = !v.has_device_code()         ? Tier::no_device_code
            : v.outcome != Outcome::fail ? Tier::all_run
            : std::all_of(v.units.begin(), v.units.end(), [](const UnitVerdict& u) { return u.verdict.outcome == Outcome::fail; })
                ? Tier::none_run
@@ -399,7 +407,9 @@ nlohmann::json object_json(const ObjectResult& res, const std::string& summary, 
                     {"device_code", v.has_device_code()},
                     {"tier", to_string(j.tier)},
                     {"problem", is_problem(j.tier)},
-                    {"variance", res.variance == Variance::variant ? "variant" : res.variance == Variance::specific ? "specific" : res.variance == Variance::newer ? "newer" : "none"},
+                    {"variance", res.variance == Variance::variant ? "variant" : res.variance == Variance::specific ? "specific"
+                                                                             : res.variance == Variance::newer      ? "newer"
+                                                                                                                    : "none"},
                     {"excused", res.excused},
                     {"outcome", outcome_text(v.outcome)},
                     {"cuda_error", v.outcome == Outcome::fail ? v.cuda_error : 0},
@@ -443,7 +453,7 @@ void object_details(const ObjectResult& res, std::vector<std::string>& details) 
     // Units with the same verdict on the same images are one line: a vendor library has
     // thousands of fatbins that fail alike (--json lists every one).
     struct Same {
-      std::string text;                 // ": fail 209: <reason> [images: ...]"
+      std::string text;  // ": fail 209: <reason> [images: ...]"
       std::string tu;
       std::vector<std::string> fatbins;  // "fatbin 3 (id)"
     };
@@ -526,7 +536,8 @@ struct GroupOutcome {
     if (r.package && r.problem && r.verdict.cuda_error != 0) errors.insert(r.verdict.cuda_error);
   }
   std::string text() const {
-    if (!fail) return !jit ? "runs natively" : native ? "runs, partly after a JIT" : "runs after a JIT";
+    if (!fail) return !jit ? "runs natively" : native ? "runs, partly after a JIT"
+                                                      : "runs after a JIT";
     std::string s = "fails";
     for (int e : errors) s += (s == "fails" ? " with " : ", ") + std::to_string(e);
     return s;
@@ -560,8 +571,7 @@ nlohmann::json fleet_json(const std::vector<Gpu>& gpus, const std::vector<GroupO
   nlohmann::json fix = nullptr;
   if (!targets.empty())
     fix = {{"cmake", format_targets(targets, Dialect::cmake)}, {"nvcc", format_targets(targets, Dialect::nvcc)}, {"torch", format_targets(targets, Dialect::torch)}};
-  return {{"groups", gpus.size()}, {"groups_run", groups_run}, {"nodes", nodes}, {"nodes_run", nodes - nodes_fail},
-          {"failing_nodes", std::vector<std::string>(failing.begin(), failing.end())}, {"fix", fix}};
+  return {{"groups", gpus.size()}, {"groups_run", groups_run}, {"nodes", nodes}, {"nodes_run", nodes - nodes_fail}, {"failing_nodes", std::vector<std::string>(failing.begin(), failing.end())}, {"fix", fix}};
 }
 
 void print_fleet(const std::vector<Gpu>& gpus, const std::vector<GroupOutcome>& outcomes) {
@@ -736,7 +746,8 @@ int run_check(const CheckOptions& opt) {
       for (const auto& d : details) std::printf("%s%s\n", lead.c_str(), shown(d).c_str());
     }
   }
-  const int code = !in.errors.empty() ? kExitUsage : any_fail ? kExitProblem : kExitOk;
+  const int code = !in.errors.empty() ? kExitUsage : any_fail ? kExitProblem
+                                                              : kExitOk;
   if (opt.json) {
     nlohmann::json inputs = nlohmann::json::array();
     for (const auto& f : in.facts) {

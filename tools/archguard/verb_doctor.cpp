@@ -20,15 +20,26 @@ namespace {
 using namespace archguard;
 using namespace archguard::doctor;
 
-
 std::string badge(Level s, bool colour) {
   const char* text = "";
   const char* code = "";
   switch (s) {
-    case Level::pass: text = "PASS"; code = "\033[32m"; break;
-    case Level::warn: text = "WARN"; code = "\033[33m"; break;
-    case Level::fail: text = "FAIL"; code = "\033[31m"; break;
-    case Level::skip: text = "SKIP"; code = "\033[90m"; break;
+    case Level::pass:
+      text = "PASS";
+      code = "\033[32m";
+      break;
+    case Level::warn:
+      text = "WARN";
+      code = "\033[33m";
+      break;
+    case Level::fail:
+      text = "FAIL";
+      code = "\033[31m";
+      break;
+    case Level::skip:
+      text = "SKIP";
+      code = "\033[90m";
+      break;
   }
   return colour ? std::string(code) + text + "\033[0m" : std::string(text);
 }
@@ -55,8 +66,7 @@ nlohmann::json to_json(const Report& r, int exit_code) {
   }
   j["devices"] = nlohmann::json::array();
   for (const auto& d : r.devices) {
-    nlohmann::json dj{{"ordinal", d.ordinal}, {"name", d.name}, {"cc", cli::version_text(d.cc)}, {"tegra", d.tegra},
-                      {"pci_bus_id", d.pci_bus_id}};
+    nlohmann::json dj{{"ordinal", d.ordinal}, {"name", d.name}, {"cc", cli::version_text(d.cc)}, {"tegra", d.tegra}, {"pci_bus_id", d.pci_bus_id}};
     dj["nvidia_smi_cc"] = d.smi_cc ? nlohmann::json(cli::version_text(*d.smi_cc)) : nlohmann::json();
     dj["nvml_cc"] = d.nvml_cc ? nlohmann::json(cli::version_text(*d.nvml_cc)) : nlohmann::json();
     dj["uuid"] = d.uuid.empty() ? nlohmann::json() : nlohmann::json(d.uuid);
@@ -65,30 +75,23 @@ nlohmann::json to_json(const Report& r, int exit_code) {
   }
   j["steps"] = nlohmann::json::array();
   for (const auto& s : r.steps) {
-    nlohmann::json sj{{"number", s.number}, {"name", s.name}, {"status", to_string(s.status())},
-                      {"elapsed_ms", s.elapsed_ms}};
+    nlohmann::json sj{{"number", s.number}, {"name", s.name}, {"status", to_string(s.status())}, {"elapsed_ms", s.elapsed_ms}};
     sj["findings"] = nlohmann::json::array();
     for (const auto& f : s.findings)
       sj["findings"].push_back(
-          {{"status", to_string(f.status)}, {"subject", f.subject}, {"message", f.message}, {"fix", f.fix},
-           {"fix_kind", f.fix.empty() ? nlohmann::json() : nlohmann::json(to_string(f.fix_kind))}});
+          {{"status", to_string(f.status)}, {"subject", f.subject}, {"message", f.message}, {"fix", f.fix}, {"fix_kind", f.fix.empty() ? nlohmann::json() : nlohmann::json(to_string(f.fix_kind))}});
     j["steps"].push_back(sj);
   }
   j["timings"] = nlohmann::json::array();
   for (const auto& t : r.timings)
-    j["timings"].push_back({{"ordinal", t.ordinal}, {"module_load_ms", t.module_load_ms},
-                            {"first_launch_ms", t.first_launch_ms}, {"second_launch_ms", t.second_launch_ms},
-                            {"image", t.image}, {"matmul_gflops", t.matmul_gflops}});
+    j["timings"].push_back({{"ordinal", t.ordinal}, {"module_load_ms", t.module_load_ms}, {"first_launch_ms", t.first_launch_ms}, {"second_launch_ms", t.second_launch_ms}, {"image", t.image}, {"matmul_gflops", t.matmul_gflops}});
   j["fixes"] = nlohmann::json::array();
   for (const auto& f : r.fixes)
     j["fixes"].push_back({{"kind", to_string(f.kind)}, {"text", f.text}, {"details", f.details}});
   // The FILEs that load code at run time: what they load is not judged (step 3 notes it).
   j["runtime_loading"] = nlohmann::json::array();
   for (const auto& l : r.runtime_loading)
-    j["runtime_loading"].push_back({{"file", l.path}, {"reasons", l.reasons}, {"imports", l.imports},
-                                    {"nvrtc", l.nvrtc},
-                                    {"python", l.python.empty() ? nlohmann::json() : nlohmann::json(l.python)},
-                                    {"command", run_command(l.path)}});
+    j["runtime_loading"].push_back({{"file", l.path}, {"reasons", l.reasons}, {"imports", l.imports}, {"nvrtc", l.nvrtc}, {"python", l.python.empty() ? nlohmann::json() : nlohmann::json(l.python)}, {"command", run_command(l.path)}});
   j["verdict"] = to_string(r.overall());
   j["exit_code"] = exit_code;
   j["elapsed_ms"] = r.elapsed_ms;

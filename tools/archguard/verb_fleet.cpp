@@ -46,7 +46,7 @@ struct FleetOptions {
 
 Result<std::string> read_stdin() {
   std::string text;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::size_t>(st.st_size) <= kMaxInput)
     text.reserve(static_cast<std::size_t>(st.st_size));  // a file redirected in: one allocation
   char buf[1 << 16];
@@ -84,7 +84,7 @@ Status read_input(const std::string& input, std::vector<std::pair<std::string, s
     }
     return Ok{};
   }
-  struct stat st{};
+  struct stat st {};
   if (::stat(input.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) > kMaxInput)
     return make_error(ErrorKind::usage, input + ": " + std::to_string(st.st_size) + " bytes, more than 1 GiB");
   AG_TRY(std::string text, common::read_file(input, true));
@@ -133,7 +133,8 @@ std::string driver_text(const std::optional<DriverVersion>& driver, const std::o
   probe.driver = driver;
   probe.driver_cuda = cuda;
   const Version2 isa = fleet::driver_ptx_isa(probe);
-  std::string s = driver ? "driver " + format_driver_version(*driver) : cuda ? "driver for CUDA " + version_text(*cuda) : "driver unknown";
+  std::string s = driver ? "driver " + format_driver_version(*driver) : cuda ? "driver for CUDA " + version_text(*cuda)
+                                                                             : "driver unknown";
   if (driver && cuda) s += " (CUDA " + version_text(*cuda) + (isa.empty() ? ")" : ", PTX ISA " + version_text(isa) + ")");
   else if (!isa.empty()) s += " (PTX ISA " + version_text(isa) + ")";
   return s;

@@ -30,11 +30,11 @@ namespace archguard::cli {
 
 /// What reading one input found besides its objects.
 struct InputFacts {
-  std::string input;               ///< the path as given
-  std::size_t files_scanned = 0;   ///< files read for it (a directory's files, its libraries)
-  std::size_t libraries = 0;       ///< shared libraries it loads (found by the walk)
-  std::vector<Dependency> missing; ///< libraries it loads that were not found
-  std::vector<std::string> notes;  ///< problems of the walk (not errors of the input)
+  std::string input;                ///< the path as given
+  std::size_t files_scanned = 0;    ///< files read for it (a directory's files, its libraries)
+  std::size_t libraries = 0;        ///< shared libraries it loads (found by the walk)
+  std::vector<Dependency> missing;  ///< libraries it loads that were not found
+  std::vector<std::string> notes;   ///< problems of the walk (not errors of the input)
   /// Files and members that could hold device code but were not read, "<path>: <why>"
   /// (ScanReport::skipped): not counted in files_scanned.
   std::vector<std::string> skipped;
@@ -79,8 +79,8 @@ inline Result<ScanOptions> scan_options(const ReadLimits& l) {
     auto v = parse_byte_size(text);
     if (!v || (plain && text.find_first_not_of("0123456789") != std::string::npos))
       return Error{ErrorKind::usage, who + ": '" + text + "' is not " +
-                   (plain ? std::string("a whole number") : std::string("a size (bytes, or with K, M, G or T)")) +
-                   " that fits in 64 bits"};
+                                         (plain ? std::string("a whole number") : std::string("a size (bytes, or with K, M, G or T)")) +
+                                         " that fits in 64 bits"};
     out = *v;
     return Ok{};
   };
@@ -104,7 +104,6 @@ struct ReadOptions {
   bool deps = false;
   DependencyOptions dependency_options;
 };
-
 
 bool stderr_is_tty();  // main.cpp
 
@@ -238,21 +237,26 @@ inline void print_errors(const std::vector<std::string>& errors) {
   for (const auto& e : errors) std::cerr << "archguard: error: " << shown(e) << '\n';
 }
 
-
 inline std::string_view kind_text(CodeKind k) {
   switch (k) {
-    case CodeKind::sass: return "sass";
-    case CodeKind::ptx: return "ptx";
-    case CodeKind::ltoir: return "ltoir";
+    case CodeKind::sass:
+      return "sass";
+    case CodeKind::ptx:
+      return "ptx";
+    case CodeKind::ltoir:
+      return "ltoir";
   }
   return "?";
 }
 
 inline std::string_view outcome_text(Outcome o) {
   switch (o) {
-    case Outcome::native: return "native";
-    case Outcome::jit: return "jit";
-    case Outcome::fail: return "fail";
+    case Outcome::native:
+      return "native";
+    case Outcome::jit:
+      return "jit";
+    case Outcome::fail:
+      return "fail";
   }
   return "?";
 }

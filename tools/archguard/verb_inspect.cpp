@@ -74,19 +74,27 @@ KernelMap collect_kernels(const Inputs& in, unsigned threads) {
 
 std::string elf_type_text(std::uint16_t t) {
   switch (t) {
-    case kElfTypeRel: return "relocatable";
-    case kElfTypeExec: return "executable";
-    case kElfTypeDyn: return "shared";
-    default: return "type " + std::to_string(t);
+    case kElfTypeRel:
+      return "relocatable";
+    case kElfTypeExec:
+      return "executable";
+    case kElfTypeDyn:
+      return "shared";
+    default:
+      return "type " + std::to_string(t);
   }
 }
 
 std::string machine_text(std::uint16_t m) {
   switch (m) {
-    case kElfMachineX86_64: return "x86-64";
-    case kElfMachineAarch64: return "aarch64";
-    case kElfMachineCuda: return "cuda";
-    default: return "machine " + std::to_string(m);
+    case kElfMachineX86_64:
+      return "x86-64";
+    case kElfMachineAarch64:
+      return "aarch64";
+    case kElfMachineCuda:
+      return "cuda";
+    default:
+      return "machine " + std::to_string(m);
   }
 }
 
@@ -110,14 +118,18 @@ std::string flags_text(const FatbinEntry& e) {
 /// "standalone cubin", "fatbin file".
 std::string where_text(const Fatbin& fb) {
   switch (fb.section) {
-    case FatbinSection::embedded: return fb.section_name + " (embedded)";
+    case FatbinSection::embedded:
+      return fb.section_name + " (embedded)";
     case FatbinSection::standalone: {
       const CodeKind k = fb.entries.empty() ? CodeKind::sass : fb.entries.front().kind;
-      return k == CodeKind::sass ? "standalone cubin" : k == CodeKind::ptx ? "standalone ptx" : "standalone lto-ir";
+      return k == CodeKind::sass ? "standalone cubin" : k == CodeKind::ptx ? "standalone ptx"
+                                                                           : "standalone lto-ir";
     }
-    case FatbinSection::memory: return fb.section_name.empty() ? "fatbin file" : fb.section_name;
+    case FatbinSection::memory:
+      return fb.section_name.empty() ? "fatbin file" : fb.section_name;
     case FatbinSection::nv_fatbin:
-    case FatbinSection::nv_relfatbin: break;
+    case FatbinSection::nv_relfatbin:
+      break;
   }
   return fb.section_name.empty() ? std::string(to_string(fb.section)) : fb.section_name;
 }
@@ -131,11 +143,22 @@ FatbinCounts count_fatbins(const ObjectFatbins& o) {
   FatbinCounts c;
   for (const auto& fb : o.fatbins) {
     switch (fb.section) {
-      case FatbinSection::nv_fatbin: ++c.nv_fatbin; break;
-      case FatbinSection::nv_relfatbin: ++c.nv_relfatbin; break;
-      case FatbinSection::embedded: ++c.embedded; ++c.embedded_by_section[fb.section_name]; break;
-      case FatbinSection::standalone: ++c.standalone; break;
-      case FatbinSection::memory: ++c.memory; break;
+      case FatbinSection::nv_fatbin:
+        ++c.nv_fatbin;
+        break;
+      case FatbinSection::nv_relfatbin:
+        ++c.nv_relfatbin;
+        break;
+      case FatbinSection::embedded:
+        ++c.embedded;
+        ++c.embedded_by_section[fb.section_name];
+        break;
+      case FatbinSection::standalone:
+        ++c.standalone;
+        break;
+      case FatbinSection::memory:
+        ++c.memory;
+        break;
     }
   }
   return c;
@@ -212,7 +235,8 @@ nlohmann::json entry_json(const FatbinEntry& e, const KernelMap* kernels) {
                    {"raw_kind", e.raw_kind},
                    {"arch", entry_arch(e)},
                    {"sm", e.arch.sm},
-                   {"suffix", e.arch.suffix == Suffix::a ? "a" : e.arch.suffix == Suffix::f ? "f" : ""},
+                   {"suffix", e.arch.suffix == Suffix::a ? "a" : e.arch.suffix == Suffix::f ? "f"
+                                                                                            : ""},
                    {"version", version_text(e.version)},
                    {"header_size", e.header_size},
                    {"stored_size", e.stored_size},
@@ -239,8 +263,7 @@ nlohmann::json entry_json(const FatbinEntry& e, const KernelMap* kernels) {
 }
 
 nlohmann::json counts_json(const FatbinCounts& c) {
-  return {{"nv_fatbin", c.nv_fatbin},   {"nv_relfatbin", c.nv_relfatbin}, {"embedded", c.embedded},
-          {"embedded_by_section", c.embedded_by_section}, {"standalone", c.standalone}, {"memory", c.memory}};
+  return {{"nv_fatbin", c.nv_fatbin}, {"nv_relfatbin", c.nv_relfatbin}, {"embedded", c.embedded}, {"embedded_by_section", c.embedded_by_section}, {"standalone", c.standalone}, {"memory", c.memory}};
 }
 
 /// The device-link drops of an object that has an -rdc link (nothing is decoded for others).
@@ -276,7 +299,8 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"member", o.member},
           {"elf_type", elf_type_text(o.elf_type)},
           {"pie", o.pie},
-          {"format", o.pe ? "pe" : o.elf_type == 0 ? "" : "elf"},
+          {"format", o.pe ? "pe" : o.elf_type == 0 ? ""
+                                                   : "elf"},
           {"machine", machine_text(o.machine)},
           {"fatbins", std::move(fatbins)},
           {"fatbin_counts", counts_json(count_fatbins(o))},
@@ -284,14 +308,10 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"device_link_drops", [&] {
              nlohmann::json drops = nlohmann::json::array();
              for (const LinkDrop& d : link_drops_of(o))
-               drops.push_back({{"kernel", d.kernel.name}, {"demangled", d.kernel.demangled}, {"linked_fatbin", d.linked_fatbin},
-                                {"linked", nvcc_name(d.linked.arch, CodeKind::sass)}, {"relocatable_fatbin", d.relocatable_fatbin},
-                                {"object", d.object_label}, {"defined_in", d.defined_in}, {"cuda_error", kErrSymbolNotFound}});
+               drops.push_back({{"kernel", d.kernel.name}, {"demangled", d.kernel.demangled}, {"linked_fatbin", d.linked_fatbin}, {"linked", nvcc_name(d.linked.arch, CodeKind::sass)}, {"relocatable_fatbin", d.relocatable_fatbin}, {"object", d.object_label}, {"defined_in", d.defined_in}, {"cuda_error", kErrSymbolNotFound}});
              return drops;
            }()},
-          {"coverage_every_fatbin",
-           {{"sass", arch_list_json(every_fatbin(o).sass, CodeKind::sass)},
-            {"ptx", arch_list_json(every_fatbin(o).ptx, CodeKind::ptx)}}}};
+          {"coverage_every_fatbin", {{"sass", arch_list_json(every_fatbin(o).sass, CodeKind::sass)}, {"ptx", arch_list_json(every_fatbin(o).ptx, CodeKind::ptx)}}}};
 }
 
 /// The coverage lines of an object: what every fatbin covers, then, when fatbins differ, what
@@ -322,7 +342,7 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
     if (!any_shown && ri < in.facts.size()) std::printf("%s\n", shown(no_device_code_line(in.facts[ri])).c_str());
     for (const auto& o : r.objects) {
       if (o.fatbins.empty() && !o.archive.empty()) continue;  // archive members without device code
-      if (o.elf_type == 0 && o.machine == 0) {  // not an ELF file: a fatbin, PTX or LTO-IR file
+      if (o.elf_type == 0 && o.machine == 0) {                // not an ELF file: a fatbin, PTX or LTO-IR file
         std::string what = "fatbin file";
         if (o.fatbins.size() == 1 && o.fatbins.front().section == FatbinSection::standalone)
           what = where_text(o.fatbins.front()).substr(std::string_view("standalone ").size()) + " file";
@@ -372,8 +392,8 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
       for (const std::string& line : coverage_lines(summarize(o), every_fatbin(o))) std::printf("%s\n", shown(line).c_str());
       for (const LinkDrop& d : link_drops_of(o))
         std::printf("%s\n", shown("  device-link drop: " + d.kernel.demangled + " (" + d.object_label + ", " + d.defined_in +
-                                   ") is not in the linked " + nvcc_name(d.linked.arch, CodeKind::sass) + " image of fatbin " +
-                                   std::to_string(d.linked_fatbin) + ": its launches there fail with 500")
+                                  ") is not in the linked " + nvcc_name(d.linked.arch, CodeKind::sass) + " image of fatbin " +
+                                  std::to_string(d.linked_fatbin) + ": its launches there fail with 500")
                                 .c_str());
     }
   }
@@ -482,8 +502,7 @@ int run_inspect(const InspectOptions& opt) {
         if (o.fatbins.empty() && !o.archive.empty()) continue;
         objects.push_back(object_json(o, kp));
       }
-      inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"files_read", r.files_read},
-                        {"skipped", r.skipped}, {"objects", std::move(objects)}});
+      inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"files_read", r.files_read}, {"skipped", r.skipped}, {"objects", std::move(objects)}});
     }
     nlohmann::json doc{{"schema", "archguard.inspect/1"}, {"inputs", std::move(inputs)}, {"errors", in.errors}};
     std::printf("%s\n", cli::json_text(doc).c_str());

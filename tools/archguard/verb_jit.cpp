@@ -118,13 +118,11 @@ int run_info(bool as_json) {
   } else {
     const auto& i = archguard::jit::nvrtc_info(**nv);
     std::vector<unsigned> s = i.supported;
-    j["nvrtc"] = {{"library", i.library}, {"version", cli::version_or_dash(i.version)}, {"build_id", i.build_id},
-                  {"supported", s}, {"ptx_isa", cli::version_or_dash(i.ptx_isa)}};
+    j["nvrtc"] = {{"library", i.library}, {"version", cli::version_or_dash(i.version)}, {"build_id", i.build_id}, {"supported", s}, {"ptx_isa", cli::version_or_dash(i.ptx_isa)}};
   }
   auto cache = archguard::jit::CacheOptions::from_environment();
   if (cache) {
-    j["cache"] = {{"dir", cache->dir}, {"disabled", cache->disabled}, {"max_bytes", cache->max_bytes},
-                  {"readonly_dirs", cache->readonly_dirs}};
+    j["cache"] = {{"dir", cache->dir}, {"disabled", cache->disabled}, {"max_bytes", cache->max_bytes}, {"readonly_dirs", cache->readonly_dirs}};
   } else {
     j["cache"] = {{"error", cache.message()}};
   }

@@ -128,10 +128,7 @@ nlohmann::json origin_json(const Origin& o) {
 }
 
 nlohmann::json explained_json(const Explained& x) {
-  nlohmann::json j{{"api", x.api}, {"error", x.error}, {"error_name", x.error_name}, {"count", x.count},
-                   {"kernel", x.kernel}, {"kernel_demangled", x.kernel_demangled}, {"device", x.device},
-                   {"file", x.file}, {"translation_unit", x.translation_unit}, {"images", x.images},
-                   {"architecture", x.architecture}, {"cause", x.cause}, {"predicted", x.predicted}};
+  nlohmann::json j{{"api", x.api}, {"error", x.error}, {"error_name", x.error_name}, {"count", x.count}, {"kernel", x.kernel}, {"kernel_demangled", x.kernel_demangled}, {"device", x.device}, {"file", x.file}, {"translation_unit", x.translation_unit}, {"images", x.images}, {"architecture", x.architecture}, {"cause", x.cause}, {"predicted", x.predicted}};
   j["cc"] = x.cc ? nlohmann::json(cli::version_text(*x.cc)) : nlohmann::json();
   j["fatbin"] = x.fatbin ? nlohmann::json(*x.fatbin) : nlohmann::json();
   j["origin"] = origin_json(x.origin);
@@ -153,11 +150,7 @@ nlohmann::json report_json(const Report& r, const RunArgs& a, int status, const 
   j["problems"] = problems;
   j["processes"] = nlohmann::json::array();
   for (const ProcessReport& p : r.processes) {
-    nlohmann::json pj{{"pid", p.pid}, {"ppid", p.ppid}, {"argv", p.argv}, {"complete", p.complete},
-                      {"recorder", {{"status", p.recorder_status}, {"detail", p.recorder_detail}}}, {"environment", p.env},
-                      {"counts", {{"launches", p.launches}, {"failed_launches", p.failed_launches},
-                                  {"module_loads", p.module_loads}, {"modules", p.modules}}},
-                      {"problems", p.problems}};
+    nlohmann::json pj{{"pid", p.pid}, {"ppid", p.ppid}, {"argv", p.argv}, {"complete", p.complete}, {"recorder", {{"status", p.recorder_status}, {"detail", p.recorder_detail}}}, {"environment", p.env}, {"counts", {{"launches", p.launches}, {"failed_launches", p.failed_launches}, {"module_loads", p.module_loads}, {"modules", p.modules}}}, {"problems", p.problems}};
     pj["devices"] = nlohmann::json::array();
     for (const auto& d : p.devices)
       pj["devices"].push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"cc", cli::version_text(d.cc)}, {"integrated", d.integrated}});
@@ -193,7 +186,7 @@ void render(std::ostream& out, const Report& r, const RunArgs& a, int status, co
     if (!interesting) continue;
     out << "\nprocess " << p.pid << ": " << quoted(p.argv) << "\n";
     if (p.recorder_status != "ok") out << "  recorder: " << shown(p.recorder_status.empty() ? "no status" : p.recorder_status)
-                                      << (p.recorder_detail.empty() ? "" : ": " + shown(p.recorder_detail)) << "\n";
+                                       << (p.recorder_detail.empty() ? "" : ": " + shown(p.recorder_detail)) << "\n";
     for (const auto& d : p.devices)
       out << "  device " << d.ordinal << ": " << shown(d.name) << ", compute capability " << cli::version_text(d.cc) << "\n";
     out << "  launches: " << (p.launches == 0 && p.failed_launches == 0 ? std::string("not watched (--watch-launches)") : std::to_string(p.launches) + " (" + std::to_string(p.failed_launches) + " failed)") << ", driver loads: " << p.module_loads
@@ -259,7 +252,8 @@ int run_command(const RunArgs& a, const std::string& dir, const std::string& inj
 
   // Like env(1) and time(1): the terminal's interrupt goes to the command; archguard waits for
   // it and still writes the report.
-  struct sigaction ignore{}, old_int{}, old_quit{};
+  struct sigaction ignore {
+  }, old_int{}, old_quit{};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGINT, &ignore, &old_int);
   ::sigaction(SIGQUIT, &ignore, &old_quit);

@@ -67,7 +67,8 @@ int run_verify(const VerifyOptions& opt) {
     for (auto& u : part.units) report.units.push_back(std::move(u));
   }
   const bool passed = report.passed();
-  int code = !in.errors.empty() ? kExitUsage : passed ? kExitOk : kExitProblem;
+  int code = !in.errors.empty() ? kExitUsage : passed ? kExitOk
+                                                      : kExitProblem;
 
   if (opt.json) {
     nlohmann::json units = nlohmann::json::array();

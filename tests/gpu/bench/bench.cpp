@@ -210,11 +210,12 @@ int main(int argc, char** argv) {
       (tc ? v.matmul_tc_tflops : v.matmul_plain_tflops) = 2.0 * dim * dim * dim / (ms * 1e9);
     }
     if (auto st = ctx->synchronize(); !st) v.error = st.message();
-    std::printf("%-36s build %8.1f ms  load %7.2f ms  first launch %7.2f ms  saxpy %6.0f GB/s (%.1f%% of copy)  "
-                "reduce %6.0f GB/s  matmul tc %6.2f TFLOP/s plain %6.2f TFLOP/s%s%s\n",
-                v.name.c_str(), v.build_ms, v.load_ms, v.first_launch_ms, v.saxpy_gbs,
-                copy_gbs > 0 ? 100.0 * v.saxpy_gbs / copy_gbs : 0.0, v.reduce_gbs, v.matmul_tc_tflops,
-                v.matmul_plain_tflops, v.error.empty() ? "" : "  ERROR ", v.error.c_str());
+    std::printf(
+        "%-36s build %8.1f ms  load %7.2f ms  first launch %7.2f ms  saxpy %6.0f GB/s (%.1f%% of copy)  "
+        "reduce %6.0f GB/s  matmul tc %6.2f TFLOP/s plain %6.2f TFLOP/s%s%s\n",
+        v.name.c_str(), v.build_ms, v.load_ms, v.first_launch_ms, v.saxpy_gbs,
+        copy_gbs > 0 ? 100.0 * v.saxpy_gbs / copy_gbs : 0.0, v.reduce_gbs, v.matmul_tc_tflops,
+        v.matmul_plain_tflops, v.error.empty() ? "" : "  ERROR ", v.error.c_str());
   }
   // Ratios against the native SASS build.
   const Variant& base = variants[0];
@@ -228,13 +229,9 @@ int main(int argc, char** argv) {
                     100.0 * (variants[i].matmul_plain_tflops / base.matmul_plain_tflops - 1));
 
   if (!json_out.empty()) {
-    nlohmann::json j{{"device", dev.name}, {"cc", std::to_string(dev.cc.major) + "." + std::to_string(dev.cc.minor)},
-                     {"copy_gbs", copy_gbs}, {"variants", nlohmann::json::array()}};
+    nlohmann::json j{{"device", dev.name}, {"cc", std::to_string(dev.cc.major) + "." + std::to_string(dev.cc.minor)}, {"copy_gbs", copy_gbs}, {"variants", nlohmann::json::array()}};
     for (const auto& v : variants)
-      j["variants"].push_back({{"name", v.name}, {"build_ms", v.build_ms}, {"load_ms", v.load_ms},
-                               {"first_launch_ms", v.first_launch_ms}, {"saxpy_gbs", v.saxpy_gbs},
-                               {"reduce_gbs", v.reduce_gbs}, {"matmul_tc_tflops", v.matmul_tc_tflops},
-                               {"matmul_plain_tflops", v.matmul_plain_tflops}, {"error", v.error}});
+      j["variants"].push_back({{"name", v.name}, {"build_ms", v.build_ms}, {"load_ms", v.load_ms}, {"first_launch_ms", v.first_launch_ms}, {"saxpy_gbs", v.saxpy_gbs}, {"reduce_gbs", v.reduce_gbs}, {"matmul_tc_tflops", v.matmul_tc_tflops}, {"matmul_plain_tflops", v.matmul_plain_tflops}, {"error", v.error}});
     std::ofstream(json_out) << j.dump(2) << "\n";
   }
   for (const auto& v : variants)

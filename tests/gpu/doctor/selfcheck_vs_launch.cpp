@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
       for (const auto& o : r->objects) {
         if (o.path.find(file) == std::string::npos) continue;
         predicted = o.outcome == archguard::Outcome::fail ? o.cuda_error : 0;
-        how = o.outcome == archguard::Outcome::native ? "native" : o.outcome == archguard::Outcome::jit ? "jit" : "fail";
+        how = o.outcome == archguard::Outcome::native ? "native" : o.outcome == archguard::Outcome::jit ? "jit"
+                                                                                                        : "fail";
       }
     }
     using Launch = int (*)();

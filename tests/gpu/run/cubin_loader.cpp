@@ -6,15 +6,15 @@
 #include <cuda.h>
 #include <cstdio>
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    CUresult r_ = (call);                                                               \
-    if (r_ != CUDA_SUCCESS) {                                                           \
-      const char* n_ = nullptr;                                                         \
-      cuGetErrorName(r_, &n_);                                                          \
+#define CHECK(call)                                                                         \
+  do {                                                                                      \
+    CUresult r_ = (call);                                                                   \
+    if (r_ != CUDA_SUCCESS) {                                                               \
+      const char* n_ = nullptr;                                                             \
+      cuGetErrorName(r_, &n_);                                                              \
       std::printf("%s failed: code=%d (%s)\n", #call, static_cast<int>(r_), n_ ? n_ : "?"); \
-      return 1;                                                                         \
-    }                                                                                   \
+      return 1;                                                                             \
+    }                                                                                       \
   } while (0)
 
 int main(int argc, char** argv) {

@@ -10,13 +10,13 @@ __global__ void good_kernel(int* out, int n) {
   if (i < n) out[i] = 7 * i;
 }
 
-#define CHECK(call)                                                                           \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
       std::printf("%s failed: code=%d (%s)\n", #call, static_cast<int>(e_), cudaGetErrorName(e_)); \
-      return 1;                                                                               \
-    }                                                                                         \
+      return 1;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 int main() {

@@ -8,13 +8,13 @@
 
 __global__ void ptxonly_kernel(float* out) { out[threadIdx.x] = 0.5f * static_cast<float>(threadIdx.x); }
 
-#define CHECK(call)                                                                           \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
       std::printf("%s failed: code=%d (%s)\n", #call, static_cast<int>(e_), cudaGetErrorName(e_)); \
-      return 1;                                                                               \
-    }                                                                                         \
+      return 1;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 int main() {

@@ -10,13 +10,13 @@ int rdc_lib_run(int* d_out);
 
 __global__ void rdc_main_kernel(int* out) { out[threadIdx.x] = static_cast<int>(threadIdx.x); }
 
-#define CHECK(call)                                                                           \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
       std::printf("%s failed: code=%d (%s)\n", #call, static_cast<int>(e_), cudaGetErrorName(e_)); \
-      return 1;                                                                               \
-    }                                                                                         \
+      return 1;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 int main() {

@@ -62,8 +62,8 @@ TEST_CASE("rule 1: Tegra parts are excluded from minor-version compatibility", "
     INFO("cc " << cc.major << "." << cc.minor);
     const Device d = device_for_cc(cc);
     CHECK(d.tegra);
-    CHECK(sass_runs_on({cc.packed()}, d));                 // exact match still runs
-    CHECK_FALSE(sass_runs_on({cc.major * 10}, d));         // X.0 SASS does not reach the Tegra part
+    CHECK(sass_runs_on({cc.packed()}, d));          // exact match still runs
+    CHECK_FALSE(sass_runs_on({cc.major * 10}, d));  // X.0 SASS does not reach the Tegra part
   }
   CHECK_FALSE(sass_runs_on({87}, device_for_cc({8, 9})));  // nor Tegra SASS a desktop part
   // A device flagged Tegra by the caller is treated as one even for an unknown CC.
@@ -371,12 +371,12 @@ TEST_CASE("an architecture the table lacks is inferred conservatively", "[compat
   const Arch a109{109};
   REQUIRE(arch_inferred(a109));
   REQUIRE_FALSE(arch_inferred(Arch{107}));
-  CHECK(sass_runs_on(a109, Device{{10, 9}, false}));        // exactly its CC
+  CHECK(sass_runs_on(a109, Device{{10, 9}, false}));         // exactly its CC
   CHECK_FALSE(sass_runs_on(a109, Device{{10, 10}, false}));  // never beyond: it may be a Tegra part
-  CHECK_FALSE(sass_runs_on(a109, Device{{11, 0}, false}));  // never across majors
+  CHECK_FALSE(sass_runs_on(a109, Device{{11, 0}, false}));   // never across majors
   CHECK(sass_runs_on({109, Suffix::f}, Device{{10, 9}, false}));
   CHECK_FALSE(sass_runs_on({109, Suffix::f}, Device{{12, 0}, false}));  // family unknown
-  CHECK(ptx_targets(a109, Device{{12, 0}, false}));         // PTX: CC >= 10.9
+  CHECK(ptx_targets(a109, Device{{12, 0}, false}));                     // PTX: CC >= 10.9
   CHECK_FALSE(ptx_targets(a109, Device{{10, 3}, false}));
   const std::vector<Version2> on = loads_on({a109, CodeKind::sass});
   CHECK(on == std::vector<Version2>{{10, 9}});

@@ -108,14 +108,14 @@ TEST_CASE("driver versions parse, format and map to a PTX ISA", "[arch][table]")
   CHECK(ptx_isa_for_driver({590, 44, 1}) == Version2{9, 1});
   CHECK(ptx_isa_for_driver({590, 44, 0}) == Version2{9, 0});
   CHECK(ptx_isa_for_driver({595, 45, 4}) == Version2{9, 2});
-  CHECK(min_driver_for_ptx_isa({9, 3}).empty());       // 13.3's driver is not recorded
+  CHECK(min_driver_for_ptx_isa({9, 3}).empty());  // 13.3's driver is not recorded
 }
 
 TEST_CASE("a driver version given with fewer numbers compares on those numbers", "[arch][table]") {
   const DriverVersion need = *parse_driver_version("580.65.06");
   CHECK(parse_driver_version("580.65")->components == 2);
   CHECK(parse_driver_version("580")->components == 1);
-  CHECK(driver_at_least(*parse_driver_version("580.65"), need));     // 580.65 is not older than 580.65.06
+  CHECK(driver_at_least(*parse_driver_version("580.65"), need));  // 580.65 is not older than 580.65.06
   CHECK(driver_at_least(*parse_driver_version("580"), need));
   CHECK(driver_at_least(*parse_driver_version("580.65.06"), need));
   CHECK_FALSE(driver_at_least(*parse_driver_version("580.65.05"), need));
@@ -136,7 +136,7 @@ TEST_CASE("arches_of_major lists plain and suffixed targets", "[arch][table]") {
   CHECK(eight == std::vector<std::string>{"80", "86", "87", "88", "89"});
   CHECK(nine == std::vector<std::string>{"90", "90a"});
   CHECK(ten == std::vector<std::string>{"100", "100a", "100f", "101", "101a", "101f", "103", "103a", "103f", "107",
-                                      "107a", "107f"});
+                                        "107a", "107f"});
 }
 
 TEST_CASE("check_release_support explains why a release rejects a target", "[arch][table]") {

@@ -278,8 +278,7 @@ TEST_CASE("driver switches: set means present, not empty and not 0", "[common][e
   CHECK(common::driver_switch_on(std::string("1")));
   CHECK(common::driver_switch_on(std::string("yes")));
 
-  std::map<std::string, std::string> vars{{"CUDA_FORCE_PTX_JIT", "1"}, {"CUDA_DISABLE_PTX_JIT", "0"},
-                                          {"CUDA_VISIBLE_DEVICES", ""}, {"CUDA_CACHE_DISABLE", "true"}};
+  std::map<std::string, std::string> vars{{"CUDA_FORCE_PTX_JIT", "1"}, {"CUDA_DISABLE_PTX_JIT", "0"}, {"CUDA_VISIBLE_DEVICES", ""}, {"CUDA_CACHE_DISABLE", "true"}};
   auto lookup = [&](std::string_view n) -> std::optional<std::string> {
     auto it = vars.find(std::string(n));
     if (it == vars.end()) return std::nullopt;

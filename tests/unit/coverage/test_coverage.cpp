@@ -399,8 +399,7 @@ TEST_CASE("package verdicts: a failure only when no variant serves the GPU", "[c
     CHECK(p.groups[0].find("lib_{cuda}.so: 2 variants per CUDA runtime; 1 serve this GPU (lib_cuda118.so)") == 0);
   }
   SECTION("no variant runs: the package fails, naming the group") {
-    std::vector<PackageMember> m{{"pkg/lib_cuda110.so", &none, false, 75, false}, {"pkg/lib_cuda111.so", &none, false, 75, false},
-                                 {"pkg/other.so", &runs, false, 75, false}};
+    std::vector<PackageMember> m{{"pkg/lib_cuda110.so", &none, false, 75, false}, {"pkg/lib_cuda111.so", &none, false, 75, false}, {"pkg/other.so", &runs, false, 75, false}};
     const PackageVerdict p = judge_package(m, h100);
     CHECK(p.problem);
     CHECK(p.cuda_error == 209);
@@ -434,8 +433,7 @@ TEST_CASE("package verdicts: a failure only when no variant serves the GPU", "[c
     CHECK(p.summary == "fails: ops.so none-run");
   }
   SECTION("a library a program loads is never a variant") {
-    std::vector<PackageMember> m{{"dir/app", &runs, false, 80, false}, {"dir/libx_sm100.so", &some, false, 100, true},
-                                 {"dir/libx_sm90.so", &runs, false, 90, true}};
+    std::vector<PackageMember> m{{"dir/app", &runs, false, 80, false}, {"dir/libx_sm100.so", &some, false, 100, true}, {"dir/libx_sm90.so", &runs, false, 90, true}};
     CHECK(judge_package(m, h100).problem);
   }
 }
@@ -511,9 +509,7 @@ TEST_CASE("package verdicts: a package built per GPU explains its other objects 
   CHECK_FALSE(p.problem);
   CHECK(p.excused == std::vector<bool>(5, true));
   // not so when most objects are ordinary builds: the odd one out is a failure
-  std::vector<PackageMember> plain{{"p/a.so", &runs, false, 75, false}, {"p/b.so", &runs, false, 75, false},
-                                   {"p/c.so", &runs, false, 75, false}, {"p/d.so", &none, false, 100, false},
-                                   {"p/e_sm90a.so", &none, false, 90, false}};
+  std::vector<PackageMember> plain{{"p/a.so", &runs, false, 75, false}, {"p/b.so", &runs, false, 75, false}, {"p/c.so", &runs, false, 75, false}, {"p/d.so", &none, false, 100, false}, {"p/e_sm90a.so", &none, false, 90, false}};
   p = judge_package(plain, gpu);
   CHECK(p.problem);
   CHECK(p.summary == "fails: d.so none-run");

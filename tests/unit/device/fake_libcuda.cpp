@@ -49,7 +49,8 @@ FAKE_EXPORT CUresult cuInit(unsigned) {
 int device_count() {
   const char* n = env("FAKE_CUDA_COUNT");
   const int c = n != nullptr ? std::atoi(n) : 1;
-  return c < 0 ? 0 : c > 8 ? 8 : c;
+  return c < 0 ? 0 : c > 8 ? 8
+                           : c;
 }
 
 FAKE_EXPORT CUresult cuDriverGetVersion(int* v) {
@@ -59,24 +60,52 @@ FAKE_EXPORT CUresult cuDriverGetVersion(int* v) {
 }
 FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char** s) {
   switch (r) {
-    case 0: *s = "CUDA_SUCCESS"; return 0;
-    case 1: *s = "CUDA_ERROR_INVALID_VALUE"; return 0;
-    case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
-    case 209: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; return 0;
-    case 222: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; return 0;
-    case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
-    default: *s = nullptr; return 1;
+    case 0:
+      *s = "CUDA_SUCCESS";
+      return 0;
+    case 1:
+      *s = "CUDA_ERROR_INVALID_VALUE";
+      return 0;
+    case 100:
+      *s = "CUDA_ERROR_NO_DEVICE";
+      return 0;
+    case 209:
+      *s = "CUDA_ERROR_NO_BINARY_FOR_GPU";
+      return 0;
+    case 222:
+      *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+      return 0;
+    case 500:
+      *s = "CUDA_ERROR_NOT_FOUND";
+      return 0;
+    default:
+      *s = nullptr;
+      return 1;
   }
 }
 FAKE_EXPORT CUresult cuGetErrorString(CUresult r, const char** s) {
   switch (r) {
-    case 0: *s = "no error"; return 0;
-    case 1: *s = "invalid argument"; return 0;
-    case 100: *s = "no CUDA-capable device is detected"; return 0;
-    case 209: *s = "no kernel image is available for execution on the device"; return 0;
-    case 222: *s = "the provided PTX was compiled with an unsupported toolchain."; return 0;
-    case 500: *s = "named symbol not found"; return 0;
-    default: *s = nullptr; return 1;
+    case 0:
+      *s = "no error";
+      return 0;
+    case 1:
+      *s = "invalid argument";
+      return 0;
+    case 100:
+      *s = "no CUDA-capable device is detected";
+      return 0;
+    case 209:
+      *s = "no kernel image is available for execution on the device";
+      return 0;
+    case 222:
+      *s = "the provided PTX was compiled with an unsupported toolchain.";
+      return 0;
+    case 500:
+      *s = "named symbol not found";
+      return 0;
+    default:
+      *s = nullptr;
+      return 1;
   }
 }
 FAKE_EXPORT CUresult cuDeviceGetCount(int* n) {
@@ -107,11 +136,20 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* v, int attr, int) {
     if (const char* dot = std::strchr(cc, '.')) minor = std::atoi(dot + 1);
   }
   switch (attr) {
-    case 16: *v = 132; return 0;
-    case 18: *v = env("FAKE_CUDA_INTEGRATED") != nullptr ? 1 : 0; return 0;
-    case 75: *v = major; return 0;
-    case 76: *v = minor; return 0;
-    default: return 1;
+    case 16:
+      *v = 132;
+      return 0;
+    case 18:
+      *v = env("FAKE_CUDA_INTEGRATED") != nullptr ? 1 : 0;
+      return 0;
+    case 75:
+      *v = major;
+      return 0;
+    case 76:
+      *v = minor;
+      return 0;
+    default:
+      return 1;
   }
 }
 FAKE_EXPORT CUresult cuDeviceTotalMem_v2(std::size_t* b, int) {
@@ -202,19 +240,19 @@ FAKE_EXPORT CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t n) {  // N
   return m != nullptr ? 0 : 2;
 }
 FAKE_EXPORT CUresult cuMemFree_v2(unsigned long long p) {  // NOLINT
-  std::free(reinterpret_cast<void*>(p));  // NOLINT
+  std::free(reinterpret_cast<void*>(p));                   // NOLINT
   return 0;
 }
 FAKE_EXPORT CUresult cuMemcpyHtoD_v2(unsigned long long d, const void* s, std::size_t n) {  // NOLINT
-  std::memcpy(reinterpret_cast<void*>(d), s, n);  // NOLINT
+  std::memcpy(reinterpret_cast<void*>(d), s, n);                                            // NOLINT
   return 0;
 }
 FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void* d, unsigned long long s, std::size_t n) {  // NOLINT
-  std::memcpy(d, reinterpret_cast<const void*>(s), n);  // NOLINT
+  std::memcpy(d, reinterpret_cast<const void*>(s), n);                                // NOLINT
   return 0;
 }
 FAKE_EXPORT CUresult cuMemsetD8_v2(unsigned long long d, unsigned char v, std::size_t n) {  // NOLINT
-  std::memset(reinterpret_cast<void*>(d), v, n);  // NOLINT
+  std::memset(reinterpret_cast<void*>(d), v, n);                                            // NOLINT
   return 0;
 }
 FAKE_EXPORT CUresult cuEventCreate(void** ev, unsigned) {

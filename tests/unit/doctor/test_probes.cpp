@@ -28,7 +28,8 @@ struct FakeTool {
     dir = fs::path(tmpl) / "it's a $dir; `x`";
     fs::create_directories(dir);
     path = dir / name;
-    std::ofstream(path) << "#!/bin/sh\n" << script;
+    std::ofstream(path) << "#!/bin/sh\n"
+                        << script;
     ::chmod(path.c_str(), 0755);
   }
   ~FakeTool() {

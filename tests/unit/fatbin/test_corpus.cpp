@@ -68,7 +68,7 @@ TEST_CASE("malformed corpus: errors, never crashes", "[fatbin][corpus]") {
     INFO("error: " << errors.front());
     CHECK(errors.front().find(name) != std::string::npos);    // names the file
     CHECK(errors.front().find(expect) != std::string::npos);  // says what is wrong
-    CHECK(errors.front().back() != '.');                       // house style: no final period
+    CHECK(errors.front().back() != '.');                      // house style: no final period
   }
   CHECK(files >= 40);
 }

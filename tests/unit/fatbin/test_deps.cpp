@@ -188,8 +188,7 @@ TEST_CASE("DT_RPATH is ignored when DT_RUNPATH is present, used (and inherited) 
   TempDir t;
   t.write("a/libx.so", {});
   t.write("b/libx.so", {});
-  const std::string both = t.write("both", {.needed = {"libx.so"}, .rpath = t.dir("a"), .runpath = t.dir("b"),
-                                           .has_rpath = true, .has_runpath = true});
+  const std::string both = t.write("both", {.needed = {"libx.so"}, .rpath = t.dir("a"), .runpath = t.dir("b"), .has_rpath = true, .has_runpath = true});
   auto w = walk_dependencies(both, isolated());
   REQUIRE(w.ok());
   REQUIRE(find(*w, "libx.so") != nullptr);
@@ -346,9 +345,15 @@ TEST_CASE("objects without device-code sections are recognised without decoding"
   CHECK_FALSE(check({}));
   std::vector<std::uint8_t> data(64, 0x11);
   CHECK_FALSE(check({.rodata = data}));
-  data[17] = 0x50; data[18] = 0xed; data[19] = 0x55; data[20] = 0xba;  // unaligned magic
+  data[17] = 0x50;
+  data[18] = 0xed;
+  data[19] = 0x55;
+  data[20] = 0xba;  // unaligned magic
   CHECK_FALSE(check({.rodata = data}));
-  data[32] = 0x50; data[33] = 0xed; data[34] = 0x55; data[35] = 0xba;  // a fatbin header, 8-aligned
+  data[32] = 0x50;
+  data[33] = 0xed;
+  data[34] = 0x55;
+  data[35] = 0xba;  // a fatbin header, 8-aligned
   data.push_back(0);
   CHECK(check({.rodata = data}));
 }

@@ -34,7 +34,8 @@ std::string describe(const Fatbin& fb) {
   std::string s;
   for (const auto& e : fb.entries) {
     if (!s.empty()) s += "; ";
-    s += e.kind == CodeKind::sass ? "sass " : e.kind == CodeKind::ptx ? "ptx " : "ltoir ";
+    s += e.kind == CodeKind::sass ? "sass " : e.kind == CodeKind::ptx ? "ptx "
+                                                                      : "ltoir ";
     s += nvcc_name(e.arch, e.kind);
     if (e.kind != CodeKind::ltoir) s += " " + std::string(to_string(e.compression));
     if (e.debug) s += " debug";
@@ -89,8 +90,8 @@ TEST_CASE("rdc objects and executables, LTO-IR", "[fatbin][nvcc]") {
   const auto& fbs = x.objects[0].fatbins;
   REQUIRE(fbs.size() == 3);
   CHECK(fbs[0].section == FatbinSection::nv_fatbin);
-  CHECK(fbs[0].linked);              // written by nvlink ...
-  CHECK_FALSE(fbs[0].device_link);   // ... and it holds the kernels: it decides
+  CHECK(fbs[0].linked);             // written by nvlink ...
+  CHECK_FALSE(fbs[0].device_link);  // ... and it holds the kernels: it decides
   CHECK(describe(fbs[0]) == "sass sm_80 none");
   CHECK(fbs[1].section == FatbinSection::nv_relfatbin);
   CHECK(describe(fbs[1]) == "sass sm_80 zstd; ptx compute_80 zstd");
@@ -200,7 +201,7 @@ TEST_CASE("translation units of an executable built from three, one of them sm_8
   std::vector<std::string> tus;
   for (std::size_t i = 1; i < fbs.size(); ++i) tus.push_back(fbs[i].translation_unit);
   CHECK(tus == std::vector<std::string>{"new_tu.cu", "other_tu.cu", "old_tu.cu", "main.cu"});
-  CHECK(describe(fbs[3]) == "sass sm_80 none");  // the stale TU
+  CHECK(describe(fbs[3]) == "sass sm_80 none");                                        // the stale TU
   CHECK(describe(fbs[1]) == "sass sm_90 none; ptx compute_90 zstd; sass sm_80 none");  // -gencode order
   for (const auto& fb : fbs) CHECK(fb.section_name == ".nv_fatbin");
   CHECK(kernel_names(fbs[3].entries[0], "multi_tu.exe") == std::vector<std::string>{"old_tu_kernel(int*)"});

@@ -90,7 +90,10 @@ Buf elf_with_wrappers(std::size_t wrappers) {
   const auto n_shstr = name(".shstrtab"), n_fb = name(".nv_fatbin"), n_seg = name(".nvFatBinSegment"),
              n_rela = name(".rela.dyn");
   Buf out(64, std::byte{0});
-  struct Sec { std::uint32_t name, type; std::uint64_t flags, addr, offset, size, entsize; };
+  struct Sec {
+    std::uint32_t name, type;
+    std::uint64_t flags, addr, offset, size, entsize;
+  };
   std::vector<Sec> secs{{0, 0, 0, 0, 0, 0, 0}};
   auto add = [&](std::uint32_t nm, std::uint32_t type, std::uint64_t flags, std::uint64_t addr, const Buf& body,
                  std::uint64_t entsize) {

@@ -61,7 +61,10 @@ struct Sec {
 Buf make_elf(const Buf& shstr, const std::vector<Sec>& secs, std::uint16_t machine = 62, std::uint16_t type = 3,
              std::size_t extra_headers = 0, std::size_t copy_of = 0) {
   Buf out(64, std::byte{0});
-  struct Placed { const Sec* s; std::uint64_t offset; };
+  struct Placed {
+    const Sec* s;
+    std::uint64_t offset;
+  };
   std::vector<Sec> all{Sec{}, Sec{0, 3, 0, 0, shstr}};  // .shstrtab itself unnamed
   all.insert(all.end(), secs.begin(), secs.end());
   std::vector<std::uint64_t> offsets;
@@ -198,9 +201,9 @@ TEST_CASE("a kernel-name bomb in one image is stopped by the name budget", "[fat
   strtab.push_back(std::byte{0});
   Buf symtab(24, std::byte{0});
   for (int i = 0; i < 100; ++i) {
-    put(symtab, 1, 4);      // the long name
-    put(symtab, 0x12, 1);   // global function
-    put(symtab, 0x10, 1);   // CUDA entry
+    put(symtab, 1, 4);     // the long name
+    put(symtab, 0x12, 1);  // global function
+    put(symtab, 0x10, 1);  // CUDA entry
     put(symtab, 1, 2);
     put(symtab, 0, 8);
     put(symtab, 0, 8);
@@ -332,7 +335,7 @@ TEST_CASE("a file truncated under its mapping before the headers are read: an er
   }
   auto storage = map_file(path);
   REQUIRE(storage.ok());
-  std::filesystem::resize_file(path, 4096);  // the section table and .rodata are gone
+  std::filesystem::resize_file(path, 4096);              // the section table and .rodata are gone
   auto elf = ElfFile::parse((*storage)->bytes(), path);  // reads the section table: past the end now
   if (elf.ok()) {
     auto fbs = read_elf_fatbins(*elf);  // searches .rodata: past the end too

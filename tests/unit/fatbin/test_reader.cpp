@@ -140,7 +140,7 @@ TEST_CASE("byte reader checks every read and names file and absolute offset", "[
   auto past = r.u64(4, "field");
   REQUIRE_FALSE(past.ok());
   CHECK(past.message() == "lib.so: field at 0x1004: 0x8 bytes run past the end 0x1008");
-  CHECK_FALSE(r.u8(UINT64_MAX, "x").ok());          // no wrap-around
+  CHECK_FALSE(r.u8(UINT64_MAX, "x").ok());           // no wrap-around
   CHECK_FALSE(r.span(UINT64_MAX - 2, 8, "x").ok());  // overflowing end
   CHECK_FALSE(r.cstring(0, "name").ok());            // no NUL before the end
   auto sub = r.sub(2, 4, "part");
@@ -349,7 +349,7 @@ TEST_CASE("demangling and cuobjdump names", "[fatbin]") {
   e.arch = Arch{100, Suffix::f};
   CHECK(cuobjdump_name(e, "libx", 3) == "libx.3.sm_100.cubin");  // f dropped for ELF
   e.kind = CodeKind::ptx;
-  CHECK(cuobjdump_name(e, "libx", 1) == "libx.1.sm_100f.ptx");   // kept for PTX
+  CHECK(cuobjdump_name(e, "libx", 1) == "libx.1.sm_100f.ptx");  // kept for PTX
   e.arch = Arch{90, Suffix::a};
   e.kind = CodeKind::sass;
   CHECK(cuobjdump_name(e, "libx", 2) == "libx.2.sm_90a.cubin");
@@ -387,19 +387,19 @@ TEST_CASE("embedded fatbins: found only after strict validation, at 8-aligned ad
     region.insert(region.end(), b.begin(), b.end());
     return at;
   };
-  append(good);                             // found
-  append(near_miss(4, 2, 2));               // fatbin version 2
-  append(near_miss(6, 0x20, 2));            // header size 0x20
-  append(near_miss(16, 0x33, 2));           // unknown entry kind
-  append(near_miss(18, 0x0102, 2));         // entry version
-  append(near_miss(8, good.size(), 8));     // fat size: entries do not fill it
-  append(near_miss(20, 0x44, 4));           // entry header size not a multiple of 8
-  append(near_miss(16 + 0x1c, 0, 4));       // architecture 0: passes the quick test, refused by the parser
-  region.push_back(std::byte{0x5a});        // an unaligned copy (offset % 8 == 1)
+  append(good);                          // found
+  append(near_miss(4, 2, 2));            // fatbin version 2
+  append(near_miss(6, 0x20, 2));         // header size 0x20
+  append(near_miss(16, 0x33, 2));        // unknown entry kind
+  append(near_miss(18, 0x0102, 2));      // entry version
+  append(near_miss(8, good.size(), 8));  // fat size: entries do not fill it
+  append(near_miss(20, 0x44, 4));        // entry header size not a multiple of 8
+  append(near_miss(16 + 0x1c, 0, 4));    // architecture 0: passes the quick test, refused by the parser
+  region.push_back(std::byte{0x5a});     // an unaligned copy (offset % 8 == 1)
   region.insert(region.end(), good.begin(), good.end());
   const std::size_t second = append(good);  // found
   const Buf tail = {std::byte{0x50}, std::byte{0xed}, std::byte{0x55}, std::byte{0xba}, std::byte{1}};
-  append(tail);                             // magic at the very end
+  append(tail);  // magic at the very end
 
   const auto found = find_embedded_fatbins(region, "lib.so", ".rodata", 0x1000);
   REQUIRE(found.size() == 2);
@@ -471,7 +471,7 @@ TEST_CASE("embedded fatbins: a search on several threads finds exactly what one 
   expected.push_back(big(6 * MiB - 0x100, 7 * MiB + 0x1000));
   put_bytes(6 * MiB + 0x20000, small);
   put_bytes(7 * MiB + 0x100, small);
-  expected.push_back(put_bytes(7 * MiB + 0x1000, small));  // right after it
+  expected.push_back(put_bytes(7 * MiB + 0x1000, small));                          // right after it
   expected.push_back(put_bytes(region.size() - small.size() / 8 * 8 - 8, small));  // ends near the region's end
   REQUIRE(small.size() % 8 == 0);
 
@@ -576,8 +576,8 @@ TEST_CASE("standalone cubins: the architecture from e_flags, ELF ABI v7 and v8",
   CHECK(arch_of(cubin(7, 0x5a0d5a)) == Arch{90, Suffix::a});       // 0x800: sm_90a
   // ptxas 12.8/12.9 (ABI v8) marked "a" with e_flags bit 0x8 and wrote no .nv.compat record 9:
   // the values of flashinfer-cubin 0.6.13's cubins.
-  CHECK(arch_of(cubin(8, 0x600640a)) == Arch{100, Suffix::a});   // fmhaSm100aKernel_...
-  CHECK(arch_of(cubin(8, 0x1000670c)) == Arch{103, Suffix::a});  // fmhaSm103aKernel_...
+  CHECK(arch_of(cubin(8, 0x600640a)) == Arch{100, Suffix::a});     // fmhaSm100aKernel_...
+  CHECK(arch_of(cubin(8, 0x1000670c)) == Arch{103, Suffix::a});    // fmhaSm103aKernel_...
   CHECK(arch_of(cubin(8, 0x6006402)) == Arch{100, Suffix::none});  // its sm_100f ones: no trace
   CHECK(read_standalone(cubin(8, 0x6005a04), "k.cubin")->entries[0].version == Version2{1, 8});
   auto bad = read_standalone(cubin(8, 0x6000004), "zero.cubin");

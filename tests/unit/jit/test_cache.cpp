@@ -202,7 +202,7 @@ TEST_CASE("symbolic links inside the cache are never followed", "[jit][cache][se
   REQUIRE(r.ok());
   CHECK_FALSE(r->has_value());
   CHECK(fs::exists(t.path + "/planted.bin"));  // never touched
-  CHECK_FALSE(fs::is_symlink(bin));             // the link was evicted
+  CHECK_FALSE(fs::is_symlink(bin));            // the link was evicted
 
   // A linked sub-directory is refused too.
   auto c2 = open_cache(t.path + "/d");

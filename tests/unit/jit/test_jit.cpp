@@ -436,8 +436,8 @@ TEST_CASE("the per-process scan memo notices a same-size rewrite with the mtime 
   CompileRequest r = request("#include \"h.h\"\n__global__ void k(int* p) { *p = A; }\n", sass(90), t.path + "/k.cu");
   auto k1 = c->key(r);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  auto k1_memo = c->key(r);  // served from the memo
-  write_file(t.path + "/h.h", "#define A 2\n");  // same size
+  auto k1_memo = c->key(r);                               // served from the memo
+  write_file(t.path + "/h.h", "#define A 2\n");           // same size
   REQUIRE(::utimes((t.path + "/h.h").c_str(), tv) == 0);  // same mtime; ctime moves on
   auto k2 = c->key(r);
   archguard::jit::detail::set_memo_racy_window(std::chrono::seconds(2));

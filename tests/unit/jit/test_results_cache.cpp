@@ -35,8 +35,9 @@ struct PtxImage {
   }
 };
 
-const std::string kPtx = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPf(\n.param .u64 p)\n{ ret; }\n"
-                         ".visible .entry _Z5scalePf(\n.param .u64 p)\n{ ret; }\n";
+const std::string kPtx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPf(\n.param .u64 p)\n{ ret; }\n"
+    ".visible .entry _Z5scalePf(\n.param .u64 p)\n{ ret; }\n";
 
 std::unique_ptr<ResultsCache> open_in(const TempDir& d, const std::string& producer = "archguard test commit 1") {
   std::string warning;
@@ -210,7 +211,7 @@ TEST_CASE("KernelIndex decodes once, keeps what decoded, and trusts a kept list 
     REQUIRE(listed);
     CHECK(listed->empty());
     index.flush();
-    CHECK(c->counters().misses == 3);  // counted as decoded
+    CHECK(c->counters().misses == 3);    // counted as decoded
     CHECK(c->find_kernels("").empty());  // and never kept
   }
 }

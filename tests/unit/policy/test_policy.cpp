@@ -20,8 +20,7 @@ PlanToolkit cuda13() {
   t.release = {13, 0};
   t.sass = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
   t.ptx = t.sass;
-  t.variants = {{90, Suffix::a}, {100, Suffix::a}, {100, Suffix::f}, {103, Suffix::a}, {103, Suffix::f},
-                {110, Suffix::a}, {110, Suffix::f}, {120, Suffix::a}, {120, Suffix::f}, {121, Suffix::a}, {121, Suffix::f}};
+  t.variants = {{90, Suffix::a}, {100, Suffix::a}, {100, Suffix::f}, {103, Suffix::a}, {103, Suffix::f}, {110, Suffix::a}, {110, Suffix::f}, {120, Suffix::a}, {120, Suffix::f}, {121, Suffix::a}, {121, Suffix::f}};
   return t;
 }
 
@@ -119,11 +118,12 @@ TEST_CASE("verify output: control characters never reach a line", "[policy][veri
   report.units.push_back(u);
   report.objects = 1;
   const std::string lines = verify_lines(report, {"bad\x1b[2Jname: cannot open"});
-  CHECK(lines == "format=1\nstatus=error\n"
-                 "missing=evil\\x0averify: ok: translation unit a.cu (fatbin 0) has no SASS for sm_90\n"
-                 "fix=add 90 to ARCH_POLICY\n"
-                 "error=bad\\x1b[2Jname: cannot open\n"
-                 "counts=1 1 1\n");
+  CHECK(lines ==
+        "format=1\nstatus=error\n"
+        "missing=evil\\x0averify: ok: translation unit a.cu (fatbin 0) has no SASS for sm_90\n"
+        "fix=add 90 to ARCH_POLICY\n"
+        "error=bad\\x1b[2Jname: cannot open\n"
+        "counts=1 1 1\n");
   const std::string text = verify_text(report, true, true);
   CHECK(text.find('\x0a') == text.find("\n"));  // the first newline ends the finding's line
   CHECK(text.rfind("evil\\x0averify: ok", 0) == 0);

@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
       load(keep.back().data(), nullptr, std::atoi(arg(2).c_str()));
     } else if (w == "loadmapped") {
       const int fd = ::open(arg(1).c_str(), O_RDONLY);
-      struct stat sb{};
+      struct stat sb {};
       if (fd < 0 || ::fstat(fd, &sb) != 0) die("cannot open " + arg(1));
       void* m = ::mmap(nullptr, static_cast<size_t>(sb.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
       if (m == MAP_FAILED) die("cannot map " + arg(1));
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
       api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, "cuModuleGetFunction", &p, &r);
     } else if (w == "libload") {
       const int fd = ::open(arg(1).c_str(), O_RDONLY);
-      struct stat sb{};
+      struct stat sb {};
       if (fd < 0 || ::fstat(fd, &sb) != 0) die("cannot open " + arg(1));
       const auto size = static_cast<size_t>(sb.st_size);
       void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);

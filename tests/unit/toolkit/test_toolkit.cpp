@@ -40,7 +40,8 @@ std::filesystem::path temp_dir() {
 
 std::string fake_nvcc(const std::filesystem::path& dir, const std::string& body) {
   const std::filesystem::path p = dir / "nvcc";
-  std::ofstream(p) << "#!/bin/sh\n" << body << "\n";
+  std::ofstream(p) << "#!/bin/sh\n"
+                   << body << "\n";
   ::chmod(p.c_str(), 0755);
   return p.string();
 }
