@@ -73,7 +73,7 @@ inline constexpr unsigned kMaxThreads = 256;
 
 struct ScanOptions {
   /// Worker threads for the files of a directory, or for the embedded-fatbin search of a file
-  /// named directly (read_elf_fatbins); 0: the hardware concurrency. At most kMaxThreads.
+  /// named directly (read_elf_fatbins); 0: the hardware concurrency. At most max_threads.
   unsigned threads = 0;
   /// Archive members larger than this are spilled to an unlinked temporary file and mapped
   /// instead of being held in memory.
@@ -96,6 +96,11 @@ struct ScanOptions {
   /// Archive members that decompress to more than this are refused (decompression bombs).
   std::uint64_t max_member_size = std::uint64_t{16} << 30;
   InflateBudget budget;
+  /// What may be derived from an input: name lengths, kernel-name bytes per image, the work of
+  /// the embedded-fatbin search (fatbin.hpp; the CLI's ARCHGUARD_MAX_NAME_LENGTH, ...).
+  DerivedLimits limits;
+  /// `threads` is lowered to this (kMaxThreads by default; the CLI's ARCHGUARD_MAX_THREADS).
+  unsigned max_threads = kMaxThreads;
 };
 
 /// What one input path held.

@@ -130,7 +130,8 @@ class KernelIndex {
   /// kept for the object before decoding, and keeps what it decoded there when it is flushed
   /// or destroyed. Without a store, or for an object without an identity, it only decodes (and
   /// counts what it decoded in the store's statistics).
-  KernelIndex(FactsStore* store, const ObjectFatbins& object);
+  /// `limits` bounds the kernel names derived from each image (list_kernels).
+  KernelIndex(FactsStore* store, const ObjectFatbins& object, const DerivedLimits& limits = {});
   ~KernelIndex();
   KernelIndex(const KernelIndex&) = delete;
   KernelIndex& operator=(const KernelIndex&) = delete;
@@ -143,6 +144,7 @@ class KernelIndex {
  private:
   FactsStore* store_ = nullptr;
   std::string identity_;
+  DerivedLimits limits_;
   bool loaded_ = false;
   StoredKernelLists stored_;  ///< what the store kept for the object (loaded on first use)
   std::uint64_t hits_ = 0, decoded_ = 0, new_lists_ = 0;

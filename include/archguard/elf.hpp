@@ -53,8 +53,9 @@ bool looks_like_elf(Bytes bytes);
 
 class ElfFile {
  public:
-  /// Validates the header and the section table. `name` names the file in messages.
-  static Result<ElfFile> parse(Bytes bytes, std::string name);
+  /// Validates the header and the section table. `name` names the file in messages. Names read
+  /// from its string tables (sections, symbols, DT_NEEDED) longer than `max_name_length` are errors.
+  static Result<ElfFile> parse(Bytes bytes, std::string name, std::uint64_t max_name_length = kMaxNameLength);
 
   std::uint16_t type() const { return type_; }
   std::uint16_t machine() const { return machine_; }
@@ -93,6 +94,7 @@ class ElfFile {
   std::uint16_t type_ = 0, machine_ = 0;
   std::uint32_t flags_ = 0;
   std::uint8_t abi_version_ = 0;
+  std::uint64_t max_name_length_ = kMaxNameLength;
   std::vector<ElfSection> sections_;
 };
 

@@ -214,6 +214,31 @@ struct ObjectFatbins {
                               std::vector<Fatbin> fatbins);
 };
 
+/// The most bytes of kernel names one image may yield, mangled and demangled counted together
+/// (64 MiB; the image with the most kernels in NVIDIA's libraries yields a few MiB). The image
+/// size limit bounds an image, not what is derived from it: 20,000 symbols sharing one long
+/// name in a 1 MB compressed image would otherwise copy and demangle gigabytes.
+inline constexpr std::uint64_t kMaxKernelNameBytes = std::uint64_t{64} << 20;
+/// Names longer than this are listed as they are, not demangled (64 KiB).
+inline constexpr std::size_t kMaxDemangledInput = std::size_t{64} << 10;
+/// The embedded-fatbin search's work bound (find_embedded_fatbins): entry headers checked per
+/// 8 bytes searched, plus a floor per search.
+inline constexpr std::uint64_t kSearchWorkPer8Bytes = 2;
+inline constexpr std::uint64_t kSearchWorkFloor = std::uint64_t{1} << 16;
+
+/// The limits on what is derived from an input rather than on the input itself (docs/cli.md,
+/// "what is derived from input is bounded too"). The defaults are the constants above; the CLI
+/// overrides them (ARCHGUARD_MAX_NAME_LENGTH, ARCHGUARD_MAX_KERNEL_NAMES, ARCHGUARD_MAX_SEARCH_WORK).
+struct DerivedLimits {
+  /// The longest name read from a string table (section, symbol, DT_NEEDED).
+  std::uint64_t max_name_length = kMaxNameLength;
+  /// The most bytes of kernel names one image may yield, mangled and demangled together.
+  std::uint64_t max_kernel_name_bytes = kMaxKernelNameBytes;
+  /// Entry headers the embedded-fatbin search may check per 8 bytes searched, and beyond.
+  std::uint64_t search_work_per_8_bytes = kSearchWorkPer8Bytes;
+  std::uint64_t search_work_floor = kSearchWorkFloor;
+};
+
 /// Where the embedded-fatbin search of one ELF file looked and what it found: every section
 /// searched (name, file offset, size, in search order) with the file offsets of the fatbins in
 /// it. read_elf_fatbins fills it, and given it back for the same file parses those fatbins
@@ -244,11 +269,13 @@ struct EmbeddedFinds {
 /// the sections that would be searched, the fatbins at its offsets are parsed (each validated
 /// as the search validates it) and nothing is searched; otherwise, or when one of them does not
 /// parse, the search runs; its device-link probe answers are used for the fatbins they name.
-/// `found` (optional) receives what was searched and found, and the probe's answers.
+/// `found` (optional) receives what was searched and found, and the probe's answers. The search
+/// is bounded by `limits` (search_work_per_8_bytes, search_work_floor).
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release = {},
                                              const ReleaseHook& prefetch = {}, unsigned threads = 1,
                                              const DataHook& next_data = {}, bool search_embedded = true,
-                                             const EmbeddedFinds* known = nullptr, EmbeddedFinds* found = nullptr);
+                                             const EmbeddedFinds* known = nullptr, EmbeddedFinds* found = nullptr,
+                                             const DerivedLimits& limits = {});
 
 /// Finds the fatbins stored as plain data in `bytes` (one loaded section of an ELF file other
 /// than .nv_fatbin and __nv_relfatbin), by the fatbin magic at 8-aligned addresses followed by a
@@ -262,13 +289,14 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
 /// and merged in order so that the result is exactly that of one thread (a search that began
 /// inside a fatbin found before it keeps only what lies past that fatbin's end); the hooks are
 /// then called from several threads. The work is bounded: about two entry headers checked per
-/// 8 bytes searched (real data needs about one per entry found); a search of crafted data
+/// 8 bytes searched (`limits`; real data needs about one per entry found); a search of crafted data
 /// that exceeds the bound stops, and `problem` (when given) receives a message naming the
 /// file, section, offset and limit. read_elf_fatbins fails with that message.
 std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
                                           std::uint64_t base = 0, std::uint64_t address = 0,
                                           const ReleaseHook& release = {}, const ReleaseHook& prefetch = {},
-                                          unsigned threads = 1, std::string* problem = nullptr);
+                                          unsigned threads = 1, std::string* problem = nullptr,
+                                          const DerivedLimits& limits = {});
 
 /// The kind of a file that is device code by itself, told by its first bytes.
 enum class DeviceFileKind : std::uint8_t {
@@ -311,19 +339,12 @@ struct Kernel {
   std::string demangled;  ///< equal to name when it does not demangle
 };
 
-/// The most bytes of kernel names one image may yield, mangled and demangled counted together
-/// (64 MiB; the image with the most kernels in NVIDIA's libraries yields a few MiB). The image
-/// size limit bounds an image, not what is derived from it: 20,000 symbols sharing one long
-/// name in a 1 MB compressed image would otherwise copy and demangle gigabytes.
-inline constexpr std::uint64_t kMaxKernelNameBytes = std::uint64_t{64} << 20;
-/// Names longer than this are listed as they are, not demangled (64 KiB).
-inline constexpr std::size_t kMaxDemangledInput = std::size_t{64} << 10;
-
 /// The kernel entry points of an image: cubin symbols marked as CUDA entries, PTX .entry
 /// directives. LTO-IR is not decoded (empty list). `image` is the decompressed payload. An
-/// image whose names exceed kMaxKernelNameBytes is an error (ErrorKind::limit).
+/// image whose names exceed `limits.max_kernel_name_bytes` (kMaxKernelNameBytes by default) is
+/// an error (ErrorKind::limit); a cubin's names are read up to `limits.max_name_length`.
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
-                                         std::string_view name);
+                                         std::string_view name, const DerivedLimits& limits = {});
 
 /// The header fields of an entry that identify its image within its object: offset, kind,
 /// architecture, flags and sizes ("<offset> <kind> <sm> ..."). A kernel list kept for an

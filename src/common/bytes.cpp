@@ -143,7 +143,7 @@ Result<std::string_view> StringTable::at(std::uint64_t offset, std::string_view 
   const auto* chars = reinterpret_cast<const char*>(b.data());  // char view of bytes: always valid
   auto view = [&](std::uint64_t nul) -> Result<std::string_view> {
     if (nul - offset > max_length_)
-      return reader_.error_at(offset, what, "name of " + hex(nul - offset) + " bytes is longer than the limit " + hex(max_length_));
+      return reader_.error_at(offset, what, "name of " + hex(nul - offset) + " bytes is longer than the limit " + hex(max_length_) + " bytes (raise it with ARCHGUARD_MAX_NAME_LENGTH)");
     return std::string_view(chars + offset, static_cast<std::size_t>(nul - offset));
   };
   // A run that holds offset answers at once.
@@ -165,7 +165,7 @@ Result<std::string_view> StringTable::at(std::uint64_t offset, std::string_view 
     nul = next->second;
     runs_.erase(next);  // merged into the run starting here
   } else if (end == limit_end && limit_end < b.size()) {
-    return reader_.error_at(offset, what, "name is longer than the limit " + hex(max_length_) + " bytes");
+    return reader_.error_at(offset, what, "name is longer than the limit " + hex(max_length_) + " bytes (raise it with ARCHGUARD_MAX_NAME_LENGTH)");
   } else {
     return reader_.error_at(offset, what, "string is not terminated before " + hex(reader_.base() + b.size()));
   }

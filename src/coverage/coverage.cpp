@@ -585,8 +585,8 @@ std::vector<std::string> ObjectJudgement::failing_units() const {
   return out;
 }
 
-KernelIndex::KernelIndex(FactsStore* store, const ObjectFatbins& object)
-    : store_(store), identity_(object.identity) {}
+KernelIndex::KernelIndex(FactsStore* store, const ObjectFatbins& object, const DerivedLimits& limits)
+    : store_(store), identity_(object.identity), limits_(limits) {}
 
 KernelIndex::~KernelIndex() { flush(); }
 
@@ -617,7 +617,7 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
       }
     }
     AG_TRY(auto image, decompress(entry, name));
-    AG_TRY(auto kernels, list_kernels(entry, image, name));
+    AG_TRY(auto kernels, list_kernels(entry, image, name, limits_));
     std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
     kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
                   kernels.end());

@@ -350,7 +350,7 @@ struct Scanner {
     // 32-bit or big-endian objects carry no device code a current driver loads: skipped in
     // directory walks and archives, an error only for a file the user named.
     if ((!named_directly || !archive.empty()) && foreign_elf(bytes)) return;
-    auto elf = ElfFile::parse(bytes, display);
+    auto elf = ElfFile::parse(bytes, display, options.limits.max_name_length);
     if (!elf) {
       report.errors.push_back(elf.message());
       return;
@@ -373,7 +373,7 @@ struct Scanner {
     EmbeddedFinds found;
     // No prefetch hook: no madvise hint made the scan cheaper (docs/benchmarks-inspect.md).
     auto fatbins = read_elf_fatbins(*elf, release, {}, scan_threads, next_data, options.embedded, known ? &*known : nullptr,
-                                    facts != nullptr ? &found : nullptr);
+                                    facts != nullptr ? &found : nullptr, options.limits);
     if (fatbins && facts != nullptr && (!known || !same_finds(*known, found))) facts->keep_embedded(id, found);
     if (!fatbins) {
       report.errors.push_back(fatbins.message());
@@ -763,7 +763,7 @@ void walk_directory(const std::string& root, std::vector<std::string>& files, st
 
 /// ScanOptions::threads, 0 meaning the hardware concurrency.
 unsigned thread_count(const ScanOptions& options) {
-  return std::min(kMaxThreads, options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
+  return std::min(std::max(1u, options.max_threads), options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace

@@ -478,7 +478,7 @@ LoadedLibraries add_loaded_libraries(ScanReport& report, std::set<std::string>& 
       out.notes.push_back(m.message());
       continue;
     }
-    auto elf = ElfFile::parse((*m)->bytes(), d.path);
+    auto elf = ElfFile::parse((*m)->bytes(), d.path, scan.limits.max_name_length);
     if (!elf || !may_have_device_code(*elf)) continue;  // libc and friends: nothing decoded
     auto s = scan_bytes((*m)->bytes(), d.path, scan);
     if (!s) {

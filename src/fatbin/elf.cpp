@@ -18,8 +18,9 @@ bool looks_like_elf(Bytes bytes) {
          bytes[2] == std::byte{'L'} && bytes[3] == std::byte{'F'};
 }
 
-Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
+Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name, std::uint64_t max_name_length) {
   ElfFile elf(bytes, std::move(name));
+  elf.max_name_length_ = max_name_length;
   const ByteReader& r = elf.reader_;
   if (!looks_like_elf(bytes)) return r.error_at(0, "elf header", "not an elf file (bad magic)");
   AG_TRY(auto cls, r.u8(4, "elf header"));
@@ -78,7 +79,7 @@ Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
   if (shstrndx != 0 && shstrndx < shnum) {
     const ElfSection& strtab = elf.sections_[static_cast<std::size_t>(shstrndx)];
     AG_TRY(auto strs, r.sub(strtab.offset, strtab.size, "section name table"));
-    StringTable names(std::move(strs));  // views, each byte scanned once (a name bomb costs nothing)
+    StringTable names(std::move(strs), elf.max_name_length_);  // views, each byte scanned once (a name bomb costs nothing)
     for (std::size_t i = 0; i < elf.sections_.size(); ++i) {
       if (name_offsets[i] == 0 && i == 0) continue;
       AG_TRY(elf.sections_[i].name, names.at(name_offsets[i], "section name"));
@@ -122,7 +123,7 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::stri
   if (!syms) return syms.error();
   auto strs = reader_.sub(strtab.offset, strtab.size, strings);
   if (!strs) return strs.error();
-  StringTable names(std::move(*strs));
+  StringTable names(std::move(*strs), max_name_length_);
   const std::uint64_t count = symtab->size / 24;
   out.reserve(static_cast<std::size_t>(count));
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -161,7 +162,7 @@ Result<std::vector<std::string>> ElfFile::needed() const {
   const ElfSection& strtab = sections_[dynamic->link];
   AG_TRY(auto entries, reader_.sub(dynamic->offset, dynamic->size, "dynamic section"));
   AG_TRY(auto strs, reader_.sub(strtab.offset, strtab.size, "dynamic string table"));
-  StringTable names(std::move(strs));
+  StringTable names(std::move(strs), max_name_length_);
   for (std::uint64_t o = 0; dynamic->size - o >= 16; o += 16) {
     AG_TRY(auto tag, entries.u64(o, "dynamic entry"));
     if (tag == DT_NULL) break;

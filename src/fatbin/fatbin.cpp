@@ -375,8 +375,14 @@ constexpr unsigned kMaxScanThreads = 8;
 /// crafted data with a candidate at every aligned word whose entry chain runs to the region's
 /// end would cost quadratic time (16 MB took over 15 minutes). The bound keeps the search
 /// linear: a search that exceeds it stops, and the file is an error (ErrorKind::limit).
-constexpr std::uint64_t kSearchWorkPer8Bytes = 2;
-constexpr std::uint64_t kSearchWorkFloor = std::uint64_t{1} << 16;
+/// The bound is DerivedLimits::search_work_per_8_bytes and search_work_floor (kSearchWorkPer8Bytes
+/// and kSearchWorkFloor by default).
+std::uint64_t search_budget(std::uint64_t bytes, const DerivedLimits& limits) {
+  const std::uint64_t units = bytes / 8;
+  const std::uint64_t per = limits.search_work_per_8_bytes;
+  const std::uint64_t scaled = per != 0 && units > UINT64_MAX / per ? UINT64_MAX : units * per;
+  return scaled > UINT64_MAX - limits.search_work_floor ? UINT64_MAX : scaled + limits.search_work_floor;
+}
 
 /// The scan proper: every 8-aligned offset in [from, to) of the region whose 32-bit word is the
 /// magic, followed by a header and entry chain that pass plausible_fatbin and Fatbin::parse, is
@@ -384,12 +390,12 @@ constexpr std::uint64_t kSearchWorkFloor = std::uint64_t{1} << 16;
 /// `out` and returns the offset it stopped at: the first one at or past `to` it did not check.
 /// `over_budget` is set when the work bound stopped it early.
 std::uint64_t walk_region(const ScanRegion& g, const ByteReader& r, std::uint64_t from, std::uint64_t to,
-                          std::vector<Fatbin>& out, bool& over_budget) {
+                          std::vector<Fatbin>& out, bool& over_budget, const DerivedLimits& limits) {
   const std::uint64_t size = g.bytes.size();
   const std::uint64_t last = size - kFatbinHeaderSize;  // the last offset a header fits at (size >= 16)
   const auto* data = g.bytes.data();
   std::uint64_t pos = from;
-  const std::uint64_t budget = (to > from ? (to - from) / 8 * kSearchWorkPer8Bytes : 0) + kSearchWorkFloor;
+  const std::uint64_t budget = search_budget(to > from ? to - from : 0, limits);
   std::uint64_t work = 0;
   for (; pos < to && pos <= last; pos += 8) {
     std::uint32_t word;
@@ -425,8 +431,8 @@ class EmbeddedScan {
  public:
   /// `regions` (and what the hooks refer to) must outlive the scan.
   EmbeddedScan(const std::vector<ScanRegion>& regions, const std::string& name, const ReleaseHook& release,
-               const ReleaseHook& prefetch, const DataHook& next_data = {})
-      : regions_(regions), release_(release), prefetch_(prefetch), next_data_(next_data) {
+               const ReleaseHook& prefetch, const DataHook& next_data = {}, const DerivedLimits& limits = {})
+      : regions_(regions), release_(release), prefetch_(prefetch), next_data_(next_data), limits_(limits) {
     for (std::size_t i = 0; i < regions.size(); ++i) {
       const ScanRegion& g = regions[i];
       readers_.emplace_back(g.bytes, name, g.base);
@@ -481,9 +487,9 @@ class EmbeddedScan {
         const ScanRegion& g = regions_[c.region];
         problem_ = std::string(readers_[c.region].name()) + ": embedded-fatbin search of section " + g.section_name +
                    " at " + hex(g.base + c.begin) + ": more than " +
-                   std::to_string((c.end - c.begin) / 8 * kSearchWorkPer8Bytes + kSearchWorkFloor) +
-                   " fatbin entry headers checked in " + hex(c.end - c.begin) +
-                   " bytes (the limit; crafted data?): the search was stopped";
+                   std::to_string(search_budget(c.end - c.begin, limits_)) + " fatbin entry headers checked in " +
+                   hex(c.end - c.begin) +
+                   " bytes (the limit; crafted data?): the search was stopped (raise it with ARCHGUARD_MAX_SEARCH_WORK)";
       }
     }
     for (auto& found : out)
@@ -503,7 +509,7 @@ class EmbeddedScan {
       }
     }
     if (prefetch_) prefetch_(g.base + from, c.end - from);
-    const std::uint64_t stop = walk_region(g, readers_[c.region], from, c.end, out, over_budget);
+    const std::uint64_t stop = walk_region(g, readers_[c.region], from, c.end, out, over_budget, limits_);
     if (release_) release_(g.base + from, c.end - from);
     return stop;
   }
@@ -527,6 +533,7 @@ class EmbeddedScan {
   const ReleaseHook& release_;
   const ReleaseHook& prefetch_;
   DataHook next_data_;  // a copy: the default argument is a temporary
+  DerivedLimits limits_;
   std::vector<ByteReader> readers_;
   std::vector<ScanChunk> chunks_;
   std::size_t run_ = 1;   ///< chunks per run
@@ -573,9 +580,10 @@ std::vector<ScanRegion> embedded_regions(const ElfFile& elf) {
 
 std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
                                           std::uint64_t base, std::uint64_t address, const ReleaseHook& release,
-                                          const ReleaseHook& prefetch, unsigned threads, std::string* problem) {
+                                          const ReleaseHook& prefetch, unsigned threads, std::string* problem,
+                                          const DerivedLimits& limits) {
   const std::vector<ScanRegion> regions{ScanRegion{bytes, section_name, base, address}};
-  EmbeddedScan scan(regions, name, release, prefetch);
+  EmbeddedScan scan(regions, name, release, prefetch, {}, limits);
   scan.start(threads);
   auto found = std::move(scan.finish().front());
   if (problem != nullptr) *problem = scan.problem();
@@ -631,7 +639,7 @@ std::optional<std::vector<std::vector<Fatbin>>> known_embedded(const std::vector
 
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch,
                                              unsigned threads, const DataHook& next_data, bool search_embedded,
-                                             const EmbeddedFinds* known, EmbeddedFinds* finds_out) {
+                                             const EmbeddedFinds* known, EmbeddedFinds* finds_out, const DerivedLimits& limits) {
   // Fatbins kept as data in other loaded, non-executable sections (cuFFT's .ldata, cuBLASLt's
   // .cask_resource, .rodata ...): hundreds of MB in NVIDIA's large libraries, searched in the
   // background while the standard sections are read. Cubins have no such fatbins. Where an
@@ -644,7 +652,7 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
   std::uint64_t total = 0;
   for (const auto& g : searched) total += g.bytes.size();
   threads = static_cast<unsigned>(std::clamp<std::uint64_t>(total / kMinScanPerThread, 1, std::clamp(threads, 1u, kMaxScanThreads)));
-  EmbeddedScan embedded(searched, elf.name(), release, prefetch, next_data);
+  EmbeddedScan embedded(searched, elf.name(), release, prefetch, next_data, limits);
   embedded.start(threads);
 
   std::vector<Fatbin> out;

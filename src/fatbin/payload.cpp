@@ -156,25 +156,27 @@ Status check_cubin_image(const FatbinEntry& e, Bytes image, std::string_view nam
   return Error{ErrorKind::corrupt, entry_where(name, e) + ": the sass image decodes to " + hex(image.size()) + " bytes that are no cubin: " + why};
 }
 
-Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std::string_view name) {
+Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std::string_view name, const DerivedLimits& limits) {
   std::vector<Kernel> out;
   if (e.kind == CodeKind::ltoir) return out;
-  std::uint64_t spent = 0;  // name bytes derived so far, against kMaxKernelNameBytes
+  const std::uint64_t most = limits.max_kernel_name_bytes;
+  std::uint64_t spent = 0;  // name bytes derived so far, against `most`
   auto add = [&](std::string_view n) -> Status {
     spent += n.size();
-    if (spent <= kMaxKernelNameBytes) {
+    if (spent <= most) {
       std::string d = demangle(n);
       spent += d.size();
-      if (spent <= kMaxKernelNameBytes) {
+      if (spent <= most) {
         out.push_back(Kernel{std::string(n), std::move(d)});
         return Ok{};
       }
     }
     return Error{ErrorKind::limit, entry_where(name, e) + ": kernel names after " + std::to_string(out.size()) +
-                                       " kernels exceed the limit " + hex(kMaxKernelNameBytes) + " bytes per image"};
+                                       " kernels exceed the limit " + hex(most) +
+                                       " bytes per image (raise it with ARCHGUARD_MAX_KERNEL_NAMES)"};
   };
   if (e.kind == CodeKind::sass) {
-    AG_TRY(ElfFile cubin, ElfFile::parse(image, entry_where(name, e) + ": cubin"));
+    AG_TRY(ElfFile cubin, ElfFile::parse(image, entry_where(name, e) + ": cubin", limits.max_name_length));
     AG_TRY(std::vector<ElfSymbol> syms, cubin.symbols());
     for (const auto& s : syms) {
       if (s.type() != STT_FUNC || (s.other & kStoCudaEntry) == 0 || s.name.empty()) continue;

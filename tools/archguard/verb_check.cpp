@@ -320,7 +320,7 @@ ObjectJudgement coarse_judgement(const ObjectFatbins& o, const ObjectVerdict& v)
 using Judgements = std::vector<std::vector<std::vector<ObjectResult>>>;
 Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged, const std::vector<bool>& wanted,
                             const std::vector<Gpu>& gpus, const std::vector<DriverSettings>& settings, const CheckOptions& opt,
-                            const PayloadPages& pages) {
+                            const PayloadPages& pages, const DerivedLimits& limits) {
   Judgements out(judged.size());
   std::vector<std::pair<std::size_t, std::size_t>> work;  // (input, object)
   for (std::size_t ri = 0; ri < judged.size(); ++ri) {
@@ -336,7 +336,7 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
   common::parallel_for(work.size(), common::thread_count(opt.limits.threads), [&](std::size_t w) {
     const auto [ri, oi] = work[w];
     const ObjectFatbins& o = judged[ri][oi].get();
-    KernelIndex index(store, o);
+    KernelIndex index(store, o, limits);
     for (std::size_t gi = 0; gi < gpus.size(); ++gi) {
       ObjectResult& res = out[ri][gi][oi];
       res.object = &o;
@@ -671,7 +671,7 @@ int run_check(const CheckOptions& opt) {
     }
     gpu_settings.push_back(gs);
   }
-  Judgements judgements = judge_everything(judged, wanted, gpus, gpu_settings, opt, PayloadPages(in.reports));
+  Judgements judgements = judge_everything(judged, wanted, gpus, gpu_settings, opt, PayloadPages(in.reports), read.scan.limits);
   bool any_fail = false;
   nlohmann::json devices_json = nlohmann::json::array();
   const std::string lead = gpus.size() > 1 ? "  " : "";

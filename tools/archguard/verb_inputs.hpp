@@ -67,8 +67,10 @@ inline void add_limit_flags(CLI::App* cmd, ReadLimits& l) {
 inline Result<ScanOptions> scan_options(const ReadLimits& l) {
   ScanOptions o;
   o.threads = l.threads;
-  auto pick = [](const std::string& flag_value, const char* flag, const char* env, bool plain,
-                 std::uint64_t& out) -> Status {
+  // The one parser of every budget and limit: the flag's value, else the variable's; a value
+  // below `least` (or not a number, or past 64 bits) is a usage error naming it and the value.
+  auto pick = [](const std::string& flag_value, const char* flag, const char* env, bool plain, std::uint64_t& out,
+                 std::uint64_t least = 0) -> Status {
     std::string text = flag_value, who = flag;
     if (text.empty()) {
       const char* e = std::getenv(env);
@@ -81,6 +83,7 @@ inline Result<ScanOptions> scan_options(const ReadLimits& l) {
       return Error{ErrorKind::usage, who + ": '" + text + "' is not " +
                                          (plain ? std::string("a whole number") : std::string("a size (bytes, or with K, M, G or T)")) +
                                          " that fits in 64 bits"};
+    if (*v < least) return Error{ErrorKind::usage, who + ": '" + text + "' is below the least value " + std::to_string(least)};
     out = *v;
     return Ok{};
   };
@@ -91,6 +94,19 @@ inline Result<ScanOptions> scan_options(const ReadLimits& l) {
   std::uint64_t mappings = o.max_mappings;  // no flag: a limit of the machine (vm.max_map_count), not of the input
   AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_MAPPINGS", "ARCHGUARD_MAX_MAPPINGS", true, mappings));
   o.max_mappings = static_cast<std::size_t>(mappings);
+  // What is derived from input (docs/cli.md): no flags, as for the mappings; raised for one run
+  // that needs it (a library with longer names than any seen so far), not per input.
+  AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_NAME_LENGTH", "ARCHGUARD_MAX_NAME_LENGTH", false, o.limits.max_name_length, 1));
+  AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_KERNEL_NAMES", "ARCHGUARD_MAX_KERNEL_NAMES", false, o.limits.max_kernel_name_bytes, 1));
+  AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_SEARCH_WORK", "ARCHGUARD_MAX_SEARCH_WORK", true, o.limits.search_work_per_8_bytes, 1));
+  std::uint64_t max_threads = o.max_threads;
+  AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_THREADS", "ARCHGUARD_MAX_THREADS", true, max_threads, 1));
+  if (max_threads > 65536)
+    return Error{ErrorKind::usage, "ARCHGUARD_MAX_THREADS: '" + std::to_string(max_threads) + "' is above the most threads 65536"};
+  o.max_threads = static_cast<unsigned>(max_threads);
+  if (o.threads > o.max_threads)
+    return Error{ErrorKind::usage, "--threads: " + std::to_string(o.threads) + " is above the limit " + std::to_string(o.max_threads) +
+                                       " (raise it with ARCHGUARD_MAX_THREADS)"};
   return o;
 }
 

@@ -39,7 +39,7 @@ struct KernelList {
 using KernelMap = std::map<const FatbinEntry*, KernelList>;
 
 /// Decodes every image's kernels on a few threads: decompression dominates for large files.
-KernelMap collect_kernels(const Inputs& in, unsigned threads) {
+KernelMap collect_kernels(const Inputs& in, unsigned threads, const ScanOptions& scan) {
   std::vector<std::pair<const FatbinEntry*, const std::string*>> work;
   for (const auto& r : in.reports)
     for (const auto& o : r.objects)
@@ -56,13 +56,13 @@ KernelMap collect_kernels(const Inputs& in, unsigned threads) {
         results[i].error = image.message();
         continue;
       }
-      auto k = list_kernels(e, *image, *work[i].second);
+      auto k = list_kernels(e, *image, *work[i].second, scan.limits);
       if (k) results[i].kernels = std::move(*k);
       else results[i].error = k.message();
     }
   };
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, kMaxThreads);
+  threads = std::min(threads, std::max(1u, scan.max_threads));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads && t < work.size(); ++t) pool.emplace_back(run);
   run();
@@ -269,11 +269,13 @@ nlohmann::json counts_json(const FatbinCounts& c) {
 /// The device-link drops of an object that has an -rdc link (nothing is decoded for others).
 /// `inspect --no-cache`, for link_drops_of (set once by run_inspect).
 bool g_no_cache = false;
+/// The limits on what is derived from input, for link_drops_of (set once by run_inspect).
+DerivedLimits g_limits;
 
 std::vector<LinkDrop> link_drops_of(const ObjectFatbins& o) {
   const bool linked = std::any_of(o.fatbins.begin(), o.fatbins.end(), [](const Fatbin& fb) { return fb.linked; });
   if (!linked) return {};
-  KernelIndex index(results_cache(g_no_cache), o);  // the kernel lists check and doctor kept
+  KernelIndex index(results_cache(g_no_cache), o, g_limits);  // the kernel lists check and doctor kept
   return device_link_drops(o, &index);
 }
 
@@ -484,6 +486,7 @@ int run_inspect(const InspectOptions& opt) {
   // Where the embedded fatbins of an unchanged file are is known from an earlier run.
   else scan->facts = results_cache(opt.no_cache);
   g_no_cache = opt.no_cache;
+  g_limits = scan->limits;
   const Inputs in = read_inputs(opt.files, *scan);
   if (opt.cuobjdump) {
     print_like_cuobjdump(in, opt.all_fatbins);
@@ -492,7 +495,7 @@ int run_inspect(const InspectOptions& opt) {
     return in.errors.empty() ? kExitOk : kExitUsage;
   }
   KernelMap kernels;
-  if (opt.kernels) kernels = collect_kernels(in, opt.threads);
+  if (opt.kernels) kernels = collect_kernels(in, opt.threads, *scan);
   const KernelMap* kp = opt.kernels ? &kernels : nullptr;
   if (opt.json) {
     nlohmann::json inputs = nlohmann::json::array();
@@ -527,8 +530,8 @@ void setup(CLI::App& root, Context& ctx) {
                 "Print the lines of 'cuobjdump --list-elf' then 'cuobjdump --list-ptx'");
   cmd->add_flag("--all-fatbins", opt->all_fatbins,
                 "With --list-like-cuobjdump: list __nv_relfatbin too, as cuobjdump -all does");
-  cmd->add_option("--threads", opt->threads, "Worker threads, 1 to " + std::to_string(kMaxThreads) + " (default, or 0: all cores)")
-      ->check(CLI::Range(0u, kMaxThreads));
+  cmd->add_option("--threads", opt->threads,
+                  "Worker threads, 1 to " + std::to_string(kMaxThreads) + " (default, or 0: all cores; env ARCHGUARD_MAX_THREADS raises the limit)");
   cmd->callback([opt, &ctx] { ctx.exit_code = run_inspect(*opt); });
 }
 

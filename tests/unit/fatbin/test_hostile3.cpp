@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -164,6 +165,14 @@ TEST_CASE("a name longer than the limit is an error naming the offset and the li
   REQUIRE_FALSE(elf.ok());
   CHECK(elf.message().find("long.so: section name at 0x") != std::string::npos);
   CHECK(elf.message().find("longer than the limit 0x100000") != std::string::npos);
+  // The limit is an option (ScanOptions::limits, the CLI's ARCHGUARD_MAX_NAME_LENGTH).
+  auto raised = ElfFile::parse(file, "long.so", kMaxNameLength * 2);
+  REQUIRE(raised.ok());
+  CHECK(std::any_of(raised->sections().begin(), raised->sections().end(),
+                    [](const ElfSection& sec) { return sec.name.size() == kMaxNameLength + 1; }));
+  auto lowered = ElfFile::parse(file, "long.so", 100);
+  REQUIRE_FALSE(lowered.ok());
+  CHECK(lowered.message().find("longer than the limit 0x64") != std::string::npos);
 }
 
 TEST_CASE("names at every offset of one string are scanned once", "[fatbin][hostile][issue22]") {
@@ -221,6 +230,12 @@ TEST_CASE("a kernel-name bomb in one image is stopped by the name budget", "[fat
   CHECK(kernels.kind() == ErrorKind::limit);
   CHECK(kernels.message().find("exceed the limit 0x4000000 bytes per image") != std::string::npos);
   CHECK((max_rss_kib() - before) / 1024 < 160);
+  // Raised (DerivedLimits, the CLI's ARCHGUARD_MAX_KERNEL_NAMES), every name is listed.
+  DerivedLimits raised;
+  raised.max_kernel_name_bytes = std::uint64_t{256} << 20;
+  auto all = list_kernels(e, *image, "bomb.fatbin", raised);
+  REQUIRE(all.ok());
+  CHECK(all->size() == 100);
 }
 
 TEST_CASE("the embedded-fatbin search of a crafted entry chain is bounded", "[fatbin][hostile][issue22]") {
@@ -258,6 +273,14 @@ TEST_CASE("the embedded-fatbin search of a crafted entry chain is bounded", "[fa
   REQUIRE_FALSE(fbs.ok());
   CHECK(fbs.kind() == ErrorKind::limit);
   CHECK(fbs.message().find("fatbin entry headers checked") != std::string::npos);
+  // The bound is an option (DerivedLimits, the CLI's ARCHGUARD_MAX_SEARCH_WORK): a lower one
+  // stops the search the same way, naming that bound.
+  DerivedLimits low;
+  low.search_work_per_8_bytes = 1;
+  low.search_work_floor = 0;
+  problem.clear();
+  find_embedded_fatbins(region, "chain.so", ".rodata", 0x1000, 0, {}, {}, 1, &problem, low);
+  CHECK(problem.find("more than " + std::to_string(kUnits * kUnit / 8) + " fatbin entry headers checked") != std::string::npos);
 }
 
 TEST_CASE("real embedded fatbins stay within the search budget", "[fatbin][hostile][issue22]") {
