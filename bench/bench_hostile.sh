@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The largest hostile inputs of issue 22 at their full sizes, against the budgets of
+# The largest hostile inputs of issue 22 at their full sizes (tests/cli/hostile_inputs.py), against the budgets of
 # docs/cli.md ("what is derived from input"): wall time and peak memory (GNU time) of one
 # archguard run each, with the run on a small valid object as the anchor (ratios in the same
 # session). The inputs are generated in a temporary directory and removed.
@@ -33,4 +33,14 @@ run "kernel-name bomb: verify --require 90" "1|2" verify --require 90 "$t/kernel
 run "kernel-name bomb: inspect --kernels" "0|2" inspect --kernels "$t/kernel-names.fatbin"
 run "embedded chain 16 MiB: inspect" 2 inspect "$t/chain.so"
 grep -o 'fatbin entry headers checked.*' "$t/err.txt" | head -1 | sed 's/^/  chain: /'
+# The JIT cache key of a source full of computed includes (about 480 KB, 5,000 of them that
+# resolve, 5,000 that never do, a chain of 150 headers): the key's include scan is linear; the
+# anchor is the same compile of a source with one of each (NVRTC's load and compile in both).
+if "$ag" jit compile --arch sm_90 --no-cache "$t/anchor.cu" > /dev/null 2>&1; then
+  run "jit anchor: compile anchor.cu" 0 jit compile --arch sm_90 --cache-dir "$t/cache" "$t/anchor.cu"; jit_anchor=$(cat "$t/last")
+  run "computed includes: jit compile" 0 jit compile --arch sm_90 --cache-dir "$t/cache" "$t/computed.cu"
+  awk -v a="$jit_anchor" -v b="$(cat "$t/last")" 'BEGIN { if (a > 0) printf "  computed includes: %.1f times the jit anchor\n", b / a }'
+else
+  echo "computed includes: skipped (archguard jit compile does not work here: no NVRTC?)"
+fi
 echo "anchor: $anchor s"

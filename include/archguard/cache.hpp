@@ -93,9 +93,12 @@ struct CacheOptions {
   /// the same whoever writes them (the results cache): two writers of a key publish the same
   /// bytes, and the last rename wins. Saves two of a store's three files.
   bool light_stores = false;
+  /// The JIT's include scan reads no header larger than this for a key (64 MiB): a source that
+  /// includes one is compiled, not cached (ARCHGUARD_CACHE_MAX_HEADER).
+  std::uint64_t max_header_bytes = std::uint64_t{64} << 20;
   /// Reads ARCHGUARD_CACHE_DIR, ARCHGUARD_CACHE_DISABLE, ARCHGUARD_CACHE_MAX_BYTES,
-  /// ARCHGUARD_CACHE_READONLY_DIRS, ARCHGUARD_CACHE_FSYNC, XDG_CACHE_HOME and HOME. A malformed
-  /// size is an error.
+  /// ARCHGUARD_CACHE_MAX_HEADER, ARCHGUARD_CACHE_READONLY_DIRS, ARCHGUARD_CACHE_FSYNC,
+  /// XDG_CACHE_HOME and HOME. A malformed size is an error.
   static Result<CacheOptions> from_environment();
 };
 

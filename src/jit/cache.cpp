@@ -204,6 +204,15 @@ Result<CacheOptions> CacheOptions::from_environment() {
     }
     o.max_bytes = *v;
   }
+  const std::string header = env("ARCHGUARD_CACHE_MAX_HEADER");
+  if (!header.empty()) {
+    auto v = parse_byte_size(header);
+    if (!v || *v == 0) {
+      return make_error(ErrorKind::usage, "ARCHGUARD_CACHE_MAX_HEADER: '" + header +
+                                              "' is not a size above 0 that fits in 64 bits (bytes, or with K, M, G or T)");
+    }
+    o.max_header_bytes = *v;
+  }
   const std::string ro = env("ARCHGUARD_CACHE_READONLY_DIRS");
   std::size_t pos = 0;
   while (pos < ro.size()) {

@@ -109,6 +109,7 @@ struct Compiler::Impl {
   std::unique_ptr<Cache> cache;
   std::string cache_problem;  ///< why the cache could not be opened, or ""
   bool pch = false;
+  std::uint64_t max_header_bytes = detail::kMaxHeaderBytes;  ///< CacheOptions::max_header_bytes
 
   std::vector<std::string> final_options(const CompileRequest& request) const {
     std::vector<std::string> o = request.options;
@@ -141,6 +142,7 @@ Result<std::unique_ptr<Compiler>> Compiler::create(const CompilerOptions& option
       co.disabled = true;
       c->impl_->cache_problem = env.message() + "; compiling without the cache";
     }
+    c->impl_->max_header_bytes = co.max_header_bytes;
     if (!co.disabled) {
       auto cache = Cache::open(co);
       if (cache) c->impl_->cache = std::move(*cache);
@@ -157,7 +159,7 @@ const std::string& Compiler::cache_problem() const { return impl_->cache_problem
 Result<KeyInfo> Compiler::key(const CompileRequest& request) const {
   AG_TRY_STATUS(check_options(request));
   const NvrtcInfo& nv = impl_->nvrtc->info();
-  const detail::IncludeScan scan = detail::scan_includes(request);
+  const detail::IncludeScan scan = detail::scan_includes(request, impl_->max_header_bytes);
   Hasher h;
   h.add_field("format", "archguard-jit-key-1");
   h.add_field("name", request.name);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <set>
 
 namespace archguard::jit::detail {
@@ -117,15 +118,49 @@ bool read_header_name(std::string_view s, std::size_t& i, std::string& name, boo
   return true;
 }
 
+// Whether the rest of a directive line is the literal 0 (`#if 0`): that branch is never taken.
+bool is_literal_zero(std::string_view rest) {
+  std::size_t i = 0;
+  skip_blank(rest, i);
+  if (i >= rest.size() || rest[i] != '0') return false;
+  ++i;
+  skip_blank(rest, i);
+  return i == rest.size();
+}
+
 void scan_text(std::string_view text, std::vector<Directive>& out, std::vector<Define>& defines) {
   const std::string s = strip(text);
   unsigned line = 1;
   std::size_t i = 0;
+  // Inside `#if 0`: the conditionals opened there, counting the `#if 0` itself (0: not inside).
+  // Every other condition is taken as possibly true (the scan over-approximates), but what
+  // `#if 0` holds is never compiled: neither its includes nor its definitions count, and a
+  // header named only there is not read (a 3 GB file under `#if 0` once was).
+  unsigned skipped = 0;
   while (i < s.size()) {
     const std::size_t eol = std::min(s.find('\n', i), s.size());
     const std::string_view ln(s.data() + i, eol - i);
     std::size_t j = 0;
     skip_blank(ln, j);
+    if (skipped > 0) {
+      if (j < ln.size() && ln[j] == '#') {
+        ++j;
+        skip_blank(ln, j);
+        std::size_t k = j;
+        while (k < ln.size() && is_ident(ln[k])) ++k;
+        const std::string_view word = ln.substr(j, k - j);
+        if (word == "if" || word == "ifdef" || word == "ifndef") {
+          ++skipped;
+        } else if (word == "endif") {
+          --skipped;
+        } else if (skipped == 1 && (word == "else" || word == "elif" || word == "elifdef" || word == "elifndef")) {
+          skipped = 0;  // the next branch may be taken
+        }
+      }
+      i = eol + 1;
+      ++line;
+      continue;
+    }
     if (j < ln.size() && ln[j] == '#') {
       ++j;
       skip_blank(ln, j);
@@ -134,6 +169,12 @@ void scan_text(std::string_view text, std::vector<Directive>& out, std::vector<D
       const std::string_view word = ln.substr(j, k - j);
       j = k;
       skip_blank(ln, j);
+      if (word == "if" && is_literal_zero(ln.substr(j))) {
+        skipped = 1;
+        i = eol + 1;
+        ++line;
+        continue;
+      }
       if (word == "include" || word == "include_next" || word == "import") {
         Directive d;
         d.line = line;
@@ -184,13 +225,8 @@ std::optional<std::string> read_file(const std::string& path) {
 }
 
 // What a scan of one text yields; shared by the memo below.
-/// Headers larger than this are not read for the key (64 MiB): a 3 GB sparse file named in an
-/// `#include`, even inside `#if 0`, was read whole and aborted the compile. The key of such a
-/// source is incomplete: the result is compiled, not cached.
-constexpr off_t kMaxHeaderBytes = off_t{64} << 20;
-
 struct TextScan {
-  bool too_large = false;  // not read: larger than kMaxHeaderBytes
+  bool too_large = false;  // not read: larger than the header limit (kMaxHeaderBytes by default)
   std::string digest;      // hex SHA-256 of the content
   std::vector<Directive> directives;
   std::vector<Define> defines;
@@ -231,10 +267,10 @@ bool same_time(const struct timespec& a, const struct timespec& b) {
 }
 
 // The scan of a file, or nullptr when it is not a readable regular file.
-TextScanPtr scan_file(const std::string& path) {
+TextScanPtr scan_file(const std::string& path, std::uint64_t max_bytes) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
-  if (st.st_size > kMaxHeaderBytes) {
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
     auto t = std::make_shared<TextScan>();
     t->too_large = true;
     return t;
@@ -344,7 +380,7 @@ IncludeOptions parse_include_options(const std::vector<std::string>& options) {
   return r;
 }
 
-IncludeScan scan_includes(const CompileRequest& request) {
+IncludeScan scan_includes(const CompileRequest& request, std::uint64_t max_header_bytes) {
   const IncludeOptions inc = parse_include_options(request.options);
   const std::string main_dir = dir_of(request.name);
 
@@ -361,8 +397,6 @@ IncludeScan scan_includes(const CompileRequest& request) {
   std::set<std::string> visited;
   std::set<IncludeDep> deps;
   std::map<std::string, std::string> provided_digest;
-  std::vector<Define> defines;
-  std::vector<std::pair<Directive, std::string>> computed;  // directive, current dir
   IncludeScan result;
 
   auto resolve = [&](const std::string& name, bool angle, const std::string& cur_dir) {
@@ -393,15 +427,17 @@ IncludeScan scan_includes(const CompileRequest& request) {
         found = true;
         continue;
       }
-      TextScanPtr t = scan_file(path);
+      TextScanPtr t = scan_file(path, max_header_bytes);
       if (!t) continue;
       found = true;
       visited.insert("file:" + path);
       if (t->too_large) {
         result.complete = false;
         if (result.note.empty())
-          result.note = "#include " + spelling + ": " + path + " is larger than " + std::to_string(kMaxHeaderBytes >> 20) +
-                        " MiB and not read for the key, so the result is not cached";
+          result.note = "#include " + spelling + ": " + path + " is larger than " +
+                        (max_header_bytes % (1 << 20) == 0 ? std::to_string(max_header_bytes >> 20) + " MiB"
+                                                           : std::to_string(max_header_bytes) + " bytes") +
+                        " and not read for the key, so the result is not cached (raise it with ARCHGUARD_CACHE_MAX_HEADER)";
         deps.insert({spelling, path, "too-large"});
         continue;
       }
@@ -411,64 +447,62 @@ IncludeScan scan_includes(const CompileRequest& request) {
     if (!found) deps.insert({spelling, "", ""});
   };
 
-  auto drain = [&] {
-    while (!work.empty()) {
-      Work w = std::move(work.back());
-      work.pop_back();
-      defines.insert(defines.end(), w.scan->defines.begin(), w.scan->defines.end());
-      for (const Directive& d : w.scan->directives) {
-        if (d.computed) {
-          computed.emplace_back(d, w.dir);
-          computed.back().first.operand += "@" + w.where + ":" + std::to_string(d.line);
-          continue;
-        }
-        resolve(d.operand, d.angle, w.dir);
-      }
-    }
+  // Computed includes (#include MACRO) are resolved through the definitions of MACRO seen
+  // anywhere, as both turn up: a new definition is tried for every directory that uses the
+  // macro, a new use (macro, directory) with every definition seen so far. Each pair is tried
+  // once, so the work is linear in the directives, the definitions and the pairs; the rounds
+  // over every unresolved include this replaces cost O(rounds x unresolved x defines) and took
+  // 18 s to key a 323 KB source.
+  std::unordered_map<std::string, std::vector<std::string>> values_of;  // macro -> "..." / <...> spellings
+  std::unordered_map<std::string, std::vector<std::string>> dirs_of;    // macro -> directories using it
+  std::unordered_set<std::string> seen_values, seen_uses;               // "macro\nvalue", "macro\ndir"
+  struct Use {
+    std::string macro, at;  // at: "<file>:<line>", for the note
+  };
+  std::vector<Use> uses;  // in the order met
+  auto try_value = [&](const std::string& value, const std::string& cur_dir) {
+    ++result.work;
+    std::size_t i = 0;
+    std::string name;
+    bool angle = false;
+    if (read_header_name(value, i, name, angle)) resolve(name, angle, cur_dir);
+  };
+  auto on_define = [&](const Define& def) {
+    ++result.work;
+    if (!seen_values.insert(def.name + "\n" + def.value).second) return;
+    values_of[def.name].push_back(def.value);
+    if (auto users = dirs_of.find(def.name); users != dirs_of.end())
+      for (const std::string& d : users->second) try_value(def.value, d);
+  };
+  auto on_use = [&](const Directive& d, const std::string& cur_dir, const std::string& where) {
+    ++result.work;
+    uses.push_back({d.operand, where + ":" + std::to_string(d.line)});
+    if (!seen_uses.insert(d.operand + "\n" + cur_dir).second) return;
+    dirs_of[d.operand].push_back(cur_dir);
+    if (auto values = values_of.find(d.operand); values != values_of.end())
+      for (const std::string& v : values->second) try_value(v, cur_dir);
   };
 
   for (const std::string& pre : inc.pre_includes) resolve(pre, false, main_dir);
-  drain();
-  // Computed includes: resolve through the definitions seen anywhere, until nothing new appears.
-  // The definitions indexed by name as they appear: a look-up per computed include and round,
-  // not a pass over every definition (a 323 KB source took 18 s to key).
-  std::set<std::string> done_macros;
-  std::unordered_map<std::string, std::vector<std::size_t>> by_name;
-  std::size_t indexed = 0;
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (; indexed < defines.size(); ++indexed) by_name[defines[indexed].name].push_back(indexed);
-    for (const auto& [d, cur_dir] : computed) {
-      const std::string macro = d.operand.substr(0, d.operand.find('@'));
-      if (done_macros.count(macro + "|" + cur_dir) != 0) continue;
-      bool any = false;
-      const auto named = by_name.find(macro);
-      if (named == by_name.end()) continue;
-      for (std::size_t di : named->second) {
-        const Define& def = defines[di];
-        std::size_t i = 0;
-        std::string name;
-        bool angle = false;
-        if (read_header_name(def.value, i, name, angle)) {
-          resolve(name, angle, cur_dir);
-          any = true;
-        }
+  while (!work.empty()) {
+    Work w = std::move(work.back());
+    work.pop_back();
+    for (const Define& def : w.scan->defines) on_define(def);
+    for (const Directive& d : w.scan->directives) {
+      if (d.computed) {
+        on_use(d, w.dir, w.where);
+        continue;
       }
-      if (any) {
-        done_macros.insert(macro + "|" + cur_dir);
-        progress = true;
-      }
+      ++result.work;
+      resolve(d.operand, d.angle, w.dir);
     }
-    drain();
   }
-  for (const auto& [d, cur_dir] : computed) {
-    const std::string macro = d.operand.substr(0, d.operand.find('@'));
-    if (done_macros.count(macro + "|" + cur_dir) == 0) {
-      result.complete = false;
-      result.note = "computed #include " + macro + " at " + d.operand.substr(d.operand.find('@') + 1) +
-                    " could not be resolved: the include tree is unknown, so the result is not cached";
-      break;
-    }
+  for (const Use& u : uses) {
+    if (values_of.count(u.macro) != 0) continue;
+    result.complete = false;
+    result.note = "computed #include " + u.macro + " at " + u.at +
+                  " could not be resolved: the include tree is unknown, so the result is not cached";
+    break;
   }
   result.deps.assign(deps.begin(), deps.end());
   return result;

@@ -6,7 +6,13 @@
 #   section-names.so      HEADERS section headers naming one string of NAME bytes
 #   kernel-names.fatbin   a fatbin of one sm_80 cubin with SYMBOLS entry symbols sharing one KNAME-byte name
 #   chain.so              CHAIN bytes of 80-byte units whose fatbin entry chains run to the end
+#   computed.cu           COMPUTED computed includes (#include MACRO) that resolve to inc/h*.h and as
+#                         many that never resolve (under #ifdef, which the key's scan follows and
+#                         NVRTC does not), then a chain of LINKS headers inc/c*.h each defining the
+#                         macro that names the next (the scan once took a round per link, each over
+#                         every unresolved include); anchor.cu is the same with one of each
 # Usage: hostile_inputs.py DIR [--name N] [--headers N] [--kname N] [--symbols N] [--chain N]
+#                              [--computed N] [--links N]
 import argparse, struct
 
 ap = argparse.ArgumentParser()
@@ -16,6 +22,8 @@ ap.add_argument('--headers', type=int, default=20000)
 ap.add_argument('--kname', type=int, default=(1 << 20) - 16)
 ap.add_argument('--symbols', type=int, default=20000)
 ap.add_argument('--chain', type=int, default=16 << 20)
+ap.add_argument('--computed', type=int, default=5000)
+ap.add_argument('--links', type=int, default=150)  # below the include depth NVRTC allows (200)
 a = ap.parse_args()
 t = a.dir
 
@@ -54,3 +62,17 @@ region = bytearray()
 for k in range(N):
     region += struct.pack('<IHHQ', 0xBA55ED50, 1, 16, N * 80 - k * 80 - 24) + struct.pack('<HHIQ', 2, 0x0101, 0x40, 16) + bytes(48)
 open(f'{t}/chain.so', 'wb').write(elf([(0, 3, 0, 0, b'\0.rodata\0', 0, 0), (1, 1, 2, 0x10000, bytes(region), 0, 0)]))
+# 4. computed includes for the JIT cache key
+import os
+os.makedirs(f'{t}/inc', exist_ok=True)
+def computed(path, n, links):
+    src = []
+    for i in range(n):
+        open(f'{t}/inc/h{i}.h', 'w').write('\n')
+        src.append(f'#define M{i} "inc/h{i}.h"\n#include M{i}\n#ifdef ARCHGUARD_NEVER_DEFINED\n#include U{i}\n#endif\n')
+    for i in range(links):
+        open(f'{t}/inc/c{i}.h', 'w').write(f'#define C{i + 1} "c{i + 1}.h"\n#include C{i + 1}\n' if i + 1 < links else '\n')
+    src.append('#define C0 "inc/c0.h"\n#include C0\nextern "C" __global__ void k(int* p) { *p = 1; }\n')
+    open(path, 'w').write(''.join(src))
+computed(f'{t}/computed.cu', a.computed, a.links)
+computed(f'{t}/anchor.cu', 1, 1)

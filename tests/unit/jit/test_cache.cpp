@@ -450,6 +450,17 @@ TEST_CASE("cache sizes from the environment are checked, never wrapped", "[jit][
     REQUIRE(o.ok());
     CHECK(o->max_bytes == std::uint64_t{16} << 40);
   }
+  CHECK(CacheOptions::from_environment()->max_header_bytes == std::uint64_t{64} << 20);
+  {
+    ScopedEnv header("ARCHGUARD_CACHE_MAX_HEADER", "1K");
+    CHECK(CacheOptions::from_environment()->max_header_bytes == 1024);
+  }
+  for (const char* bad : {"abc", "-1", "0", "17179869184G"}) {
+    ScopedEnv header("ARCHGUARD_CACHE_MAX_HEADER", bad);
+    auto o = CacheOptions::from_environment();
+    REQUIRE_FALSE(o.ok());
+    CHECK(o.message().find("ARCHGUARD_CACHE_MAX_HEADER: '" + std::string(bad) + "' is not a size above 0") != std::string::npos);
+  }
 }
 
 TEST_CASE("a cache root reached through someone else's symbolic link is refused", "[jit][cache][security][issue22]") {
