@@ -9,6 +9,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <nlohmann/json.hpp>
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 namespace archguard {
 namespace {
@@ -306,6 +308,161 @@ std::string file_identity(const struct stat& st) {
          text(ns(st.st_mtim)) + " " + text(ns(st.st_ctim));
 }
 
+// ---- container images: layers applied in order ---------------------------------------------
+
+/// A member path as layers and manifests name it: no leading "./" or "/", no trailing "/".
+std::string layer_path(std::string p) {
+  while (p.starts_with("./")) p.erase(0, 2);
+  while (p.starts_with("/")) p.erase(0, 1);
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+/// One entry of a layer of a container image, as the walk met it, with the objects read from it.
+struct LayerEntry {
+  std::string path;     ///< layer_path of the entry
+  std::string display;  ///< "<image>:<layer>:<path>"
+  bool directory = false;
+  std::size_t objects_begin = 0, objects_end = 0;  ///< report.objects read from it
+  std::size_t errors_begin = 0, errors_end = 0;    ///< report.errors it caused
+  bool unreadable = false;                         ///< its bytes could not be read: the layer's rest was not read, the error stays
+};
+
+/// What the top level of a tar archive showed that may make it a container image: its small JSON
+/// members (manifest.json, index.json, blobs) and every archive member read, with its entries.
+struct ImageFacts {
+  std::map<std::string, std::string> json;  ///< by layer_path
+  std::map<std::string, std::vector<LayerEntry>> layers;
+};
+
+/// The JSON text of a member, or null when it is not there or does not parse (never throws).
+nlohmann::json json_member(const ImageFacts& f, const std::string& path) {
+  auto it = f.json.find(path);
+  if (it == f.json.end()) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+const nlohmann::json* json_field(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+/// The layer members of the image, bottom first: from a `docker save` manifest.json
+/// ([{"Layers": [...]}]), else from an OCI layout's index.json (its one manifest, through nested
+/// indexes, and that manifest's "layers" digests as blobs/<algorithm>/<hex>). Nothing when the
+/// archive is no image; `why` says why an image's layers are not applied (several images).
+std::optional<std::vector<std::string>> image_layers(const ImageFacts& f, std::string& why) {
+  const nlohmann::json manifest = json_member(f, "manifest.json");
+  if (manifest.is_array() && !manifest.empty()) {
+    if (manifest.size() != 1) {
+      why = "manifest.json names " + std::to_string(manifest.size()) +
+            " images: their layers are not applied, every layer's files are judged";
+      return std::nullopt;
+    }
+    const nlohmann::json* layers = json_field(manifest[0], "Layers");
+    if (layers == nullptr || !layers->is_array()) return std::nullopt;
+    std::vector<std::string> out;
+    for (const auto& l : *layers)
+      if (l.is_string()) out.push_back(layer_path(l.get<std::string>()));
+    return out;
+  }
+  nlohmann::json index = json_member(f, "index.json");
+  for (int depth = 0; depth < 4 && index.is_object(); ++depth) {
+    auto blob = [](const nlohmann::json& descriptor) -> std::string {
+      const nlohmann::json* d = json_field(descriptor, "digest");
+      if (d == nullptr || !d->is_string()) return {};
+      std::string digest = d->get<std::string>();
+      const std::size_t colon = digest.find(':');
+      if (colon == std::string::npos) return {};
+      return "blobs/" + digest.substr(0, colon) + "/" + digest.substr(colon + 1);
+    };
+    if (const nlohmann::json* layers = json_field(index, "layers"); layers != nullptr && layers->is_array()) {
+      std::vector<std::string> out;
+      for (const auto& l : *layers)
+        if (std::string b = blob(l); !b.empty()) out.push_back(b);
+      return out;
+    }
+    const nlohmann::json* manifests = json_field(index, "manifests");
+    if (manifests == nullptr || !manifests->is_array() || manifests->empty()) return std::nullopt;
+    if (manifests->size() != 1) {
+      why = "index.json names " + std::to_string(manifests->size()) +
+            " manifests: their layers are not applied, every layer's files are judged";
+      return std::nullopt;
+    }
+    index = json_member(f, blob((*manifests)[0]));
+  }
+  return std::nullopt;
+}
+
+/// Applies the layers of an image in order: an object read from a layer is judged only when
+/// the file it came from is visible in the final filesystem. A path that a later layer deletes
+/// (a whiteout `dir/.wh.name` of it or of a directory above it, an opaque marker
+/// `dir/.wh..wh..opq` of a directory above it) or replaces (an entry at the same path, or a
+/// non-directory at a directory above it) is moved to `skipped` with the reason.
+/// Errors that a hidden file caused are dropped with it (a file not in the image cannot be
+/// loaded), unless `keep_errors` (a budget stopped the read: the errors say so, and stay).
+void apply_layers(const ImageFacts& f, const std::vector<std::string>& order, ScanReport& report, bool keep_errors) {
+  struct Cover {
+    std::size_t layer = 0;  ///< 1-based, bottom first
+    std::string how;        ///< "deleted by layer N (whiteout X)" ...
+  };
+  std::unordered_map<std::string, Cover> exact;    // the path itself is hidden
+  std::unordered_map<std::string, Cover> subtree;  // everything below the path is hidden
+  std::vector<bool> drop(report.objects.size(), false), drop_error(report.errors.size(), false);
+  const std::string of = " of " + std::to_string(order.size());
+  for (std::size_t i = order.size(); i-- > 0;) {
+    auto it = f.layers.find(order[i]);
+    if (it == f.layers.end()) continue;  // not read as an archive: nothing of it was judged
+    for (const LayerEntry& e : it->second) {
+      if (e.objects_end == e.objects_begin && e.errors_end == e.errors_begin) continue;
+      const Cover* c = nullptr;
+      if (auto x = exact.find(e.path); x != exact.end()) c = &x->second;
+      for (std::size_t slash = e.path.find('/'); c == nullptr && slash != std::string::npos; slash = e.path.find('/', slash + 1))
+        if (auto x = subtree.find(e.path.substr(0, slash)); x != subtree.end()) c = &x->second;
+      if (c == nullptr) continue;
+      for (std::size_t k = e.objects_begin; k < e.objects_end && k < drop.size(); ++k) drop[k] = true;
+      if (!keep_errors && !e.unreadable)
+        for (std::size_t k = e.errors_begin; k < e.errors_end && k < drop_error.size(); ++k) drop_error[k] = true;
+      report.skipped.push_back(e.display + ": " + c->how + ": not in the image's final filesystem, not judged (layer " +
+                               std::to_string(i + 1) + of + ")");
+    }
+    const std::string n = std::to_string(i + 1) + of;
+    for (const LayerEntry& e : it->second) {
+      const std::size_t slash = e.path.rfind('/');
+      const std::string dir = slash == std::string::npos ? std::string() : e.path.substr(0, slash);
+      const std::string base = slash == std::string::npos ? e.path : e.path.substr(slash + 1);
+      if (base == ".wh..wh..opq") {
+        subtree[dir] = Cover{i + 1, "deleted by layer " + n + " (opaque directory " + e.display + ")"};
+      } else if (base.starts_with(".wh.")) {
+        const std::string target = (dir.empty() ? std::string() : dir + "/") + base.substr(4);
+        Cover c{i + 1, "deleted by layer " + n + " (whiteout " + e.display + ")"};
+        exact[target] = c;
+        subtree[target] = std::move(c);
+      } else {
+        Cover c{i + 1, "replaced by layer " + n + " (" + e.display + ")"};
+        if (!e.directory) subtree[e.path] = c;
+        exact[e.path] = std::move(c);
+      }
+    }
+  }
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < report.objects.size(); ++k)
+    if (k >= drop.size() || !drop[k]) {
+      if (kept != k) report.objects[kept] = std::move(report.objects[k]);
+      ++kept;
+    }
+  report.objects.resize(kept);
+  kept = 0;
+  for (std::size_t k = 0; k < report.errors.size(); ++k)
+    if (k >= drop_error.size() || !drop_error[k]) {
+      if (kept != k) report.errors[kept] = std::move(report.errors[k]);
+      ++kept;
+    }
+  report.errors.resize(kept);
+}
+
 struct Scanner {
   const ScanOptions& options;
   ScanReport& report;
@@ -318,6 +475,11 @@ struct Scanner {
   /// The identity of the object being read (ObjectFatbins::identity): the file's, then with the
   /// member's ordinal and path inside archives. Empty without a store, or for bytes in memory.
   std::string id = {};
+  /// The top-level archive being read, as a container image candidate (scan_archive at depth 1),
+  /// and the entries of the layer being read (its members at `layer_depth`).
+  ImageFacts* image = nullptr;
+  std::vector<LayerEntry>* layer = nullptr;
+  unsigned layer_depth = 0;
 
   void add(ObjectFatbins o) {
     o.identity = id;
@@ -506,6 +668,27 @@ struct Scanner {
     return mapped;
   }
 
+  /// The current entry's bytes, whole (at most `limit`), charged as read_member charges them:
+  /// the small members of an image (manifest.json, index.json, blobs) whose JSON says how its
+  /// layers stack; the bytes are then read as any member.
+  Result<std::vector<std::byte>> read_whole(archive* a, const std::string& name, std::uint64_t limit) {
+    const int format = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
+    const bool stored = archive_filter_count(a) <= 1 && (format == ARCHIVE_FORMAT_TAR || format == ARCHIVE_FORMAT_AR);
+    std::vector<std::byte> buf;
+    std::vector<char> chunk(std::size_t{1} << 16);
+    for (;;) {
+      const la_ssize_t n = archive_read_data(a, chunk.data(), chunk.size());
+      if (n < 0) return Error{ErrorKind::corrupt, name + ": cannot read: " + archive_text(a)};
+      if (n == 0) return buf;
+      if (!stored)
+        if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return st.error();
+      if (buf.size() + static_cast<std::uint64_t>(n) > limit)
+        return Error{ErrorKind::limit, name + ": member larger than its header said (" + size_text(limit) + ")"};
+      const auto* p = reinterpret_cast<const std::byte*>(chunk.data());  // char buffer viewed as bytes
+      buf.insert(buf.end(), p, p + n);
+    }
+  }
+
   /// `quiet`: bytes that only looked like an archive (a gzip file that is no tar) are skipped
   /// without a message, as in directory walks and inside other archives.
   /// `file`: read the archive through read() from this path rather than from `bytes`, so that a
@@ -536,15 +719,40 @@ struct Scanner {
       return;
     }
     archive_entry* entry = nullptr;
+    // The top level of an input may be a container image: its small JSON members and the
+    // entries of each archive member (a layer) are kept, and the layers applied at the end.
+    ImageFacts image_facts;
+    const bool top = depth == 1 && image == nullptr;
+    if (top) image = &image_facts;
+    const bool in_layer = layer != nullptr && depth == layer_depth;
+    auto close_entry = [&] {
+      if (in_layer && !layer->empty()) {
+        layer->back().objects_end = report.objects.size();
+        layer->back().errors_end = report.errors.size();
+      }
+    };
     while (!stopped) {
       const int rc = archive_read_next_header(a, &entry);
+      close_entry();
       if (rc == ARCHIVE_EOF) break;
       if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
         report.errors.push_back(display + ": bad archive entry: " + archive_text(a));
         break;
       }
+      const auto type = archive_entry_filetype(entry);
+      if (in_layer) {  // every entry of a layer counts: directories, whiteouts, links
+        const char* lp = archive_entry_pathname_utf8(entry);
+        if (lp == nullptr) lp = archive_entry_pathname(entry);
+        LayerEntry le;
+        le.path = layer_path(lp != nullptr ? lp : "");
+        le.display = display + ":" + le.path;
+        le.directory = type == AE_IFDIR;
+        le.objects_begin = le.objects_end = report.objects.size();
+        le.errors_begin = le.errors_end = report.errors.size();
+        if (!le.path.empty()) layer->push_back(std::move(le));
+      }
       // Deterministic `ar` (the default of GNU ar) stores mode 644 without a file type: 0.
-      if (const auto type = archive_entry_filetype(entry); type != AE_IFREG && type != 0) continue;
+      if (type != AE_IFREG && type != 0) continue;
       // The name as stored in UTF-8 when the archive says it is (zip's flag, pax headers):
       // converted to the locale (C in most runs) a non-ASCII name became "?". Else the bytes.
       const char* path = archive_entry_pathname_utf8(entry);
@@ -553,15 +761,33 @@ struct Scanner {
       if (member == "/" || member == "//" || member.empty()) continue;  // ar symbol/name tables
       const std::string member_display = display + ":" + member;
       id = archive_id.empty() ? std::string() : archive_id + "\n" + std::to_string(ordinal++) + " " + member;
-      auto storage = read_member(a, member_display, archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1);
+      const std::string top_path = top ? layer_path(member) : std::string();
+      const std::int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1;
+      constexpr std::int64_t kImageJsonLimit = std::int64_t{1} << 20;
+      const bool image_json = top && size >= 0 && size <= kImageJsonLimit &&
+                              (top_path == "manifest.json" || top_path == "index.json" || top_path.starts_with("blobs/"));
+      Result<std::shared_ptr<const Storage>> storage = std::shared_ptr<const Storage>{};
+      if (image_json) {
+        auto whole = read_whole(a, member_display, static_cast<std::uint64_t>(size));
+        if (!whole) {
+          report.errors.push_back(whole.message());
+          break;
+        }
+        if (!whole->empty() && (static_cast<char>((*whole)[0]) == '{' || static_cast<char>((*whole)[0]) == '['))
+          image_facts.json[top_path].assign(reinterpret_cast<const char*>(whole->data()), whole->size());  // bytes as text
+        storage = std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::move(*whole)));
+      } else {
+        storage = read_member(a, member_display, size);
+      }
       if (!storage) {
         report.errors.push_back(storage.message());
+        if (in_layer && !layer->empty()) layer->back().unreadable = true;
         break;
       }
       if (!*storage) continue;  // neither ELF, fatbin nor archive: not inflated
       const Bytes mb = (*storage)->bytes();
       const Kind k = classify(mb);
-      if (k == Kind::unsupported && mb.size() < 264)  // classified here, not in read_member
+      if (k == Kind::unsupported && (mb.size() < 264 || image_json))  // classified here, not in read_member
         report.skipped.push_back(member_display + ": " + std::string(unsupported_kind(mb)));
       if (k == Kind::other || k == Kind::unsupported) continue;
       const std::size_t before = report.objects.size();
@@ -575,15 +801,31 @@ struct Scanner {
         add_fatbin(mb, member_display, display, member);
       else if (k == Kind::device)
         add_standalone(mb, member_display, display, member);
-      else
+      else if (top) {  // a layer, perhaps: its entries are kept for apply_layers
+        std::vector<LayerEntry>* outer = layer;
+        const unsigned outer_depth = layer_depth;
+        layer = &image_facts.layers[top_path];
+        layer_depth = depth + 1;
         scan_archive(mb, member_display, depth + 1, true);
+        layer = outer;
+        layer_depth = outer_depth;
+      } else {
+        scan_archive(mb, member_display, depth + 1, true);
+      }
       // Keep the member's bytes only when an object with device code points into them.
       bool used = false;
       for (std::size_t i = before; i < report.objects.size(); ++i) used = used || !report.objects[i].fatbins.empty();
       if (used) report.storage.push_back(*storage);
     }
+    close_entry();
     id = archive_id;
     archive_read_free(a);
+    if (top) {
+      image = nullptr;
+      std::string why;
+      if (auto order = image_layers(image_facts, why)) apply_layers(image_facts, *order, report, stopped);
+      else if (!why.empty()) report.skipped.push_back(display + ": " + why);
+    }
   }
 
   Status scan(Bytes bytes, const std::string& display, bool named_directly, const Storage* storage = nullptr,
