@@ -335,10 +335,33 @@ struct ImageFacts {
   std::map<std::string, std::vector<LayerEntry>> layers;
 };
 
-/// The JSON text of a member, or null when it is not there or does not parse (never throws).
+/// Whether JSON text nests no deeper than `most` arrays and objects. The parser and the
+/// destructor of nlohmann::json recurse per level: a 1 MiB manifest.json of `[[[[...]]]]`
+/// overflowed the stack. Manifests nest 4 levels.
+bool shallow_json(std::string_view text, unsigned most) {
+  unsigned depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > most) return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
+/// The JSON text of a member, or null when it is not there, nests deeper than 64 levels or does
+/// not parse (never throws).
 nlohmann::json json_member(const ImageFacts& f, const std::string& path) {
   auto it = f.json.find(path);
-  if (it == f.json.end()) return nullptr;
+  if (it == f.json.end() || !shallow_json(it->second, 64)) return nullptr;
   nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
 }

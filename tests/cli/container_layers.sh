@@ -119,3 +119,16 @@ n=$(cat "$T/oci-inflated")
 [ $rc -eq 2 ] && grep -q "per input (raise it with --max-inflated" "$T/err.txt" || fail "oci with --max-inflated $((n - 1)): exit $rc: $(cat "$T/err.txt")"
 "$A" inspect --max-inflated 1 "$T/docker.tar" > /dev/null 2> "$T/err.txt" || fail "docker-save layers are stored, nothing inflated: $(cat "$T/err.txt")"
 echo "ok: budgets"
+
+# A manifest.json nested a million levels deep is no image, and no crash (the JSON parser
+# recurses per level: such text is refused before it is parsed).
+python3 - "$T" <<'PY'
+import io, sys, tarfile
+n = (1 << 20) // 2
+with tarfile.open(f'{sys.argv[1]}/deep.tar', 'w') as tf:
+    for name, x in (('manifest.json', b'[' * n + b']' * n), ('index.json', b'{"manifests":' * 40000 + b'1' + b'}' * 40000)):
+        ti = tarfile.TarInfo(name); ti.size = len(x); tf.addfile(ti, io.BytesIO(x))
+PY
+"$A" inspect "$T/deep.tar" > "$T/out.txt" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "deep.tar: no device code" "$T/out.txt" || fail "deep manifest: exit $rc: $(head -c 400 "$T/out.txt")"
+echo "ok: deep manifest"
