@@ -25,7 +25,7 @@ __attribute__((weak)) int archguard_fuzz_prefix_run = 0;
 
 namespace {
 
-void decode_all(const archguard::ObjectFatbins& object) {
+void decode_all(const archguard::ObjectFatbins& object, const archguard::DerivedLimits& limits = {}) {
   for (const auto& fb : object.fatbins) {
     (void)fb.images();
     (void)fb.identifier();
@@ -33,7 +33,7 @@ void decode_all(const archguard::ObjectFatbins& object) {
       if (e.kind == archguard::CodeKind::ltoir) continue;
       auto image = archguard::decompress(e, object.path);  // the CLI's limit
       if (!image) continue;
-      (void)archguard::list_kernels(e, *image, object.path);
+      (void)archguard::list_kernels(e, *image, object.path, limits);
     }
   }
 }
@@ -45,11 +45,79 @@ void put(std::vector<std::byte>& b, std::uint64_t v, std::size_t n) {
   std::memcpy(b.data() + at, &v, n);
 }
 
+/// A ustar member (names cut to 99 bytes), padded to 512 bytes.
+void tar_member(std::vector<std::byte>& out, const std::string& name, archguard::Bytes data, char type = '0') {
+  std::vector<std::byte> h(512, std::byte{0});
+  auto field = [&h](std::size_t at, const std::string& text, std::size_t width) {
+    for (std::size_t i = 0; i < text.size() && i + 1 < width; ++i) h[at + i] = static_cast<std::byte>(text[i]);
+  };
+  auto octal = [](std::uint64_t v, int digits) {
+    std::string o(static_cast<std::size_t>(digits), '0');
+    for (int i = digits - 1; i >= 0 && v != 0; --i, v >>= 3) o[static_cast<std::size_t>(i)] = static_cast<char>('0' + (v & 7));
+    return o;
+  };
+  field(0, name.substr(0, 99), 100);
+  field(100, "0000644", 8);
+  field(108, "0000000", 8);
+  field(116, "0000000", 8);
+  field(124, octal(data.size(), 11), 12);
+  field(136, "00000000000", 12);
+  h[156] = static_cast<std::byte>(type);
+  field(257, "ustar", 6);
+  h[263] = std::byte{'0'};
+  h[264] = std::byte{'0'};
+  unsigned sum = 8 * ' ';  // the checksum field counts as spaces
+  for (std::size_t i = 0; i < 512; ++i)
+    if (i < 148 || i >= 156) sum += std::to_integer<unsigned>(h[i]);
+  field(148, octal(sum, 6), 8);
+  out.insert(out.end(), h.begin(), h.end());
+  out.insert(out.end(), data.begin(), data.end());
+  out.resize((out.size() + 511) / 512 * 512, std::byte{0});
+}
+
+/// A `docker save` image of two layers: the first holds `object` at a few paths, the second an
+/// empty member per line of the input (whiteouts, opaque markers and replacements when the
+/// input names them: `lib/.wh.x.so`, `opt/.wh..wh..opq`), then manifest.json. Read as the CLI
+/// reads an image, with the layers applied (container.cpp, apply_layers).
+void image(const std::uint8_t* data, std::size_t size, archguard::Bytes object) {
+  std::vector<std::byte> l1, l2, img;
+  for (const char* path : {"lib/x.so", "opt/d/y.so", "usr/lib/z.so", "x.so"}) tar_member(l1, path, object);
+  tar_member(l1, "opt/d/", {}, '5');
+  l1.resize(l1.size() + 1024, std::byte{0});
+  std::string line;
+  std::size_t names = 0;
+  for (std::size_t i = 0; i <= size && names < 64; ++i) {
+    if (i < size && data[i] != '\n' && data[i] != 0) {
+      line.push_back(static_cast<char>(data[i]));
+      continue;
+    }
+    if (!line.empty()) {
+      const bool replace = (line.size() & 1) != 0;  // some names carry the object again
+      tar_member(l2, line, replace ? object : archguard::Bytes{}, line.back() == '/' ? '5' : '0');
+      ++names;
+    }
+    line.clear();
+  }
+  l2.resize(l2.size() + 1024, std::byte{0});
+  tar_member(img, "l1/layer.tar", l1);
+  tar_member(img, "l2/layer.tar", l2);
+  const std::string manifest = R"([{"Config":"c.json","Layers":["l1/layer.tar","l2/layer.tar"]}])";
+  tar_member(img, "manifest.json", archguard::Bytes(reinterpret_cast<const std::byte*>(manifest.data()), manifest.size()));
+  img.resize(img.size() + 1024, std::byte{0});
+  archguard::ScanOptions options;
+  options.threads = 1;
+  auto report = archguard::scan_bytes(img, "fuzz-image.tar", options);
+  if (report)
+    for (const auto& o : report->objects) decode_all(o);
+}
+
 /// The input amplified to the sizes where the CLI's limits act (issue 22), which the raw input
 /// of a few KB never reaches: an ELF file whose string tables are the input, named by up to
 /// 20,000 section headers and as many symbols at offsets taken from the input (name bombs,
 /// names overlapping at every offset), read as a host object and as a cubin; and the input
-/// repeated to 64 KiB as a data section (long entry chains for the embedded search).
+/// repeated to 64 KiB as a data section (long entry chains for the embedded search). The host
+/// object is read again under lowered limits (DerivedLimits) and inside a container image whose
+/// second layer the input names (image).
 void amplified(const std::uint8_t* data, std::size_t size) {
   if (size < 4) return;
   const std::size_t count = (static_cast<std::size_t>(data[0]) | static_cast<std::size_t>(data[1]) << 8) % 4097;
@@ -103,6 +171,18 @@ void amplified(const std::uint8_t* data, std::size_t size) {
     auto report = archguard::scan_bytes(f, "fuzz-amplified");
     if (report)
       for (const auto& o : report->objects) decode_all(o);
+    // Again under limits lowered as far as ARCHGUARD_MAX_NAME_LENGTH, _KERNEL_NAMES and
+    // _SEARCH_WORK allow (1): small inputs then reach every limit's path.
+    archguard::ScanOptions low;
+    low.threads = 1;
+    low.limits.max_name_length = data[2] % 64 + 1;
+    low.limits.max_kernel_name_bytes = std::uint64_t{data[3]} * 16 + 1;
+    low.limits.search_work_per_8_bytes = 1;
+    low.limits.search_work_floor = data[2] & 1;
+    auto lowered = archguard::scan_bytes(f, "fuzz-amplified-low", low);
+    if (lowered)
+      for (const auto& o : lowered->objects) decode_all(o, low.limits);
+    if (machine == 62) image(data, size, f);
     if (machine == 190) {  // the cubin as the image of a fatbin entry (decode_all listed its kernels)
       archguard::FatbinEntry e;
       e.kind = archguard::CodeKind::sass;
