@@ -5,7 +5,9 @@
 /// `ar` static archives, wheels and
 /// other zip files, tar archives (plain, gz, zst, xz, bz2) through libarchive, and directories
 /// (recursive; files without device code are skipped quietly). Each yields the ELF objects
-/// that carry device code, with their fatbins.
+/// that carry device code, with their fatbins. A tar archive that is a container image (a
+/// `docker save` manifest.json, an OCI layout's index.json) yields the objects of its final
+/// filesystem: its layers are applied in order (docs/cli.md).
 
 #include <archguard/fatbin.hpp>
 
@@ -114,7 +116,9 @@ struct ScanReport {
   std::vector<std::string> errors;
   /// Files and members that could hold device code but were not read, each "<path>: <why>": a
   /// symbolic link that leads out of the directory, a second name (hard link) of a file already
-  /// read, a Mach-O file or a thin archive (not supported). Counted apart from files_read.
+  /// read, a Mach-O file or a thin archive (not supported), a file of a container image's layer
+  /// that a later layer deletes (whiteout, opaque directory) or replaces: read, not judged.
+  /// Counted apart from files_read.
   std::vector<std::string> skipped;
   /// Files whose bytes were read: 1 for a file, the regular files of a directory (each name of
   /// a hard-linked file once; symbolic links are not followed below the directory).

@@ -16,7 +16,7 @@ unset ARCHGUARD_MAX_NAME_LENGTH ARCHGUARD_MAX_KERNEL_NAMES ARCHGUARD_MAX_SEARCH_
 
 # A 2 MiB section name (past the 1 MiB default), 40 kernels sharing a 1 MiB name (80 MiB of
 # names, past the 64 MiB default), a 160 KB entry chain (about 40 times the default work bound).
-python3 "$here/hostile_inputs.py" "$T" --name $((2 << 20)) --headers 100 --kname $(((1 << 20) - 16)) --symbols 40 --chain 160000 \
+python3 "$here/hostile_inputs.py" "$T" --name $((2 << 20)) --headers 100 --kname $(((1 << 20) - 16)) --symbols 40 --chain 160000 --computed 1 --links 1 \
   || fail "could not generate the inputs"
 
 # --- the name length: ARCHGUARD_MAX_NAME_LENGTH ---------------------------------------------

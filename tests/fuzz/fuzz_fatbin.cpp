@@ -75,7 +75,7 @@ void tar_member(std::vector<std::byte>& out, const std::string& name, archguard:
   out.resize((out.size() + 511) / 512 * 512, std::byte{0});
 }
 
-/// A `docker save` image of two layers: the first holds `object` at a few paths, the second an
+/// A `docker save` image of two layers: the first holds `object` (the input) at a few paths, the second an
 /// empty member per line of the input (whiteouts, opaque markers and replacements when the
 /// input names them: `lib/.wh.x.so`, `opt/.wh..wh..opq`), then manifest.json. Read as the CLI
 /// reads an image, with the layers applied (container.cpp, apply_layers).
@@ -116,8 +116,8 @@ void image(const std::uint8_t* data, std::size_t size, archguard::Bytes object) 
 /// 20,000 section headers and as many symbols at offsets taken from the input (name bombs,
 /// names overlapping at every offset), read as a host object and as a cubin; and the input
 /// repeated to 64 KiB as a data section (long entry chains for the embedded search). The host
-/// object is read again under lowered limits (DerivedLimits) and inside a container image whose
-/// second layer the input names (image).
+/// object is read again under lowered limits (DerivedLimits); the input is also read inside a
+/// container image whose second layer the input names (image).
 void amplified(const std::uint8_t* data, std::size_t size) {
   if (size < 4) return;
   const std::size_t count = (static_cast<std::size_t>(data[0]) | static_cast<std::size_t>(data[1]) << 8) % 4097;
@@ -182,8 +182,8 @@ void amplified(const std::uint8_t* data, std::size_t size) {
     auto lowered = archguard::scan_bytes(f, "fuzz-amplified-low", low);
     if (lowered)
       for (const auto& o : lowered->objects) decode_all(o, low.limits);
-    if (machine == 62) image(data, size, f);
-    if (machine == 190) {  // the cubin as the image of a fatbin entry (decode_all listed its kernels)
+    if (machine == 62) image(data, size, table);  // the raw input as the layers' file: the amplified object made it 70 times slower
+    if (machine == 190) {                         // the cubin as the image of a fatbin entry (decode_all listed its kernels)
       archguard::FatbinEntry e;
       e.kind = archguard::CodeKind::sass;
       e.raw_kind = archguard::kEntryKindElf;
