@@ -46,6 +46,65 @@ std::vector<std::string> elf_candidates(const std::string& path, std::string& no
   return out;
 }
 
+/// Step 2 for each file named: which cuda runtime it needs and whether the driver covers it.
+void check_runtime_needs(const Session& s, const Report& report, Step& step) {
+  for (const auto& file : s.options->files) {
+    std::string note;
+    const auto candidates = elf_candidates(file, note);
+    std::set<unsigned> majors;
+    std::size_t elf_files = 0, device_code = 0, statically = 0;
+    std::string first_error;
+    for (const auto& c : candidates) {
+      auto need = runtime_need(c);
+      if (!need) {
+        if (first_error.empty() && candidates.size() == 1) first_error = need.message();
+        continue;
+      }
+      if (!need->elf) continue;
+      ++elf_files;
+      if (need->cudart_major) majors.insert(*need->cudart_major);
+      if (need->has_device_code) {
+        ++device_code;
+        if (!need->cudart_major) ++statically;
+      }
+    }
+    if (!first_error.empty()) {
+      step.findings.push_back({Level::fail, file, first_error, "check the path", FixKind::other});
+      continue;
+    }
+    if (elf_files == 0) {
+      step.findings.push_back({Level::skip, file,
+                               "no elf file to read a dynamic section from" + note + " (wheels are examined in step 3)", ""});
+      continue;
+    }
+    std::string msg;
+    Level status = Level::pass;
+    std::string fix;
+    if (majors.empty()) {
+      msg = device_code > 0 ? "device code without libcudart.so in DT_NEEDED: the cuda runtime is linked statically "
+                              "(or the driver api is used directly); its version is not recorded"
+                            : "does not need the cuda runtime";
+    } else {
+      msg = "needs";
+      for (unsigned m : majors) msg += " libcudart.so." + std::to_string(m);
+      if (statically > 0) msg += "; " + std::to_string(statically) + " file(s) with device code link it statically";
+      const unsigned newest = *majors.rbegin();
+      if (report.driver_cuda && newest > report.driver_cuda->major) {
+        status = Level::fail;
+        const ReleaseRow* rel = find_release(Version2{newest, 0});
+        msg += ": the cuda " + std::to_string(newest) + " runtime refuses a driver for cuda " + common::version_text(*report.driver_cuda) +
+               " (cudaErrorInsufficientDriver, 35)";
+        fix = "install driver >= " +
+              (rel != nullptr && *rel->min_driver != '\0' ? std::string(rel->min_driver)
+                                                          : "the one of cuda " + std::to_string(newest) + ".0");
+      } else if (report.driver_cuda) {
+        msg += ": covered by the driver (cuda " + common::version_text(*report.driver_cuda) + ")";
+      }
+    }
+    step.findings.push_back({status, file, msg + note, fix, FixKind::driver});
+  }
+}
+
 }  // namespace
 
 Step step_versions(Session& s, Report& report) {
@@ -104,61 +163,7 @@ Step step_versions(Session& s, Report& report) {
   tool("nvcc", s.nvcc);
   tool("nvrtc", s.nvrtc);
 
-  for (const auto& file : s.options->files) {
-    std::string note;
-    const auto candidates = elf_candidates(file, note);
-    std::set<unsigned> majors;
-    std::size_t elf_files = 0, device_code = 0, statically = 0;
-    std::string first_error;
-    for (const auto& c : candidates) {
-      auto need = runtime_need(c);
-      if (!need) {
-        if (first_error.empty() && candidates.size() == 1) first_error = need.message();
-        continue;
-      }
-      if (!need->elf) continue;
-      ++elf_files;
-      if (need->cudart_major) majors.insert(*need->cudart_major);
-      if (need->has_device_code) {
-        ++device_code;
-        if (!need->cudart_major) ++statically;
-      }
-    }
-    if (!first_error.empty()) {
-      step.findings.push_back({Level::fail, file, first_error, "check the path", FixKind::other});
-      continue;
-    }
-    if (elf_files == 0) {
-      step.findings.push_back({Level::skip, file,
-                               "no elf file to read a dynamic section from" + note + " (wheels are examined in step 3)", ""});
-      continue;
-    }
-    std::string msg;
-    Level status = Level::pass;
-    std::string fix;
-    if (majors.empty()) {
-      msg = device_code > 0 ? "device code without libcudart.so in DT_NEEDED: the cuda runtime is linked statically "
-                              "(or the driver api is used directly); its version is not recorded"
-                            : "does not need the cuda runtime";
-    } else {
-      msg = "needs";
-      for (unsigned m : majors) msg += " libcudart.so." + std::to_string(m);
-      if (statically > 0) msg += "; " + std::to_string(statically) + " file(s) with device code link it statically";
-      const unsigned newest = *majors.rbegin();
-      if (report.driver_cuda && newest > report.driver_cuda->major) {
-        status = Level::fail;
-        const ReleaseRow* rel = find_release(Version2{newest, 0});
-        msg += ": the cuda " + std::to_string(newest) + " runtime refuses a driver for cuda " + common::version_text(*report.driver_cuda) +
-               " (cudaErrorInsufficientDriver, 35)";
-        fix = "install driver >= " +
-              (rel != nullptr && *rel->min_driver != '\0' ? std::string(rel->min_driver)
-                                                          : "the one of cuda " + std::to_string(newest) + ".0");
-      } else if (report.driver_cuda) {
-        msg += ": covered by the driver (cuda " + common::version_text(*report.driver_cuda) + ")";
-      }
-    }
-    step.findings.push_back({status, file, msg + note, fix, FixKind::driver});
-  }
+  check_runtime_needs(s, report, step);
   return step;
 }
 

@@ -143,14 +143,7 @@ void check_cache(const EnvLookup& env, const common::DriverEnv& driver, Step& st
   step.findings.push_back({status, origin, msg, fix, FixKind::environment});
 }
 
-}  // namespace
-
-Step check_environment(const EnvLookup& env) {
-  Step step;
-  step.number = 4;
-  step.name = "environment";
-
-  const common::DriverEnv driver = common::read_driver_env(env);
+void check_jit_switches(const common::DriverEnv& driver, Step& step) {
   const auto& disable = driver.disable_ptx_jit;
   const auto& force = driver.force_ptx_jit;
   if (driver_switch_on(disable)) {
@@ -176,9 +169,9 @@ Step check_environment(const EnvLookup& env) {
                              "both set: nothing can load (sass ignored, jit disabled)",
                              "unset both CUDA_FORCE_PTX_JIT and CUDA_DISABLE_PTX_JIT", FixKind::environment});
   }
+}
 
-  check_cache(env, driver, step);
-
+void check_module_loading(const common::DriverEnv& driver, Step& step) {
   if (const auto& v = driver.module_loading) {
     if (*v == "LAZY") {
       step.findings.push_back({Level::pass, "CUDA_MODULE_LOADING",
@@ -198,7 +191,9 @@ Step check_environment(const EnvLookup& env) {
   } else {
     step.findings.push_back({Level::pass, "CUDA_MODULE_LOADING", "not set: LAZY on Linux since CUDA 12.2", ""});
   }
+}
 
+void check_launch_blocking(const common::DriverEnv& driver, Step& step) {
   if (const auto& v = driver.launch_blocking; driver_switch_on(v)) {
     step.findings.push_back({Level::warn, "CUDA_LAUNCH_BLOCKING",
                              "set to '" + *v + "': every launch is synchronous (fine for finding the failing "
@@ -210,7 +205,9 @@ Step check_environment(const EnvLookup& env) {
                              "to see them at the real call site",
                              ""});
   }
+}
 
+void check_visible_devices(const common::DriverEnv& driver, Step& step) {
   if (const auto& v = driver.visible_devices) {
     if (v->empty()) {
       step.findings.push_back({Level::fail, "CUDA_VISIBLE_DEVICES", "set but empty: the process sees no gpu",
@@ -250,6 +247,21 @@ Step check_environment(const EnvLookup& env) {
         step.findings.push_back({Level::pass, "CUDA_VISIBLE_DEVICES", "'" + *v + "': only these gpus are visible", ""});
     }
   }
+}
+
+}  // namespace
+
+Step check_environment(const EnvLookup& env) {
+  Step step;
+  step.number = 4;
+  step.name = "environment";
+
+  const common::DriverEnv driver = common::read_driver_env(env);
+  check_jit_switches(driver, step);
+  check_cache(env, driver, step);
+  check_module_loading(driver, step);
+  check_launch_blocking(driver, step);
+  check_visible_devices(driver, step);
   return step;
 }
 
