@@ -377,6 +377,18 @@ class FactsStore {
   virtual void keep_kernels(const std::string& identity, const StoredKernelLists& lists) = 0;
   /// Counts images found in kept lists (hits) and images decoded (misses), for the statistics.
   virtual void count(std::uint64_t hits, std::uint64_t misses) = 0;
+  /// What a scan read from a whole file, by a key of its identity and the scan's options: the
+  /// objects with every header field, their payloads as offsets into the file (encoded and
+  /// decoded by the scan; opaque here). A scan that finds it parses nothing of the file. None
+  /// by default: a store that does not keep files makes the scan read every file.
+  virtual std::optional<std::vector<std::byte>> find_file(const std::string& key) {
+    (void)key;
+    return std::nullopt;
+  }
+  virtual void keep_file(const std::string& key, std::vector<std::byte> facts) {
+    (void)key;
+    (void)facts;
+  }
 };
 
 /// Whether the decoded image of a SASS entry (raw kind 2) is a cubin: a 64-bit little-endian

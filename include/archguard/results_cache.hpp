@@ -4,11 +4,13 @@
 /// The results cache: what earlier runs of `check` and `doctor` learnt about each object they
 /// read, so that judging an unchanged environment again neither searches nor decodes.
 ///
-/// Two records per object, keyed by a SHA-256 of the object's identity (ObjectFatbins::identity:
+/// Three records per object, keyed by a SHA-256 of the object's identity (ObjectFatbins::identity:
 /// the file's device, inode, size, modification and change times with nanoseconds, or a
 /// SHA-256 of its bytes when it changed in the last seconds; and the archive member) and of the
 /// producer (the archguard version and commit): where the embedded-fatbin search found fatbins
-/// (EmbeddedFinds), and the kernel lists of its images, each with its entry's fingerprint. A
+/// (EmbeddedFinds), the kernel lists of its images, each with its entry's fingerprint, and, for
+/// a file that is one object (an ELF file, a cubin, a fatbin file), what the scan read from it
+/// (FactsStore::find_file: every header field, so that a scan of it parses nothing). A
 /// changed file has another identity (its change time moves whatever else is kept), and another
 /// build of archguard reads none of this one's records. Only lists that decoded are kept.
 ///
@@ -39,9 +41,10 @@ struct CacheOptions;
 namespace archguard {
 
 /// hits/misses: images whose kernel list was found / decoded; scans_known: files whose
-/// embedded-fatbin search was skipped; stores: records written.
+/// embedded-fatbin search was skipped; files_known: files read from their record (nothing of
+/// them parsed; counted in scans_known too); stores: records written.
 struct ResultsCacheCounters {
-  std::uint64_t hits = 0, misses = 0, stores = 0, scans_known = 0;
+  std::uint64_t hits = 0, misses = 0, stores = 0, scans_known = 0, files_known = 0;
 };
 
 class ResultsCache final : public FactsStore {
@@ -63,6 +66,8 @@ class ResultsCache final : public FactsStore {
   StoredKernelLists find_kernels(const std::string& identity) override;
   void keep_kernels(const std::string& identity, const StoredKernelLists& lists) override;
   void count(std::uint64_t hits, std::uint64_t misses) override;
+  std::optional<std::vector<std::byte>> find_file(const std::string& key) override;
+  void keep_file(const std::string& key, std::vector<std::byte> facts) override;
 
   ResultsCacheCounters counters() const;
   /// Problems met while reading or writing (at most a few, then a count).
@@ -77,7 +82,7 @@ class ResultsCache final : public FactsStore {
   std::string producer_;
   std::string dir_;
   std::unique_ptr<jit::Cache> cache_;
-  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0}, scans_known_{0};
+  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0}, scans_known_{0}, files_known_{0};
   mutable std::mutex mu_;
   std::vector<std::string> warnings_;
   std::uint64_t more_warnings_ = 0;

@@ -6,6 +6,7 @@
 
 #include "common/fd.hpp"
 #include "common/fs.hpp"
+#include "fatbin/file_facts.hpp"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -892,6 +893,29 @@ bool drop_if_damaged(const Storage& storage, const std::string& path, ScanReport
   return true;
 }
 
+/// Reads the whole file at `path` (its bytes in `storage`, its identity `id`, empty for none):
+/// from what the store kept of it when the same file was read with the same options, else by
+/// scanning it (an ELF file, a cubin or a fatbin file that gave no error is then kept).
+Status scan_whole_file(const Storage& storage, const std::string& path, const std::string& id, bool named_directly,
+                       unsigned threads, const ScanOptions& options, ScanReport& report) {
+  const Bytes whole = storage.bytes();
+  const Kind kind = classify(whole);
+  const bool keepable = options.facts != nullptr && !id.empty() &&
+                        (kind == Kind::elf || kind == Kind::fatbin || kind == Kind::device);
+  const std::string key = keepable ? detail::file_facts_key(id, options, named_directly) : std::string();
+  if (keepable)
+    if (auto facts = options.facts->find_file(key); facts && detail::decode_file_facts(*facts, whole, path, report))
+      return Ok{};
+  const std::size_t objects = report.objects.size(), skipped = report.skipped.size(), errors = report.errors.size();
+  Scanner s{options, report};
+  s.scan_threads = threads;
+  s.id = id;
+  auto status = s.scan(whole, path, named_directly, &storage, &path);
+  if (keepable && status && report.errors.size() == errors && !storage.damaged())
+    if (auto facts = detail::encode_file_facts(report, objects, skipped, whole, path)) options.facts->keep_file(key, std::move(*facts));
+  return status;
+}
+
 void scan_file_quietly(const std::string& path, const ScanOptions& options, ScanReport& report) {
   const common::UniqueFd fd(open_nonblocking(path));
   if (!fd.valid()) {
@@ -918,10 +942,8 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
     report.errors.push_back(storage.message());
     return;
   }
-  Scanner s{options, report};
-  if (options.facts != nullptr) s.id = file_identity(st);
   const std::size_t before = report.objects.size();
-  (void)s.scan((*storage)->bytes(), path, false, storage->get(), &path);
+  (void)scan_whole_file(**storage, path, options.facts != nullptr ? file_identity(st) : std::string(), false, 1, options, report);
   if (drop_if_damaged(**storage, path, report, before)) return;
   // Kept only when an object with device code points into it (else unmapped or freed here).
   bool used = false;
@@ -1119,10 +1141,8 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   if (::fstat(fd.get(), &st) != 0) return errno_error(path + ": cannot stat: " + errno_text(errno), errno);
   AG_TRY(auto storage, map_fd(fd.get(), path));
   report.files_read = 1;
-  Scanner s{options, report};
-  s.scan_threads = thread_count(options);
-  if (options.facts != nullptr && S_ISREG(st.st_mode)) s.id = file_identity(st);
-  AG_TRY_STATUS(s.scan(storage->bytes(), path, true, storage.get(), &path));
+  const std::string id = options.facts != nullptr && S_ISREG(st.st_mode) ? file_identity(st) : std::string();
+  AG_TRY_STATUS(scan_whole_file(*storage, path, id, true, thread_count(options), options, report));
   if (drop_if_damaged(*storage, path, report, 0)) return report;
   report.storage.push_back(storage);
   return report;

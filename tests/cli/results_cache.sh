@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The results cache (issue 25): a second `check`/`doctor` of an unchanged library neither searches
-# nor decodes and prints the same; --no-cache and ARCHGUARD_CACHE_DISABLE bypass it; a file
+# The results cache (issue 25): a second `check`/`doctor` of an unchanged library neither parses,
+# searches nor decodes and prints the same; --no-cache and ARCHGUARD_CACHE_DISABLE bypass it; a file
 # changed in place (even with its modification time put back) is read and decoded again; a
 # cache directory that cannot be used is a warning, never a failure.
 # Usage: results_cache.sh ARCHGUARD [LIBRARY]. Skips (77) without a toolkit library.
@@ -24,6 +24,10 @@ first=$(stat_of "$tmp/1.err"); second=$(stat_of "$tmp/2.err")
 [[ $first =~ ([0-9]+)\ stored && ${BASH_REMATCH[1]} -gt 0 ]] && ok "first run stores what it decoded ($first)" || bad "first run: '$first'"
 [[ $second =~ ^([0-9]+)\ hits,\ 0\ misses,\ 0\ stored,\ ([0-9]+) && ${BASH_REMATCH[1]} -gt 0 && ${BASH_REMATCH[2]} -gt 0 ]] &&
   ok "second run decodes and searches nothing ($second)" || bad "second run: '$second'"
+# The library is one object: the second run takes what the first read of it from its record and
+# parses none of its headers.
+[[ $(grep -o '[0-9]* files known' "$tmp/2.err") == "1 files known" ]] && ok "second run reads the file from its facts" ||
+  bad "files known: '$(grep -o '[0-9]* files known' "$tmp/2.err")'"
 [[ $rc1 -eq $rc2 && $rc1 -eq $rc3 ]] && ok "same exit code ($rc1)" || bad "exit codes $rc1 $rc2 $rc3"
 cmp -s "$tmp/1.out" "$tmp/2.out" && cmp -s "$tmp/1.out" "$tmp/3.out" && ok "same output with, from and without the cache" || bad "outputs differ"
 [[ ! -s $tmp/3.err ]] && ok "--no-cache: nothing on stderr" || { bad "--no-cache stderr"; cat "$tmp/3.err"; }

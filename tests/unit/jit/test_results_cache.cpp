@@ -3,7 +3,11 @@
 // embedded fatbins are, the kernel lists of its images) found again by the object's identity and
 // the producer; damaged or foreign records are misses; a cache that cannot be used is a warning,
 // never a failure; KernelIndex asks it before decoding, checks each entry's fingerprint, and
-// keeps only what decoded.
+// keeps only what decoded; a file that is one object is read again from its facts (every header
+// field, the payloads in its own bytes), and facts that are cut short or altered are not trusted
+// beyond the file's bytes.
+#include <archguard/cache.hpp>
+#include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
 #include <archguard/results_cache.hpp>
 
@@ -14,8 +18,12 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <thread>
 
 using namespace archguard;
 
@@ -214,4 +222,151 @@ TEST_CASE("KernelIndex decodes once, keeps what decoded, and trusts a kept list 
     CHECK(c->counters().misses == 3);    // counted as decoded
     CHECK(c->find_kernels("").empty());  // and never kept
   }
+}
+
+namespace {
+
+/// A file that changed in the last two seconds has no identity yet: nothing of it is kept.
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(2200)); }
+
+/// Every field of every object, fatbin and entry of a report, the payloads by content.
+std::string everything(const ScanReport& r) {
+  std::string s;
+  auto add = [&s](const auto&... v) { ((s += std::string(v) + " "), ...); };
+  auto num = [](std::uint64_t v) { return std::to_string(v); };
+  for (const auto& k : r.skipped) add("skipped", k, "\n");
+  for (const ObjectFatbins& o : r.objects) {
+    add("object", o.path, o.archive, o.member, num(o.elf_type), num(o.machine), num(o.pe), num(o.pie), o.identity, "\n");
+    for (const Fatbin& fb : o.fatbins) {
+      add(" fatbin", num(fb.index), num(fb.offset), num(fb.version), num(fb.size), to_string(fb.section), fb.section_name,
+          fb.translation_unit, num(fb.linked), num(fb.device_link), "\n");
+      for (const FatbinEntry& e : fb.entries)
+        add("  entry", num(e.index), num(e.offset), num(e.raw_kind), nvcc_name(e.arch, e.kind), num(e.version.major),
+            num(e.version.minor), num(e.header_size), num(e.stored_size), num(e.compressed_size), num(e.uncompressed_size),
+            to_string(e.compression), num(e.flags), num(e.debug), e.identifier, e.options, num(e.extension.size()),
+            num(e.payload.size()), jit::to_hex(jit::sha256(e.payload)), "\n");
+    }
+  }
+  return s;
+}
+
+/// A store that keeps file facts in memory and hands back what `edit` makes of them.
+struct FileFactsStore final : FactsStore {
+  std::map<std::string, std::vector<std::byte>> files;
+  std::function<void(std::vector<std::byte>&)> edit;
+  std::size_t found = 0, kept = 0;
+  std::optional<EmbeddedFinds> find_embedded(const std::string&) override { return std::nullopt; }
+  void keep_embedded(const std::string&, const EmbeddedFinds&) override {}
+  StoredKernelLists find_kernels(const std::string&) override { return {}; }
+  void keep_kernels(const std::string&, const StoredKernelLists&) override {}
+  void count(std::uint64_t, std::uint64_t) override {}
+  std::optional<std::vector<std::byte>> find_file(const std::string& key) override {
+    auto it = files.find(key);
+    if (it == files.end()) return std::nullopt;
+    ++found;
+    auto bytes = it->second;
+    if (edit) edit(bytes);
+    return bytes;
+  }
+  void keep_file(const std::string& key, std::vector<std::byte> facts) override {
+    ++kept;
+    files[key] = std::move(facts);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a file read again from its facts gives every field, payloads in its own bytes", "[jit][results]") {
+  TempDir d;
+  const std::string ptx = d.path + "/k.ptx";
+  std::ofstream(ptx) << kPtx;
+  settle();
+  std::vector<std::string> inputs = {ptx, d.path};
+  // A toolkit library, where there is one: fatbins in .nv_fatbin and in data sections.
+  for (const char* lib : {"/usr/local/cuda/lib64/libcurand.so.10", "/usr/local/cuda/lib64/libcupti.so.13"})
+    if (std::filesystem::exists(lib)) inputs.push_back(lib);
+  for (const std::string& input : inputs) {
+    INFO(input);
+    FileFactsStore store;
+    ScanOptions o;
+    o.facts = &store;
+    auto first = scan_path(input, o);
+    REQUIRE(first);
+    REQUIRE(first->errors.empty());
+    CHECK(store.kept == 1);
+    auto again = scan_path(input, o);
+    REQUIRE(again);
+    CHECK(store.found == 1);
+    CHECK(store.kept == 1);  // found, not kept again
+    CHECK(everything(*again) == everything(*first));
+    // The payloads point into the bytes of this reading, kept alive by its storage.
+    for (const ObjectFatbins& obj : again->objects)
+      for (const Fatbin& fb : obj.fatbins)
+        for (const FatbinEntry& e : fb.entries) {
+          bool inside = false;
+          for (const auto& st : again->storage)
+            inside = inside || (e.payload.data() >= st->bytes().data() &&
+                                e.payload.data() + e.payload.size() <= st->bytes().data() + st->bytes().size());
+          CHECK(inside);
+        }
+    // Other options read the file otherwise: another key, not found.
+    ScanOptions standard = o;
+    standard.embedded = false;
+    REQUIRE(scan_path(input, standard));
+    CHECK(store.found == 1);
+    CHECK(store.kept == 2);
+  }
+}
+
+TEST_CASE("a file's facts cut short or altered are read anew or decoded within bounds", "[jit][results]") {
+  TempDir d;
+  const std::string ptx = d.path + "/k.ptx";
+  std::ofstream(ptx) << kPtx;
+  settle();
+  FileFactsStore store;
+  ScanOptions o;
+  o.facts = &store;
+  auto first = scan_path(ptx, o);
+  REQUIRE(first);
+  const std::string want = everything(*first);
+  REQUIRE(store.files.size() == 1);
+  const std::size_t size = store.files.begin()->second.size();
+  REQUIRE(size > 20);
+  // Cut short anywhere: not used, the file read again, the same result.
+  for (std::size_t keep = 0; keep < size; ++keep) {
+    store.edit = [keep](std::vector<std::byte>& b) { b.resize(keep); };
+    auto r = scan_path(ptx, o);
+    REQUIRE(r);
+    CHECK(everything(*r) == want);
+  }
+  // Any byte altered: whatever decodes stays inside the file (no payload outside its bytes).
+  for (std::size_t at = 0; at < size; ++at) {
+    store.edit = [at](std::vector<std::byte>& b) { b[at] ^= std::byte{0xff}; };
+    auto r = scan_path(ptx, o);
+    REQUIRE(r);
+    for (const ObjectFatbins& obj : r->objects)
+      for (const Fatbin& fb : obj.fatbins)
+        for (const FatbinEntry& e : fb.entries) CHECK(e.payload.size() <= kPtx.size());
+  }
+}
+
+TEST_CASE("the results cache keeps a file's facts by producer and counts them", "[jit][results]") {
+  TempDir d;
+  const std::string ptx = d.path + "/k.ptx";
+  std::ofstream(ptx) << kPtx;
+  settle();
+  auto c = open_in(d);
+  ScanOptions o;
+  o.facts = c.get();
+  auto first = scan_path(ptx, o);
+  REQUIRE(first);
+  CHECK(c->counters().files_known == 0);
+  auto again = scan_path(ptx, o);
+  REQUIRE(again);
+  CHECK(everything(*again) == everything(*first));
+  CHECK(c->counters().files_known == 1);
+  auto other = open_in(d, "archguard test commit 2");
+  o.facts = other.get();
+  REQUIRE(scan_path(ptx, o));
+  CHECK(other->counters().files_known == 0);
 }

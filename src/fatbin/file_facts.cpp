@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: Apache-2.0
+// A file's facts as a record (file_facts.hpp): unsigned LEB128 numbers and length-prefixed
+// strings, in the order of the fields of ObjectFatbins, Fatbin and FatbinEntry.
+#include "fatbin/file_facts.hpp"
+
+#include <limits>
+
+namespace archguard::detail {
+namespace {
+
+// Bumped with any change of what a record holds.
+constexpr std::uint64_t kFormat = 1;
+constexpr std::uint64_t kNoPayload = std::numeric_limits<std::uint64_t>::max();
+
+struct Writer {
+  std::vector<std::byte> out;
+  void num(std::uint64_t v) {
+    do {
+      const auto low = static_cast<unsigned>(v & 0x7f);
+      v >>= 7;
+      out.push_back(static_cast<std::byte>(low | (v != 0 ? 0x80u : 0u)));
+    } while (v != 0);
+  }
+  void str(std::string_view s) {
+    num(s.size());
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());  // text viewed as bytes
+    out.insert(out.end(), p, p + s.size());
+  }
+  void bytes(const std::vector<std::byte>& b) {
+    num(b.size());
+    out.insert(out.end(), b.begin(), b.end());
+  }
+};
+
+/// Reads what Writer wrote; once anything is out of bounds `ok` is false and every read gives 0.
+struct Reader {
+  Bytes in;
+  std::size_t at = 0;
+  bool ok = true;
+  std::uint64_t num() {
+    std::uint64_t v = 0;
+    for (unsigned shift = 0; ok; shift += 7) {
+      if (at >= in.size() || shift > 63) break;
+      const auto b = std::to_integer<unsigned>(in[at++]);
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    ok = false;
+    return 0;
+  }
+  /// A number no larger than `max`.
+  std::uint64_t upto(std::uint64_t max) {
+    const std::uint64_t v = num();
+    if (v > max) ok = false;
+    return ok ? v : 0;
+  }
+  /// A count of things each taking at least one byte: no more than the bytes left.
+  std::uint64_t count() { return upto(in.size() - at); }
+  Bytes span() {
+    const std::uint64_t n = count();
+    if (!ok) return {};
+    const Bytes b = in.subspan(at, n);
+    at += n;
+    return b;
+  }
+  std::string str() {
+    const Bytes b = span();
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());  // bytes viewed as text
+  }
+};
+
+std::string suffix_of(const std::string& s, const std::string& path, bool& fits) {
+  if (s.compare(0, path.size(), path) != 0) {
+    fits = false;
+    return {};
+  }
+  return s.substr(path.size());
+}
+
+void put_entry(Writer& w, const FatbinEntry& e, std::uint64_t payload_at) {
+  w.num(e.index);
+  w.num(e.offset);
+  w.num(e.raw_kind);
+  w.num(static_cast<std::uint64_t>(e.kind));
+  w.num(e.arch.sm);
+  w.num(static_cast<std::uint64_t>(e.arch.suffix));
+  w.num(e.version.major);
+  w.num(e.version.minor);
+  w.num(e.header_size);
+  w.num(e.stored_size);
+  w.num(e.compressed_size);
+  w.num(e.uncompressed_size);
+  w.num(static_cast<std::uint64_t>(e.compression));
+  w.num(e.flags);
+  w.num(e.debug ? 1 : 0);
+  w.str(e.identifier);
+  w.str(e.options);
+  w.bytes(e.extension);
+  w.num(payload_at);
+  w.num(e.payload.size());
+}
+
+FatbinEntry get_entry(Reader& r, Bytes whole) {
+  constexpr auto u16 = std::numeric_limits<std::uint16_t>::max();
+  constexpr auto u32 = std::numeric_limits<std::uint32_t>::max();
+  constexpr auto any = std::numeric_limits<std::uint64_t>::max();
+  FatbinEntry e;
+  e.index = r.num();
+  e.offset = r.num();
+  e.raw_kind = static_cast<std::uint16_t>(r.upto(u16));
+  e.kind = static_cast<CodeKind>(r.upto(static_cast<std::uint64_t>(CodeKind::ltoir)));
+  e.arch.sm = static_cast<unsigned>(r.upto(u32));
+  e.arch.suffix = static_cast<Suffix>(r.upto(static_cast<std::uint64_t>(Suffix::f)));
+  e.version.major = static_cast<unsigned>(r.upto(u32));
+  e.version.minor = static_cast<unsigned>(r.upto(u32));
+  e.header_size = static_cast<std::uint32_t>(r.upto(u32));
+  e.stored_size = r.upto(any);
+  e.compressed_size = static_cast<std::uint32_t>(r.upto(u32));
+  e.uncompressed_size = r.upto(any);
+  e.compression = static_cast<Compression>(r.upto(static_cast<std::uint64_t>(Compression::zstd)));
+  e.flags = r.num();
+  e.debug = r.upto(1) == 1;
+  e.identifier = r.str();
+  e.options = r.str();
+  const Bytes ext = r.span();
+  e.extension.assign(ext.begin(), ext.end());
+  const std::uint64_t at = r.num(), size = r.num();
+  if (at == kNoPayload) {
+    if (size != 0) r.ok = false;
+  } else if (at > whole.size() || size > whole.size() - at) {
+    r.ok = false;  // the record does not fit these bytes
+  } else if (r.ok) {
+    e.payload = whole.subspan(static_cast<std::size_t>(at), static_cast<std::size_t>(size));
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string file_facts_key(const std::string& identity, const ScanOptions& options, bool named_directly) {
+  const DerivedLimits& l = options.limits;
+  return identity + " | file facts " + std::to_string(kFormat) + (named_directly ? " named" : " walked") +
+         (options.embedded ? " embedded" : " standard") + " depth " + std::to_string(options.max_depth) + " limits " +
+         std::to_string(l.max_name_length) + " " + std::to_string(l.max_kernel_name_bytes) + " " +
+         std::to_string(l.search_work_per_8_bytes) + " " + std::to_string(l.search_work_floor);
+}
+
+std::optional<std::vector<std::byte>> encode_file_facts(const ScanReport& report, std::size_t objects_begin,
+                                                        std::size_t skipped_begin, Bytes whole, const std::string& path) {
+  Writer w;
+  bool fits = true;
+  w.num(report.skipped.size() - skipped_begin);
+  for (std::size_t i = skipped_begin; i < report.skipped.size(); ++i) w.str(suffix_of(report.skipped[i], path, fits));
+  w.num(report.objects.size() - objects_begin);
+  const std::byte* const lo = whole.data();
+  const std::byte* const hi = whole.data() + whole.size();
+  for (std::size_t i = objects_begin; i < report.objects.size() && fits; ++i) {
+    const ObjectFatbins& o = report.objects[i];
+    if (!o.archive.empty() || !o.member.empty() || !o.loaded_by.empty()) return std::nullopt;
+    w.str(suffix_of(o.path, path, fits));
+    w.num(o.elf_type);
+    w.num(o.machine);
+    w.num(o.pe ? 1 : 0);
+    w.num(o.pie ? 1 : 0);
+    w.str(o.identity);
+    w.num(o.fatbins.size());
+    for (const Fatbin& fb : o.fatbins) {
+      w.num(fb.index);
+      w.num(fb.offset);
+      w.num(fb.version);
+      w.num(fb.size);
+      w.num(static_cast<std::uint64_t>(fb.section));
+      w.str(fb.section_name);
+      w.str(fb.translation_unit);
+      w.num(fb.linked ? 1 : 0);
+      w.num(fb.device_link ? 1 : 0);
+      w.num(fb.entries.size());
+      for (const FatbinEntry& e : fb.entries) {
+        std::uint64_t at = kNoPayload;
+        if (!e.payload.empty()) {
+          if (e.payload.data() < lo || e.payload.data() + e.payload.size() > hi) return std::nullopt;  // not in the file's bytes
+          at = static_cast<std::uint64_t>(e.payload.data() - lo);
+        }
+        put_entry(w, e, at);
+      }
+    }
+  }
+  if (!fits) return std::nullopt;
+  w.num(kFormat);  // last: a record cut short anywhere does not end with it
+  return std::move(w.out);
+}
+
+bool decode_file_facts(Bytes record, Bytes whole, const std::string& path, ScanReport& report) {
+  constexpr auto u16 = std::numeric_limits<std::uint16_t>::max();
+  Reader r{record};
+  std::vector<std::string> skipped(r.count());
+  for (auto& s : skipped) s = path + r.str();
+  std::vector<ObjectFatbins> objects(r.count());
+  for (ObjectFatbins& o : objects) {
+    if (!r.ok) return false;
+    o.path = path + r.str();
+    o.elf_type = static_cast<std::uint16_t>(r.upto(u16));
+    o.machine = static_cast<std::uint16_t>(r.upto(u16));
+    o.pe = r.upto(1) == 1;
+    o.pie = r.upto(1) == 1;
+    o.identity = r.str();
+    o.fatbins.resize(r.count());
+    for (Fatbin& fb : o.fatbins) {
+      if (!r.ok) return false;
+      fb.index = r.num();
+      fb.offset = r.num();
+      fb.version = static_cast<std::uint16_t>(r.upto(u16));
+      fb.size = r.num();
+      fb.section = static_cast<FatbinSection>(r.upto(static_cast<std::uint64_t>(FatbinSection::standalone)));
+      fb.section_name = r.str();
+      fb.translation_unit = r.str();
+      fb.linked = r.upto(1) == 1;
+      fb.device_link = r.upto(1) == 1;
+      fb.entries.resize(r.count());
+      for (FatbinEntry& e : fb.entries) {
+        if (!r.ok) return false;
+        e = get_entry(r, whole);
+      }
+    }
+  }
+  if (!r.ok || r.num() != kFormat || !r.ok || r.at != record.size()) return false;
+  for (auto& s : skipped) report.skipped.push_back(std::move(s));
+  for (auto& o : objects) report.objects.push_back(std::move(o));
+  return true;
+}
+
+}  // namespace archguard::detail

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// What a scan read from one file, kept in a FactsStore (FactsStore::keep_file) so that the
+// next scan of the same, unchanged file neither parses its headers nor searches it: the
+// objects with every header field of their fatbins and entries, and the payloads as offsets
+// into the file's bytes. Only a file whose objects' payloads all lie in its own bytes (an ELF
+// file, a cubin, a fatbin file; not an archive, whose members are inflated elsewhere) and that
+// gave no error is kept.
+#include <archguard/container.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace archguard::detail {
+
+/// The key of a file's facts: its identity (ObjectFatbins::identity) and what of `options`
+/// changes what a scan reads from it (the embedded search, the derived limits, the archive
+/// depth), and whether the user named it (a file named directly is listed without device code).
+std::string file_facts_key(const std::string& identity, const ScanOptions& options, bool named_directly);
+
+/// Encodes the objects report.objects[objects_begin...] and the notes
+/// report.skipped[skipped_begin...] read from the file at `path` whose bytes are `whole`; nothing
+/// when they cannot be kept: a payload outside `whole`, a display path not under `path`, an
+/// object from inside an archive.
+std::optional<std::vector<std::byte>> encode_file_facts(const ScanReport& report, std::size_t objects_begin,
+                                                        std::size_t skipped_begin, Bytes whole, const std::string& path);
+
+/// Appends to `report` the objects and notes of a record that encode_file_facts wrote for a file
+/// with the same key, now at `path` with bytes `whole` (the payloads point into it). False, with
+/// `report` unchanged, when the record is damaged or does not fit `whole`.
+bool decode_file_facts(Bytes record, Bytes whole, const std::string& path, ScanReport& report);
+
+}  // namespace archguard::detail
