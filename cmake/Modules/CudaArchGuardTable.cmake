@@ -44,6 +44,7 @@ if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE AND NOT _CAG_SCRIPT)
   return()
 endif()
 include_guard(GLOBAL)
+include("${CMAKE_CURRENT_LIST_DIR}/CudaArchGuard/write-if-changed.cmake")
 
 function(cuda_arch_guard_load_table)
   if(ARGN)
@@ -228,13 +229,7 @@ function(_cag_table_emit_cxx output)
   string(APPEND _h "    {0, \"\"},  // keeps the array non-empty\n")
   string(APPEND _h "};\n\n}  // namespace archguard::generated\n")
   # Write only on change so that a re-run does not rebuild the library.
-  if(EXISTS "${output}")
-    file(READ "${output}" _old_h)
-    if(_old_h STREQUAL _h)
-      return()
-    endif()
-  endif()
-  file(WRITE "${output}" "${_h}")
+  _cag_write_if_changed("${output}" "${_h}")
 endfunction()
 
 # "120" -> "12.0" (table CC when known, else SM / 10).

@@ -170,83 +170,99 @@ Device device_for_cc(Version2 cc) {
   return Device{cc, row != nullptr && row->tegra};
 }
 
-Verdict select_image(std::span<const Image> images, const Device& device, const DriverSettings& settings) {
-  std::string note;
-  const Device d = effective_device(device, settings, note);
-  const std::string on = "cc " + common::version_text(d.cc);
+namespace {
 
+/// The images the driver would consider for a device, by kind and whether they serve it.
+struct Candidates {
   std::vector<std::size_t> sass_all, sass_ok, ptx_all, ptx_ok;
   bool relocatable = false;
   std::size_t considered = 0;
+};
+
+Candidates candidates(std::span<const Image> images, const Device& d) {
+  Candidates c;
   for (std::size_t i = 0; i < images.size(); ++i) {
     const Image& im = images[i];
     if (im.device_link) continue;  // rule 9: the device-link fatbin decides nothing
-    ++considered;
-    relocatable = relocatable || im.relocatable;
+    ++c.considered;
+    c.relocatable = c.relocatable || im.relocatable;
     if (im.kind == CodeKind::sass) {
-      sass_all.push_back(i);
-      if (sass_runs_on(im.arch, d)) sass_ok.push_back(i);
+      c.sass_all.push_back(i);
+      if (sass_runs_on(im.arch, d)) c.sass_ok.push_back(i);
     } else if (im.kind == CodeKind::ptx) {
-      ptx_all.push_back(i);
-      if (ptx_targets(im.arch, d)) ptx_ok.push_back(i);
+      c.ptx_all.push_back(i);
+      if (ptx_targets(im.arch, d)) c.ptx_ok.push_back(i);
     }
     // LTO-IR is an nvlink input; the driver never loads it.
   }
-  auto best_of = [&](const std::vector<std::size_t>& idx) {
-    return *std::min_element(idx.begin(), idx.end(),
-                             [&](std::size_t x, std::size_t y) { return better(images[x], images[y]); });
-  };
-  auto fail = [&](int err, std::string why) {
-    return Verdict{Outcome::fail, err, std::nullopt, std::move(why) + note};
-  };
+  return c;
+}
 
-  if (considered == 0) {
-    return fail(kErrNoKernelImage, "no kernel image for " + on +
-                                       ": there are no images besides the device-link fatbin, which decides nothing");
+std::size_t best_of(std::span<const Image> images, const std::vector<std::size_t>& idx) {
+  return *std::min_element(idx.begin(), idx.end(),
+                           [&](std::size_t x, std::size_t y) { return better(images[x], images[y]); });
+}
+
+Verdict failed(int err, std::string why, const std::string& note) {
+  return Verdict{Outcome::fail, err, std::nullopt, std::move(why) + note};
+}
+
+/// No SASS runs (or the JIT is forced) and no PTX targets the device.
+Verdict no_image(std::span<const Image> images, const Candidates& c, const Device& d, const DriverSettings& settings,
+                 const std::string& on, const std::string& note) {
+  if (settings.force_ptx_jit) {
+    return failed(kErrNoKernelImage,
+                  "no kernel image for " + on + ": CUDA_FORCE_PTX_JIT=1 ignores the sass (" +
+                      (c.sass_all.empty() ? std::string("none") : names(images, c.sass_all)) +
+                      ") and no ptx can be jit-compiled for it" +
+                      (c.ptx_all.empty() ? "" : " (found " + names(images, c.ptx_all) + ")"),
+                  note);
   }
-
-  if (!settings.force_ptx_jit && !sass_ok.empty()) {
-    const std::size_t pick = best_of(sass_ok);
-    const Image& im = images[pick];
-    std::string how = im.arch.suffix == Suffix::a    ? "the arch-specific image matches exactly"
-                      : im.arch.suffix == Suffix::f  ? "it is of the same family"
-                      : cc_of_sm(im.arch.sm) == d.cc ? "it matches exactly"
-                                                     : "minor-version compatibility";
-    return Verdict{Outcome::native, 0, pick,
-                   "sass " + image_name(im) + " runs natively on " + on + " (" + how + ")" + note};
+  if (c.relocatable && c.ptx_all.empty()) {
+    // Rule 8: an -rdc executable whose SASS does not match fails when the runtime looks up
+    // the kernel in the linked module, not with 209.
+    return failed(kErrSymbolNotFound,
+                  "named symbol not found on " + on + ": the -rdc executable holds only sass (" +
+                      names(images, c.sass_all) + ") and none of it runs there" + rename_hint(images, c.sass_all, d),
+                  note);
   }
+  std::string why = "no kernel image for " + on + ": ";
+  if (c.sass_all.empty()) {
+    why += "there is no sass";
+  } else {
+    why += "sass " + names(images, c.sass_all) + " does not run there";
+  }
+  why += c.ptx_all.empty()
+             ? " and there is no ptx"
+             : " and ptx " + names(images, c.ptx_all) + " targets no cc at or below " + common::version_text(d.cc);
+  const std::string rename = rename_hint(images, c.sass_all, d);
+  return failed(kErrNoKernelImage, why + rename + fix_hint(images, c.sass_all, d, rename), note);
+}
 
-  if (ptx_ok.empty()) {
-    if (settings.force_ptx_jit) {
-      return fail(kErrNoKernelImage, "no kernel image for " + on + ": CUDA_FORCE_PTX_JIT=1 ignores the sass (" +
-                                         (sass_all.empty() ? std::string("none") : names(images, sass_all)) +
-                                         ") and no ptx can be jit-compiled for it" +
-                                         (ptx_all.empty() ? "" : " (found " + names(images, ptx_all) + ")"));
+/// Rule 6: every PTX that targets the device has an ISA newer than the driver accepts.
+Verdict ptx_too_new(std::span<const Image> images, const Candidates& c, const DriverSettings& settings,
+                    Version2 max_isa, const std::string& note) {
+  const std::size_t pick = best_of(images, c.ptx_ok);
+  // A driver older than every release the table records accepts no PTX it can vouch for.
+  std::string accepts = "accepts at most " + isa_text(max_isa);
+  if (max_isa.empty()) {
+    accepts = "is older than the minimum driver of every cuda release in the architecture table";
+    for (const ReleaseRow& r : release_rows()) {
+      if (*r.min_driver == '\0') continue;
+      accepts += " (the oldest, cuda " + common::version_text(r.cuda) + ", needs " + r.min_driver + ")";
+      break;
     }
-    if (relocatable && ptx_all.empty()) {
-      // Rule 8: an -rdc executable whose SASS does not match fails when the runtime looks up
-      // the kernel in the linked module, not with 209.
-      return fail(kErrSymbolNotFound, "named symbol not found on " + on + ": the -rdc executable holds only sass (" +
-                                          names(images, sass_all) + ") and none of it runs there" +
-                                          rename_hint(images, sass_all, d));
-    }
-    std::string why = "no kernel image for " + on + ": ";
-    if (sass_all.empty()) {
-      why += "there is no sass";
-    } else {
-      why += "sass " + names(images, sass_all) + " does not run there";
-    }
-    why += ptx_all.empty() ? " and there is no ptx"
-                           : " and ptx " + names(images, ptx_all) + " targets no cc at or below " + common::version_text(d.cc);
-    const std::string rename = rename_hint(images, sass_all, d);
-    return fail(kErrNoKernelImage, why + rename + fix_hint(images, sass_all, d, rename));
   }
+  return failed(kErrUnsupportedPtx,
+                "ptx " + image_name(images[pick]) + " has ptx isa " + isa_text(images[pick].ptx_isa) + " but driver " +
+                    format_driver_version(*settings.driver) + " " + accepts + " (unsupported toolchain)" +
+                    unknown_isa_note(images[pick].ptx_isa),
+                note);
+}
 
-  if (settings.disable_ptx_jit) {
-    return fail(kErrJitDisabled, "only ptx (" + names(images, ptx_ok) + ") can serve " + on +
-                                     " and CUDA_DISABLE_PTX_JIT=1 forbids the jit");
-  }
-
+/// The PTX the driver jit-compiles for the device, or why it accepts none (rule 6).
+Verdict jit_verdict(std::span<const Image> images, const Candidates& c, const DriverSettings& settings,
+                    const std::string& on, const std::string& note) {
   // Rule 6: the driver rejects PTX whose ISA is newer than it knows.
   std::vector<std::size_t> usable;
   Version2 max_isa{};
@@ -256,7 +272,7 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
   // called a failure (a driver of a recorded branch, such as 580.x for CUDA 13.0, is judged).
   const bool driver_beyond_table = settings.driver && settings.driver->major > newest_recorded_driver_branch();
   std::string unjudged;
-  for (std::size_t i : ptx_ok) {
+  for (std::size_t i : c.ptx_ok) {
     const Image& im = images[i];
     if (!settings.driver || im.ptx_isa.empty() || im.ptx_isa <= max_isa) {
       usable.push_back(i);
@@ -267,30 +283,47 @@ Verdict select_image(std::span<const Image> images, const Device& device, const 
                  " cannot be judged here (assumed it does)";
     }
   }
-  if (usable.empty()) {
-    const std::size_t pick = best_of(ptx_ok);
-    // A driver older than every release the table records accepts no PTX it can vouch for.
-    std::string accepts = "accepts at most " + isa_text(max_isa);
-    if (max_isa.empty()) {
-      accepts = "is older than the minimum driver of every cuda release in the architecture table";
-      for (const ReleaseRow& r : release_rows()) {
-        if (*r.min_driver == '\0') continue;
-        accepts += " (the oldest, cuda " + common::version_text(r.cuda) + ", needs " + r.min_driver + ")";
-        break;
-      }
-    }
-    return fail(kErrUnsupportedPtx, "ptx " + image_name(images[pick]) + " has ptx isa " +
-                                        isa_text(images[pick].ptx_isa) + " but driver " +
-                                        format_driver_version(*settings.driver) + " " + accepts +
-                                        " (unsupported toolchain)" + unknown_isa_note(images[pick].ptx_isa));
-  }
-  const std::size_t pick = best_of(usable);
+  if (usable.empty()) return ptx_too_new(images, c, settings, max_isa, note);
+  const std::size_t pick = best_of(images, usable);
   const Image& im = images[pick];
   std::string why = "no sass runs on " + on;
   if (settings.force_ptx_jit) why = "forced jit (CUDA_FORCE_PTX_JIT=1) ignores the sass";
   return Verdict{Outcome::jit, 0, pick,
                  why + "; the driver jit-compiles " + image_name(im) + " (ptx isa " + isa_text(im.ptx_isa) + ")" +
                      (im.relocatable ? " from the relocatable fatbin" : "") + note + unjudged};
+}
+
+}  // namespace
+
+Verdict select_image(std::span<const Image> images, const Device& device, const DriverSettings& settings) {
+  std::string note;
+  const Device d = effective_device(device, settings, note);
+  const std::string on = "cc " + common::version_text(d.cc);
+  const Candidates c = candidates(images, d);
+  if (c.considered == 0) {
+    return failed(kErrNoKernelImage,
+                  "no kernel image for " + on +
+                      ": there are no images besides the device-link fatbin, which decides nothing",
+                  note);
+  }
+  if (!settings.force_ptx_jit && !c.sass_ok.empty()) {
+    const std::size_t pick = best_of(images, c.sass_ok);
+    const Image& im = images[pick];
+    std::string how = im.arch.suffix == Suffix::a    ? "the arch-specific image matches exactly"
+                      : im.arch.suffix == Suffix::f  ? "it is of the same family"
+                      : cc_of_sm(im.arch.sm) == d.cc ? "it matches exactly"
+                                                     : "minor-version compatibility";
+    return Verdict{Outcome::native, 0, pick,
+                   "sass " + image_name(im) + " runs natively on " + on + " (" + how + ")" + note};
+  }
+  if (c.ptx_ok.empty()) return no_image(images, c, d, settings, on, note);
+  if (settings.disable_ptx_jit) {
+    return failed(kErrJitDisabled,
+                  "only ptx (" + names(images, c.ptx_ok) + ") can serve " + on +
+                      " and CUDA_DISABLE_PTX_JIT=1 forbids the jit",
+                  note);
+  }
+  return jit_verdict(images, c, settings, on, note);
 }
 
 std::vector<Version2> loads_on(Target target) {

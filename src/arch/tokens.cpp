@@ -127,6 +127,15 @@ Status validate(std::string_view token, Arch arch, Style style) {
                                           std::string(1, c) + "' variant; " + list);
 }
 
+// Reads an 'a' or 'f' suffix (either case) at the start of `s`; advances `s` past it.
+Suffix read_suffix(std::string_view& s) {
+  if (s.empty()) return Suffix::none;
+  const char c = lower(s.front());
+  if (c != 'a' && c != 'f') return Suffix::none;
+  s.remove_prefix(1);
+  return c == 'a' ? Suffix::a : Suffix::f;
+}
+
 // Reads "<digits>[a|f]" at the start of `s`; advances `s`.
 std::optional<Arch> read_arch_number(std::string_view& s) {
   std::size_t len = 0;
@@ -135,15 +144,7 @@ std::optional<Arch> read_arch_number(std::string_view& s) {
   unsigned sm = 0;
   for (std::size_t i = 0; i < len; ++i) sm = sm * 10 + static_cast<unsigned>(s[i] - '0');
   s.remove_prefix(len);
-  Arch arch{sm, Suffix::none};
-  if (!s.empty() && lower(s.front()) == 'a') {
-    arch.suffix = Suffix::a;
-    s.remove_prefix(1);
-  } else if (!s.empty() && lower(s.front()) == 'f') {
-    arch.suffix = Suffix::f;
-    s.remove_prefix(1);
-  }
-  return arch;
+  return Arch{sm, read_suffix(s)};
 }
 
 Error not_a_token(std::string_view token) {
@@ -192,15 +193,8 @@ Result<std::vector<Target>> parse_capability(std::string_view word) {
   if (!rest.empty() && is_digit(rest.front())) {
     return make_error(ErrorKind::usage, std::string(word) + ": the minor version of a compute capability is one digit");
   }
-  Arch arch{major * 10 + minor, Suffix::none};
   if (major == 0) return not_a_token(word);
-  if (!rest.empty() && lower(rest.front()) == 'a') {
-    arch.suffix = Suffix::a;
-    rest.remove_prefix(1);
-  } else if (!rest.empty() && lower(rest.front()) == 'f') {
-    arch.suffix = Suffix::f;
-    rest.remove_prefix(1);
-  }
+  const Arch arch{major * 10 + minor, read_suffix(rest)};
   bool ptx = false;
   if (!rest.empty()) {
     if (to_lower(rest) != "+ptx") return not_a_token(word);

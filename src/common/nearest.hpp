@@ -9,6 +9,22 @@
 
 namespace archguard::common {
 
+/// The Levenshtein distance between `a` and `b` (case counts).
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 /// The candidate nearest to `word` by edit distance (case ignored), or "" when none is close
 /// enough to be a typo (at most 2 edits, or a third of the word for long ones) or `word` is one
 /// of them. "hihgest" -> "highest", "allmajor" -> "all-major".
@@ -24,19 +40,8 @@ inline std::string nearest_word(std::string_view word, const std::vector<std::st
   for (const std::string& cand : candidates) {
     const std::string c = lower(cand);
     if (c == w) return "";
-    std::vector<std::size_t> row(c.size() + 1);
-    for (std::size_t j = 0; j <= c.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= w.size(); ++i) {
-      std::size_t diag = row[0];
-      row[0] = i;
-      for (std::size_t j = 1; j <= c.size(); ++j) {
-        const std::size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (w[i - 1] == c[j - 1] ? 0 : 1)});
-        diag = up;
-      }
-    }
-    if (row[c.size()] < best_d) {
-      best_d = row[c.size()];
+    if (const std::size_t d = edit_distance(w, c); d < best_d) {
+      best_d = d;
       best = cand;
     }
   }

@@ -69,27 +69,12 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
-std::string utf8_escaped(std::string_view s) {
-  if (valid_utf8(s)) return std::string(s);
-  std::string out;
-  out.reserve(s.size() + 16);
-  char32_t c = 0;
-  for (std::size_t i = 0; i < s.size();) {
-    const std::size_t n = utf8_sequence(s.substr(i), c);
-    if (n == 0) {
-      escape_byte(out, static_cast<unsigned char>(s[i]));
-      ++i;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
+namespace {
 
-std::string terminal_text(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
+/// Appends s to out with every byte of an invalid UTF-8 sequence escaped, and every byte of a
+/// valid one whose code point `escape` picks.
+template <class Escape>
+void append_escaped(std::string_view s, std::string& out, Escape escape) {
   char32_t c = 0;
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t n = utf8_sequence(s.substr(i), c);
@@ -98,13 +83,29 @@ std::string terminal_text(std::string_view s) {
       ++i;
       continue;
     }
-    if (unsafe_for_terminal(c)) {
+    if (escape(c)) {
       for (std::size_t k = 0; k < n; ++k) escape_byte(out, static_cast<unsigned char>(s[i + k]));
     } else {
       out.append(s.substr(i, n));
     }
     i += n;
   }
+}
+
+}  // namespace
+
+std::string utf8_escaped(std::string_view s) {
+  if (valid_utf8(s)) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 16);
+  append_escaped(s, out, [](char32_t) { return false; });
+  return out;
+}
+
+std::string terminal_text(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  append_escaped(s, out, unsafe_for_terminal);
   return out;
 }
 

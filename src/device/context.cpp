@@ -26,6 +26,22 @@ void* as_option_value(std::size_t v) {
   return p;
 }
 
+/// Move assignment through the move constructor: a temporary takes o's handle, swaps its
+/// `members` with ours and releases ours when it goes out of scope.
+template <class T, class... Members>
+T& move_assign(T& self, T&& o, Members T::*... members) noexcept {
+  T old(std::move(o));
+  (std::swap(self.*members, old.*members), ...);
+  return self;
+}
+
+/// The error of a copy of `bytes` bytes that does not fit a buffer of `size`.
+Error exceeds_buffer(const char* api, std::size_t bytes, std::size_t size) {
+  return make_error(ErrorKind::driver,
+                    std::string(api) + ": " + std::to_string(bytes) + " bytes exceed the buffer of " + std::to_string(size),
+                    kCuErrorInvalidValue);
+}
+
 }  // namespace
 
 // ---- Context ------------------------------------------------------------------------------
@@ -52,12 +68,7 @@ Context::Context(Context&& o) noexcept
 }
 
 Context& Context::operator=(Context&& o) noexcept {
-  Context old(std::move(o));  // takes o's handle; releases ours when it goes out of scope
-  std::swap(driver_, old.driver_);
-  std::swap(info_, old.info_);
-  std::swap(device_, old.device_);
-  std::swap(ctx_, old.ctx_);
-  return *this;
+  return move_assign(*this, std::move(o), &Context::driver_, &Context::info_, &Context::device_, &Context::ctx_);
 }
 
 Context::~Context() {
@@ -127,11 +138,7 @@ Module::Module(Module&& o) noexcept
 }
 
 Module& Module::operator=(Module&& o) noexcept {
-  Module old(std::move(o));  // takes o's handle; releases ours when it goes out of scope
-  std::swap(driver_, old.driver_);
-  std::swap(mod_, old.mod_);
-  std::swap(info_log_, old.info_log_);
-  return *this;
+  return move_assign(*this, std::move(o), &Module::driver_, &Module::mod_, &Module::info_log_);
 }
 
 Module::~Module() {
@@ -175,11 +182,7 @@ Buffer::Buffer(Buffer&& o) noexcept : driver_(std::move(o.driver_)), ptr_(o.ptr_
 }
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
-  Buffer old(std::move(o));  // takes o's handle; releases ours when it goes out of scope
-  std::swap(driver_, old.driver_);
-  std::swap(ptr_, old.ptr_);
-  std::swap(size_, old.size_);
-  return *this;
+  return move_assign(*this, std::move(o), &Buffer::driver_, &Buffer::ptr_, &Buffer::size_);
 }
 
 Buffer::~Buffer() {
@@ -189,14 +192,14 @@ Buffer::~Buffer() {
 
 Status Buffer::copy_from_host(std::span<const std::byte> src) const {
   if (src.size() > size_) {
-    return make_error(ErrorKind::driver, "cuMemcpyHtoD: " + std::to_string(src.size()) + " bytes exceed the buffer of " + std::to_string(size_), kCuErrorInvalidValue);
+    return exceeds_buffer("cuMemcpyHtoD", src.size(), size_);
   }
   return driver_->check("cuMemcpyHtoD", driver_->api().cuMemcpyHtoD(ptr_, src.data(), src.size()));
 }
 
 Status Buffer::copy_to_host(std::span<std::byte> dst) const {
   if (dst.size() > size_) {
-    return make_error(ErrorKind::driver, "cuMemcpyDtoH: " + std::to_string(dst.size()) + " bytes exceed the buffer of " + std::to_string(size_), kCuErrorInvalidValue);
+    return exceeds_buffer("cuMemcpyDtoH", dst.size(), size_);
   }
   return driver_->check("cuMemcpyDtoH", driver_->api().cuMemcpyDtoH(dst.data(), ptr_, dst.size()));
 }
@@ -210,10 +213,7 @@ Status Buffer::fill(std::uint8_t value) const {
 Event::Event(Event&& o) noexcept : driver_(std::move(o.driver_)), ev_(o.ev_) { o.ev_ = nullptr; }
 
 Event& Event::operator=(Event&& o) noexcept {
-  Event old(std::move(o));  // takes o's handle; releases ours when it goes out of scope
-  std::swap(driver_, old.driver_);
-  std::swap(ev_, old.ev_);
-  return *this;
+  return move_assign(*this, std::move(o), &Event::driver_, &Event::ev_);
 }
 
 Event::~Event() {

@@ -143,27 +143,28 @@ void check_cache(const EnvLookup& env, const common::DriverEnv& driver, Step& st
   step.findings.push_back({status, origin, msg, fix, FixKind::environment});
 }
 
+/// A JIT switch of the driver: what it does when set (a warning), what holds when not.
+void jit_switch_finding(const char* name, const std::optional<std::string>& value, const char* when_set,
+                        const char* when_unset, Step& step) {
+  if (driver_switch_on(value)) {
+    step.findings.push_back({Level::warn, name, "set to '" + *value + "': " + when_set, std::string("unset ") + name,
+                             FixKind::environment});
+  } else {
+    step.findings.push_back({Level::pass, name, std::string("not set: ") + when_unset, ""});
+  }
+}
+
 void check_jit_switches(const common::DriverEnv& driver, Step& step) {
   const auto& disable = driver.disable_ptx_jit;
   const auto& force = driver.force_ptx_jit;
-  if (driver_switch_on(disable)) {
-    step.findings.push_back(
-        {Level::warn, "CUDA_DISABLE_PTX_JIT",
-         "set to '" + *disable + "': binaries without sass for this gpu fail instead of jit-compiling their ptx "
-                                 "(cudaErrorJitCompilationDisabled, 223)",
-         "unset CUDA_DISABLE_PTX_JIT", FixKind::environment});
-  } else {
-    step.findings.push_back({Level::pass, "CUDA_DISABLE_PTX_JIT", "not set: ptx can be jit-compiled", ""});
-  }
-  if (driver_switch_on(force)) {
-    step.findings.push_back(
-        {Level::warn, "CUDA_FORCE_PTX_JIT",
-         "set to '" + *force + "': embedded sass is ignored, every kernel is jit-compiled from ptx, and binaries "
-                               "without ptx fail with 209 (no kernel image is available)",
-         "unset CUDA_FORCE_PTX_JIT", FixKind::environment});
-  } else {
-    step.findings.push_back({Level::pass, "CUDA_FORCE_PTX_JIT", "not set: sass is used when it matches", ""});
-  }
+  jit_switch_finding("CUDA_DISABLE_PTX_JIT", disable,
+                     "binaries without sass for this gpu fail instead of jit-compiling their ptx "
+                     "(cudaErrorJitCompilationDisabled, 223)",
+                     "ptx can be jit-compiled", step);
+  jit_switch_finding("CUDA_FORCE_PTX_JIT", force,
+                     "embedded sass is ignored, every kernel is jit-compiled from ptx, and binaries "
+                     "without ptx fail with 209 (no kernel image is available)",
+                     "sass is used when it matches", step);
   if (driver_switch_on(disable) && driver_switch_on(force)) {
     step.findings.push_back({Level::fail, "CUDA_FORCE_PTX_JIT + CUDA_DISABLE_PTX_JIT",
                              "both set: nothing can load (sass ignored, jit disabled)",

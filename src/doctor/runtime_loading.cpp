@@ -5,8 +5,7 @@
 // loads later is for `archguard run` to watch.
 #include <archguard/doctor.hpp>
 
-#include <archguard/container.hpp>
-#include <archguard/elf.hpp>
+#include "doctor/elf_input.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -42,13 +41,11 @@ std::string shell_word(std::string_view text) {
 
 std::string run_command(std::string_view file) { return "archguard run -- " + shell_word(file) + " [its arguments]"; }
 
-Result<RuntimeLoading> runtime_loading(const std::string& path) {
-  RuntimeLoading out;
-  out.path = path;
-  AG_TRY(auto file, map_file(path));
-  const Bytes bytes = file->bytes();
-  if (!looks_like_elf(bytes)) return out;
-  AG_TRY(auto elf, ElfFile::parse(bytes, path));
+namespace {
+
+/// What the executable or shared library `elf` (of out.path) loads at run time.
+Result<RuntimeLoading> loading_of(const ElfFile& elf, RuntimeLoading out) {
+  const std::string& path = out.path;
   if (elf.type() != kElfTypeExec && elf.type() != kElfTypeDyn) return out;
   AG_TRY(auto needed, elf.needed());
   AG_TRY(auto symbols, elf.dynamic_symbols());
@@ -105,6 +102,14 @@ Result<RuntimeLoading> runtime_loading(const std::string& path) {
   if (!telling.empty()) out.reasons.push_back("imports " + and_list(telling));
   if (!out.nvrtc.empty()) out.reasons.push_back("needs " + and_list(out.nvrtc));
   return out;
+}
+
+}  // namespace
+
+Result<RuntimeLoading> runtime_loading(const std::string& path) {
+  RuntimeLoading out;
+  out.path = path;
+  return detail::read_if_elf(path, std::move(out), loading_of);
 }
 
 }  // namespace archguard::doctor

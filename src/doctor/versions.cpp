@@ -2,20 +2,16 @@
 // Step 2 helpers: what a binary needs of the CUDA runtime, read from its dynamic section.
 #include <archguard/doctor.hpp>
 
-#include <archguard/container.hpp>
-#include <archguard/elf.hpp>
+#include "doctor/elf_input.hpp"
 
 #include <charconv>
 
 namespace archguard::doctor {
 
-Result<RuntimeNeed> runtime_need(const std::string& path) {
-  RuntimeNeed need;
-  need.path = path;
-  AG_TRY(auto file, map_file(path));
-  const Bytes bytes = file->bytes();
-  if (!looks_like_elf(bytes)) return need;
-  AG_TRY(auto elf, ElfFile::parse(bytes, path));
+namespace {
+
+/// What the ELF file `elf` needs of the CUDA runtime.
+Result<RuntimeNeed> need_of(const ElfFile& elf, RuntimeNeed need) {
   AG_TRY(auto needed, elf.needed());
   need.elf = true;
   need.needed = std::move(needed);
@@ -31,6 +27,14 @@ Result<RuntimeNeed> runtime_need(const std::string& path) {
     if (lib == "libcuda.so.1") need.needs_libcuda = true;
   }
   return need;
+}
+
+}  // namespace
+
+Result<RuntimeNeed> runtime_need(const std::string& path) {
+  RuntimeNeed need;
+  need.path = path;
+  return detail::read_if_elf(path, std::move(need), need_of);
 }
 
 }  // namespace archguard::doctor

@@ -116,6 +116,20 @@ std::optional<Version2> version_field(const json& j, std::string_view key) {
 }
 
 // A node of a fleet report (archguard.fleet/1), as to_json wrote it.
+/// A GPU as a fleet file or a doctor report gives it: its name, compute capability, whether it
+/// is a Tegra part (as given, else as the table says), UUID and MIG mode. False without a cc.
+bool read_gpu(const json& g, NodeGpu& gpu) {
+  gpu.name = string_field(g, "name");
+  auto cc = version_field(g, "cc");
+  if (!cc) return false;
+  gpu.cc = *cc;
+  const json* t = field(g, "tegra");
+  gpu.tegra = t != nullptr && t->is_boolean() ? t->get<bool>() : tegra_of(gpu.cc);
+  gpu.uuid = string_field(g, "uuid");
+  gpu.mig = string_field(g, "mig_mode");
+  return true;
+}
+
 std::optional<Node> node_from_fleet_json(const json& n, std::string& error) {
   Node node;
   node.name = string_field(n, "name");
@@ -140,17 +154,10 @@ std::optional<Node> node_from_fleet_json(const json& n, std::string& error) {
   if (const json* gpus = field(n, "gpus"); gpus != nullptr && gpus->is_array()) {
     for (const json& g : *gpus) {
       NodeGpu gpu;
-      gpu.name = string_field(g, "name");
-      auto cc = version_field(g, "cc");
-      if (!cc) {
+      if (!read_gpu(g, gpu)) {
         error = "node " + node.name + ": a GPU without a compute capability (cc \"X.Y\")";
         return std::nullopt;
       }
-      gpu.cc = *cc;
-      const json* t = field(g, "tegra");
-      gpu.tegra = t != nullptr && t->is_boolean() ? t->get<bool>() : tegra_of(gpu.cc);
-      gpu.uuid = string_field(g, "uuid");
-      gpu.mig = string_field(g, "mig_mode");
       const json* c = field(g, "count");
       gpu.count = c != nullptr && c->is_number_unsigned() ? c->get<std::size_t>() : 1;
       node.gpus.push_back(std::move(gpu));
@@ -200,17 +207,10 @@ std::optional<Node> node_from_report(const json& doc, std::string& error) {
     }
     for (const json& d : *devs) {
       NodeGpu g;
-      g.name = string_field(d, "name");
-      auto cc = version_field(d, "cc");
-      if (!cc) {
+      if (!read_gpu(d, g)) {
         error = "device " + quote_input(g.name) + " has no compute capability (\"cc\": \"X.Y\")";
         return std::nullopt;
       }
-      g.cc = *cc;
-      const json* t = field(d, "tegra");
-      g.tegra = t != nullptr && t->is_boolean() ? t->get<bool>() : tegra_of(g.cc);
-      g.uuid = string_field(d, "uuid");
-      g.mig = string_field(d, "mig_mode");
       node.gpus.push_back(std::move(g));
     }
   }

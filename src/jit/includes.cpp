@@ -128,6 +128,17 @@ bool is_literal_zero(std::string_view rest) {
   return i == rest.size();
 }
 
+/// The word of the directive whose '#' is at ln[j] ("include", "if"); j moves past it.
+std::string_view directive_word(std::string_view ln, std::size_t& j) {
+  ++j;
+  skip_blank(ln, j);
+  std::size_t k = j;
+  while (k < ln.size() && is_ident(ln[k])) ++k;
+  const std::string_view word = ln.substr(j, k - j);
+  j = k;
+  return word;
+}
+
 void scan_text(std::string_view text, std::vector<Directive>& out, std::vector<Define>& defines) {
   const std::string s = strip(text);
   unsigned line = 1;
@@ -144,11 +155,7 @@ void scan_text(std::string_view text, std::vector<Directive>& out, std::vector<D
     skip_blank(ln, j);
     if (skipped > 0) {
       if (j < ln.size() && ln[j] == '#') {
-        ++j;
-        skip_blank(ln, j);
-        std::size_t k = j;
-        while (k < ln.size() && is_ident(ln[k])) ++k;
-        const std::string_view word = ln.substr(j, k - j);
+        const std::string_view word = directive_word(ln, j);
         if (word == "if" || word == "ifdef" || word == "ifndef") {
           ++skipped;
         } else if (word == "endif") {
@@ -162,12 +169,7 @@ void scan_text(std::string_view text, std::vector<Directive>& out, std::vector<D
       continue;
     }
     if (j < ln.size() && ln[j] == '#') {
-      ++j;
-      skip_blank(ln, j);
-      std::size_t k = j;
-      while (k < ln.size() && is_ident(ln[k])) ++k;
-      const std::string_view word = ln.substr(j, k - j);
-      j = k;
+      const std::string_view word = directive_word(ln, j);
       skip_blank(ln, j);
       if (word == "if" && is_literal_zero(ln.substr(j))) {
         skipped = 1;
@@ -380,72 +382,112 @@ IncludeOptions parse_include_options(const std::vector<std::string>& options) {
   return r;
 }
 
-IncludeScan scan_includes(const CompileRequest& request, std::uint64_t max_header_bytes) {
-  const IncludeOptions inc = parse_include_options(request.options);
-  const std::string main_dir = dir_of(request.name);
+namespace {
 
-  std::map<std::string, const Header*> provided;
-  for (const Header& h : request.headers) provided.emplace(h.name, &h);
+/// The walk of one request's include tree: every file met, once, with what it includes.
+class IncludeWalk {
+ public:
+  IncludeWalk(const CompileRequest& request, std::uint64_t max_header_bytes)
+      : inc_(parse_include_options(request.options)), main_dir_(dir_of(request.name)), max_header_bytes_(max_header_bytes) {
+    for (const Header& h : request.headers) provided_.emplace(h.name, &h);
+    work_.push_back({scan_content(request.source), main_dir_, request.name});
+  }
 
+  IncludeScan run() {
+    for (const std::string& pre : inc_.pre_includes) resolve(pre, false, main_dir_);
+    while (!work_.empty()) {
+      Work w = std::move(work_.back());
+      work_.pop_back();
+      for (const Define& def : w.scan->defines) on_define(def);
+      for (const Directive& d : w.scan->directives) {
+        if (d.computed) {
+          on_use(d, w.dir, w.where);
+          continue;
+        }
+        ++result_.work;
+        resolve(d.operand, d.angle, w.dir);
+      }
+    }
+    for (const Use& u : uses_) {
+      if (values_of_.count(u.macro) != 0) continue;
+      result_.complete = false;
+      result_.note = "computed #include " + u.macro + " at " + u.at +
+                     " could not be resolved: the include tree is unknown, so the result is not cached";
+      break;
+    }
+    result_.deps.assign(deps_.begin(), deps_.end());
+    return std::move(result_);
+  }
+
+ private:
   struct Work {
     TextScanPtr scan;
     std::string dir;  // "" for provided headers: no directory of their own
     std::string where;
   };
-  std::vector<Work> work;
-  work.push_back({scan_content(request.source), main_dir, request.name});
-  std::set<std::string> visited;
-  std::set<IncludeDep> deps;
-  std::map<std::string, std::string> provided_digest;
-  IncludeScan result;
+  struct Use {
+    std::string macro, at;  // at: "<file>:<line>", for the note
+  };
 
-  auto resolve = [&](const std::string& name, bool angle, const std::string& cur_dir) {
-    const std::string spelling = angle ? "<" + name + ">" : "\"" + name + "\"";
-    bool found = false;
-    if (auto it = provided.find(name); it != provided.end()) {
-      found = true;
-      if (visited.insert("provided:" + name).second) {
-        TextScanPtr t = scan_content(it->second->content);
-        provided_digest[name] = t->digest;
-        work.push_back({t, "", "provided:" + name});
-      }
-      deps.insert({spelling, "provided:" + name, provided_digest[name]});
+  /// A header the request provides: true when `name` is one.
+  bool resolve_provided(const std::string& name, const std::string& spelling) {
+    auto it = provided_.find(name);
+    if (it == provided_.end()) return false;
+    if (visited_.insert("provided:" + name).second) {
+      TextScanPtr t = scan_content(it->second->content);
+      provided_digest_[name] = t->digest;
+      work_.push_back({t, "", "provided:" + name});
     }
+    deps_.insert({spelling, "provided:" + name, provided_digest_[name]});
+    return true;
+  }
+
+  /// The directories searched for `name`, in the compiler's order.
+  std::vector<std::string> search_dirs(const std::string& name, bool angle, const std::string& cur_dir) const {
     std::vector<std::string> dirs;
     if (!name.empty() && name.front() == '/') {
       dirs.push_back("");
     } else {
       if (!angle) {
         if (!cur_dir.empty()) dirs.push_back(cur_dir);
-        dirs.push_back(main_dir);
+        dirs.push_back(main_dir_);
       }
-      dirs.insert(dirs.end(), inc.dirs.begin(), inc.dirs.end());
+      dirs.insert(dirs.end(), inc_.dirs.begin(), inc_.dirs.end());
     }
-    for (const std::string& d : dirs) {
+    return dirs;
+  }
+
+  std::string size_limit_text() const {
+    return max_header_bytes_ % (1 << 20) == 0 ? std::to_string(max_header_bytes_ >> 20) + " MiB"
+                                              : std::to_string(max_header_bytes_) + " bytes";
+  }
+
+  void resolve(const std::string& name, bool angle, const std::string& cur_dir) {
+    const std::string spelling = angle ? "<" + name + ">" : "\"" + name + "\"";
+    bool found = resolve_provided(name, spelling);
+    for (const std::string& d : search_dirs(name, angle, cur_dir)) {
       const std::string path = normalize(join(d, name));
-      if (visited.count("file:" + path) != 0) {
+      if (visited_.count("file:" + path) != 0) {
         found = true;
         continue;
       }
-      TextScanPtr t = scan_file(path, max_header_bytes);
+      TextScanPtr t = scan_file(path, max_header_bytes_);
       if (!t) continue;
       found = true;
-      visited.insert("file:" + path);
+      visited_.insert("file:" + path);
       if (t->too_large) {
-        result.complete = false;
-        if (result.note.empty())
-          result.note = "#include " + spelling + ": " + path + " is larger than " +
-                        (max_header_bytes % (1 << 20) == 0 ? std::to_string(max_header_bytes >> 20) + " MiB"
-                                                           : std::to_string(max_header_bytes) + " bytes") +
-                        " and not read for the key, so the result is not cached (raise it with ARCHGUARD_CACHE_MAX_HEADER)";
-        deps.insert({spelling, path, "too-large"});
+        result_.complete = false;
+        if (result_.note.empty())
+          result_.note = "#include " + spelling + ": " + path + " is larger than " + size_limit_text() +
+                         " and not read for the key, so the result is not cached (raise it with ARCHGUARD_CACHE_MAX_HEADER)";
+        deps_.insert({spelling, path, "too-large"});
         continue;
       }
-      deps.insert({spelling, path, t->digest});
-      work.push_back({std::move(t), dir_of(path), path});
+      deps_.insert({spelling, path, t->digest});
+      work_.push_back({std::move(t), dir_of(path), path});
     }
-    if (!found) deps.insert({spelling, "", ""});
-  };
+    if (!found) deps_.insert({spelling, "", ""});
+  }
 
   // Computed includes (#include MACRO) are resolved through the definitions of MACRO seen
   // anywhere, as both turn up: a new definition is tried for every directory that uses the
@@ -453,59 +495,50 @@ IncludeScan scan_includes(const CompileRequest& request, std::uint64_t max_heade
   // once, so the work is linear in the directives, the definitions and the pairs; the rounds
   // over every unresolved include this replaces cost O(rounds x unresolved x defines) and took
   // 18 s to key a 323 KB source.
-  std::unordered_map<std::string, std::vector<std::string>> values_of;  // macro -> "..." / <...> spellings
-  std::unordered_map<std::string, std::vector<std::string>> dirs_of;    // macro -> directories using it
-  std::unordered_set<std::string> seen_values, seen_uses;               // "macro\nvalue", "macro\ndir"
-  struct Use {
-    std::string macro, at;  // at: "<file>:<line>", for the note
-  };
-  std::vector<Use> uses;  // in the order met
-  auto try_value = [&](const std::string& value, const std::string& cur_dir) {
-    ++result.work;
+  void try_value(const std::string& value, const std::string& cur_dir) {
+    ++result_.work;
     std::size_t i = 0;
     std::string name;
     bool angle = false;
     if (read_header_name(value, i, name, angle)) resolve(name, angle, cur_dir);
-  };
-  auto on_define = [&](const Define& def) {
-    ++result.work;
-    if (!seen_values.insert(def.name + "\n" + def.value).second) return;
-    values_of[def.name].push_back(def.value);
-    if (auto users = dirs_of.find(def.name); users != dirs_of.end())
-      for (const std::string& d : users->second) try_value(def.value, d);
-  };
-  auto on_use = [&](const Directive& d, const std::string& cur_dir, const std::string& where) {
-    ++result.work;
-    uses.push_back({d.operand, where + ":" + std::to_string(d.line)});
-    if (!seen_uses.insert(d.operand + "\n" + cur_dir).second) return;
-    dirs_of[d.operand].push_back(cur_dir);
-    if (auto values = values_of.find(d.operand); values != values_of.end())
-      for (const std::string& v : values->second) try_value(v, cur_dir);
-  };
+  }
 
-  for (const std::string& pre : inc.pre_includes) resolve(pre, false, main_dir);
-  while (!work.empty()) {
-    Work w = std::move(work.back());
-    work.pop_back();
-    for (const Define& def : w.scan->defines) on_define(def);
-    for (const Directive& d : w.scan->directives) {
-      if (d.computed) {
-        on_use(d, w.dir, w.where);
-        continue;
-      }
-      ++result.work;
-      resolve(d.operand, d.angle, w.dir);
-    }
+  void on_define(const Define& def) {
+    ++result_.work;
+    if (!seen_values_.insert(def.name + "\n" + def.value).second) return;
+    values_of_[def.name].push_back(def.value);
+    if (auto users = dirs_of_.find(def.name); users != dirs_of_.end())
+      for (const std::string& d : users->second) try_value(def.value, d);
   }
-  for (const Use& u : uses) {
-    if (values_of.count(u.macro) != 0) continue;
-    result.complete = false;
-    result.note = "computed #include " + u.macro + " at " + u.at +
-                  " could not be resolved: the include tree is unknown, so the result is not cached";
-    break;
+
+  void on_use(const Directive& d, const std::string& cur_dir, const std::string& where) {
+    ++result_.work;
+    uses_.push_back({d.operand, where + ":" + std::to_string(d.line)});
+    if (!seen_uses_.insert(d.operand + "\n" + cur_dir).second) return;
+    dirs_of_[d.operand].push_back(cur_dir);
+    if (auto values = values_of_.find(d.operand); values != values_of_.end())
+      for (const std::string& v : values->second) try_value(v, cur_dir);
   }
-  result.deps.assign(deps.begin(), deps.end());
-  return result;
+
+  const IncludeOptions inc_;
+  const std::string main_dir_;
+  const std::uint64_t max_header_bytes_;
+  std::map<std::string, const Header*> provided_;
+  std::vector<Work> work_;
+  std::set<std::string> visited_;
+  std::set<IncludeDep> deps_;
+  std::map<std::string, std::string> provided_digest_;
+  IncludeScan result_;
+  std::unordered_map<std::string, std::vector<std::string>> values_of_;  // macro -> "..." / <...> spellings
+  std::unordered_map<std::string, std::vector<std::string>> dirs_of_;    // macro -> directories using it
+  std::unordered_set<std::string> seen_values_, seen_uses_;              // "macro\nvalue", "macro\ndir"
+  std::vector<Use> uses_;                                                // in the order met
+};
+
+}  // namespace
+
+IncludeScan scan_includes(const CompileRequest& request, std::uint64_t max_header_bytes) {
+  return IncludeWalk(request, max_header_bytes).run();
 }
 
 }  // namespace archguard::jit::detail

@@ -186,6 +186,17 @@ struct Judge {
     return &f.judgements.emplace(key, std::move(j)).first->second;
   }
 
+  /// Calls `each` with every verdict on `d` of kernel `name` in the objects of `f` that hold
+  /// device code.
+  template <class Each>
+  void kernel_verdicts(FileFacts& f, const std::string& name, const DeviceSeen& d, Each each) {
+    for (const ObjectFatbins& object : f.scan.objects) {
+      if (object.fatbins.empty()) continue;
+      for (const KernelVerdict& kv : judgement(f, object, d)->kernels)
+        if (kv.kernel.name == name) each(kv);
+    }
+  }
+
   /// The fixes for a failing verdict, the cause that alone explains it first.
   std::vector<doctor::Fix> fixes_for(int error, Version2 cc, const std::string& why, bool memory_image) const {
     std::vector<doctor::Fix> out;
@@ -575,132 +586,164 @@ struct Judge {
 
 }  // namespace
 
+namespace {
+
+/// What the recording says of the process as it is, before anything is judged.
+ProcessReport recorded_facts(const ProcessRecording& proc) {
+  ProcessReport pr;
+  pr.pid = proc.pid;
+  pr.ppid = proc.ppid;
+  pr.argv = proc.argv;
+  pr.recorder_status = proc.recorder_status;
+  pr.recorder_detail = proc.recorder_detail;
+  pr.devices = proc.devices;
+  pr.env = proc.env;
+  pr.launches = proc.launches;
+  pr.failed_launches = proc.failed_launches;
+  pr.module_loads = proc.module_loads;
+  pr.modules = proc.modules_loaded;
+  pr.complete = proc.complete;
+  pr.problems = proc.problems;
+  return pr;
+}
+
+/// The judge of one process, with the driver settings its environment and driver made.
+Judge judge_for(const ProcessRecording& proc, Files& files) {
+  Judge judge{proc, files, {}, false, false};
+  auto env_of = [&](const char* k) -> std::optional<std::string> {
+    auto it = proc.env.find(k);
+    return it == proc.env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  judge.force = common::driver_switch_on(env_of("CUDA_FORCE_PTX_JIT"));
+  judge.disable = common::driver_switch_on(env_of("CUDA_DISABLE_PTX_JIT"));
+  judge.settings.force_ptx_jit = judge.force;
+  judge.settings.disable_ptx_jit = judge.disable;
+  if (!proc.driver_version_line.empty())
+    judge.settings.driver = doctor::parse_proc_driver_version(proc.driver_version_line);
+  return judge;
+}
+
+/// Whether a load's observed outcome contradicts the prediction `x`; `observed` says what was seen.
+bool load_disagrees(const ProcessRecording& proc, const LoadEvent& l, const Explained& x, std::string& observed) {
+  const bool pred_fail = x.predicted.rfind("fail", 0) == 0;
+  // cuLibraryLoad* loads lazily: it succeeds whatever the library holds, and the verdict
+  // comes at the first lookup of a kernel (cuLibraryGetKernel, cuKernelGetFunction), whose
+  // failure names the library. A predicted failure is confirmed by such a failure, and
+  // contradicted only by a module the driver then loaded from it (seen as no failure
+  // while kernels of it were looked up: not knowable here, so not called a disagreement).
+  const bool lazy = l.api.rfind("cuLibraryLoad", 0) == 0 && l.result == 0;
+  int later = 0;  // the error of a later lookup in this library
+  for (const FailEvent& f : proc.failures)
+    if (!f.runtime && f.owner == l.handle && may_be_architecture(f.result, false)) later = f.result;
+  observed = l.result == 0 ? "loaded" : std::to_string(l.result) + " at " + l.api;
+  if (lazy) {
+    if (later != 0) observed = std::to_string(later) + " at the first kernel lookup";
+    return (!pred_fail && later != 0) || (pred_fail && later != 0 && x.predicted != "fail " + std::to_string(later));
+  }
+  return pred_fail != (l.result != 0) || (pred_fail && x.predicted != "fail " + std::to_string(l.result));
+}
+
+/// Every module and library load of the process, explained (and checked against the prediction).
+void judge_loads(const ProcessRecording& proc, Judge& judge, const std::string& dir, const AnalyzeOptions& options,
+                 Report& report, ProcessReport& pr) {
+  for (const LoadEvent& l : proc.loads) {
+    Explained x = judge.explain_load(l, dir);
+    if (l.result != 0) {
+      (x.architecture ? report.architecture_failures : report.other_failures) += 1;
+      pr.failures.push_back(x);
+    } else if (x.predicted.rfind("jit", 0) == 0) {
+      pr.jit.push_back({x.file.empty() ? "image from memory" : base_name(x.file), x.file, x.predicted, l.ms});
+    }
+    if (options.predict && !x.predicted.empty()) {
+      std::string observed;
+      if (load_disagrees(proc, l, x, observed))
+        pr.disagreements.push_back({l.api + " of " + (x.file.empty() ? std::string("an image from memory") : x.file), x.file,
+                                    x.predicted, observed, ""});
+    }
+    pr.loads.push_back(std::move(x));
+  }
+}
+
+/// Every failed call of the process, explained once.
+void judge_failures(const ProcessRecording& proc, Judge& judge, const std::string& dir, const AnalyzeOptions& options,
+                    Report& report, ProcessReport& pr) {
+  // A driver failure made inside a runtime call is the runtime failure seen from below: keep
+  // the runtime one, which names the host function.
+  // So is a failed kernel lookup the runtime made for a launch that then failed with the same
+  // error (the runtime resolves the kernel before its launch callback): the runtime entry names
+  // the host function and so the translation unit.
+  const bool runtime_failed = std::any_of(proc.failures.begin(), proc.failures.end(), [](const FailEvent& f) { return f.runtime; });
+  std::vector<Explained> runtime_explained;
+  for (const FailEvent& e : proc.failures)
+    if (e.runtime) runtime_explained.push_back(judge.explain_failure(e, dir));
+  std::size_t next_runtime = 0;
+  for (const FailEvent& e : proc.failures) {
+    if (!e.runtime && !e.inside.empty() && runtime_failed) continue;
+    if (!e.runtime && !e.kernel.empty() &&
+        std::any_of(runtime_explained.begin(), runtime_explained.end(),
+                    [&](const Explained& r) { return r.kernel == e.kernel && r.error == e.result; }))
+      continue;
+    Explained x = e.runtime ? runtime_explained[next_runtime++] : judge.explain_failure(e, dir);
+    (x.architecture ? report.architecture_failures : report.other_failures) += 1;
+    if (options.predict && may_be_architecture(e.result, e.runtime) && !x.predicted.empty() &&
+        x.predicted.rfind("fail", 0) != 0)
+      pr.disagreements.push_back({x.kernel_demangled.empty() ? x.kernel : x.kernel_demangled, x.file, x.predicted,
+                                  std::to_string(e.result) + " at " + e.api,
+                                  ""});
+    pr.failures.push_back(std::move(x));
+  }
+}
+
+/// The kernels the driver jit-compiled at their first call (lazy loading).
+void lazy_jit(const ProcessRecording& proc, Judge& judge, Files& files, ProcessReport& pr) {
+  for (const LazyEvent& lz : proc.lazy) {
+    if (lz.func.kind != "mapped") continue;
+    const auto d = judge.device(lz.device);
+    if (!d) continue;
+    FileFacts& f = files.get(lz.func.path);
+    const std::string k = symbol_at(f, lz.func.offset);
+    if (k.empty()) continue;
+    judge.kernel_verdicts(f, k, *d, [&](const KernelVerdict& kv) {
+      if (kv.verdict.outcome == Outcome::jit) pr.jit.push_back({kv.kernel.demangled, lz.func.path, kv.verdict.reason, lz.ms});
+    });
+  }
+}
+
+/// Kernels that launched although check predicted they fail (on a process of one device).
+void launched_disagreements(const ProcessRecording& proc, Judge& judge, Files& files, ProcessReport& pr) {
+  std::set<std::string> judged;
+  const std::optional<DeviceSeen> only = proc.devices.size() == 1 ? std::optional<DeviceSeen>(proc.devices.front()) : std::nullopt;
+  for (const LaunchedEvent& le : proc.launched) {
+    if (le.func.kind != "mapped" || !only) continue;
+    FileFacts& f = files.get(le.func.path);
+    const std::string k = symbol_at(f, le.func.offset);
+    if (k.empty()) continue;
+    judged.insert(le.func.path);
+    judge.kernel_verdicts(f, k, *only, [&](const KernelVerdict& kv) {
+      if (kv.verdict.outcome == Outcome::fail)
+        pr.disagreements.push_back({kv.kernel.demangled, le.func.path, "fail " + std::to_string(kv.verdict.cuda_error),
+                                    "launched", "a false alarm of check"});
+    });
+  }
+  pr.predicted_objects = judged.size();
+}
+
+}  // namespace
+
 Report analyze(const Recording& recording, const AnalyzeOptions& options) {
   Report report;
   Files files;
   const std::string dir = options.dir.empty() ? recording.dir : options.dir;
   for (const ProcessRecording& proc : recording.processes) {
-    ProcessReport pr;
-    pr.pid = proc.pid;
-    pr.ppid = proc.ppid;
-    pr.argv = proc.argv;
-    pr.recorder_status = proc.recorder_status;
-    pr.recorder_detail = proc.recorder_detail;
-    pr.devices = proc.devices;
-    pr.env = proc.env;
-    pr.launches = proc.launches;
-    pr.failed_launches = proc.failed_launches;
-    pr.module_loads = proc.module_loads;
-    pr.modules = proc.modules_loaded;
-    pr.complete = proc.complete;
-    pr.problems = proc.problems;
+    ProcessReport pr = recorded_facts(proc);
     if (proc.recorder_status == "ok") report.recorded = true;
     else if (!proc.recorder_detail.empty())
       report.problems.push_back("process " + std::to_string(proc.pid) + ": " + proc.recorder_detail);
-
-    Judge judge{proc, files, {}, false, false};
-    auto env_of = [&](const char* k) -> std::optional<std::string> {
-      auto it = proc.env.find(k);
-      return it == proc.env.end() ? std::nullopt : std::optional<std::string>(it->second);
-    };
-    judge.force = common::driver_switch_on(env_of("CUDA_FORCE_PTX_JIT"));
-    judge.disable = common::driver_switch_on(env_of("CUDA_DISABLE_PTX_JIT"));
-    judge.settings.force_ptx_jit = judge.force;
-    judge.settings.disable_ptx_jit = judge.disable;
-    if (!proc.driver_version_line.empty())
-      judge.settings.driver = doctor::parse_proc_driver_version(proc.driver_version_line);
-
-    for (const LoadEvent& l : proc.loads) {
-      Explained x = judge.explain_load(l, dir);
-      if (l.result != 0) {
-        (x.architecture ? report.architecture_failures : report.other_failures) += 1;
-        pr.failures.push_back(x);
-      } else if (x.predicted.rfind("jit", 0) == 0) {
-        pr.jit.push_back({x.file.empty() ? "image from memory" : base_name(x.file), x.file, x.predicted, l.ms});
-      }
-      if (options.predict && !x.predicted.empty()) {
-        const bool pred_fail = x.predicted.rfind("fail", 0) == 0;
-        // cuLibraryLoad* loads lazily: it succeeds whatever the library holds, and the verdict
-        // comes at the first lookup of a kernel (cuLibraryGetKernel, cuKernelGetFunction), whose
-        // failure names the library. A predicted failure is confirmed by such a failure, and
-        // contradicted only by a module the driver then loaded from it (seen as no failure
-        // while kernels of it were looked up: not knowable here, so not called a disagreement).
-        const bool lazy = l.api.rfind("cuLibraryLoad", 0) == 0 && l.result == 0;
-        int later = 0;  // the error of a later lookup in this library
-        for (const FailEvent& f : proc.failures)
-          if (!f.runtime && f.owner == l.handle && may_be_architecture(f.result, false)) later = f.result;
-        std::string observed = l.result == 0 ? "loaded" : std::to_string(l.result) + " at " + l.api;
-        bool disagree = false;
-        if (lazy) {
-          if (later != 0) observed = std::to_string(later) + " at the first kernel lookup";
-          disagree = (!pred_fail && later != 0) || (pred_fail && later != 0 && x.predicted != "fail " + std::to_string(later));
-        } else {
-          disagree = pred_fail != (l.result != 0) || (pred_fail && x.predicted != "fail " + std::to_string(l.result));
-        }
-        if (disagree)
-          pr.disagreements.push_back({l.api + " of " + (x.file.empty() ? std::string("an image from memory") : x.file), x.file,
-                                      x.predicted, observed, ""});
-      }
-      pr.loads.push_back(std::move(x));
-    }
-    // A driver failure made inside a runtime call is the runtime failure seen from below: keep
-    // the runtime one, which names the host function.
-    // So is a failed kernel lookup the runtime made for a launch that then failed with the same
-    // error (the runtime resolves the kernel before its launch callback): the runtime entry names
-    // the host function and so the translation unit.
-    const bool runtime_failed = std::any_of(proc.failures.begin(), proc.failures.end(), [](const FailEvent& f) { return f.runtime; });
-    std::vector<Explained> runtime_explained;
-    for (const FailEvent& e : proc.failures)
-      if (e.runtime) runtime_explained.push_back(judge.explain_failure(e, dir));
-    std::size_t next_runtime = 0;
-    for (const FailEvent& e : proc.failures) {
-      if (!e.runtime && !e.inside.empty() && runtime_failed) continue;
-      if (!e.runtime && !e.kernel.empty() &&
-          std::any_of(runtime_explained.begin(), runtime_explained.end(),
-                      [&](const Explained& r) { return r.kernel == e.kernel && r.error == e.result; }))
-        continue;
-      Explained x = e.runtime ? runtime_explained[next_runtime++] : judge.explain_failure(e, dir);
-      (x.architecture ? report.architecture_failures : report.other_failures) += 1;
-      if (options.predict && may_be_architecture(e.result, e.runtime) && !x.predicted.empty() &&
-          x.predicted.rfind("fail", 0) != 0)
-        pr.disagreements.push_back({x.kernel_demangled.empty() ? x.kernel : x.kernel_demangled, x.file, x.predicted,
-                                    std::to_string(e.result) + " at " + e.api,
-                                    ""});
-      pr.failures.push_back(std::move(x));
-    }
-    for (const LazyEvent& lz : proc.lazy) {
-      if (lz.func.kind != "mapped") continue;
-      const auto d = judge.device(lz.device);
-      if (!d) continue;
-      FileFacts& f = files.get(lz.func.path);
-      const std::string k = symbol_at(f, lz.func.offset);
-      if (k.empty()) continue;
-      for (const ObjectFatbins& object : f.scan.objects) {
-        if (object.fatbins.empty()) continue;
-        for (const KernelVerdict& kv : judge.judgement(f, object, *d)->kernels)
-          if (kv.kernel.name == k && kv.verdict.outcome == Outcome::jit)
-            pr.jit.push_back({kv.kernel.demangled, lz.func.path, kv.verdict.reason, lz.ms});
-      }
-    }
-    if (options.predict) {
-      std::set<std::string> judged;
-      const std::optional<DeviceSeen> only = proc.devices.size() == 1 ? std::optional<DeviceSeen>(proc.devices.front()) : std::nullopt;
-      for (const LaunchedEvent& le : proc.launched) {
-        if (le.func.kind != "mapped" || !only) continue;
-        FileFacts& f = files.get(le.func.path);
-        const std::string k = symbol_at(f, le.func.offset);
-        if (k.empty()) continue;
-        judged.insert(le.func.path);
-        for (const ObjectFatbins& object : f.scan.objects) {
-          if (object.fatbins.empty()) continue;
-          for (const KernelVerdict& kv : judge.judgement(f, object, *only)->kernels)
-            if (kv.kernel.name == k && kv.verdict.outcome == Outcome::fail)
-              pr.disagreements.push_back({kv.kernel.demangled, le.func.path, "fail " + std::to_string(kv.verdict.cuda_error),
-                                          "launched", "a false alarm of check"});
-        }
-      }
-      pr.predicted_objects = judged.size();
-    }
+    Judge judge = judge_for(proc, files);
+    judge_loads(proc, judge, dir, options, report, pr);
+    judge_failures(proc, judge, dir, options, report, pr);
+    lazy_jit(proc, judge, files, pr);
+    if (options.predict) launched_disagreements(proc, judge, files, pr);
     report.disagreements += pr.disagreements.size();
     report.processes.push_back(std::move(pr));
   }

@@ -66,6 +66,126 @@ Origin image_origin(const json& j) {
   return o;
 }
 
+void read_process(const json& j, ProcessRecording& p) {
+  p.pid = static_cast<long>(i_of(j, "pid"));
+  p.ppid = static_cast<long>(i_of(j, "ppid"));
+  p.origin = s_of(j, "origin");
+  p.exe = s_of(j, "exe");
+  p.argv.clear();
+  if (auto a = j.find("argv"); a != j.end() && a->is_array())
+    for (const auto& v : *a)
+      if (v.is_string()) p.argv.push_back(v.get<std::string>());
+  if (auto e = j.find("env"); e != j.end() && e->is_object())
+    for (auto it = e->begin(); it != e->end(); ++it)
+      if (it.value().is_string()) p.env[it.key()] = it.value().get<std::string>();
+  p.driver_version_line = s_of(j, "driver_version_line");
+}
+
+void read_recorder(const json& j, ProcessRecording& p) {
+  p.recorder_status = s_of(j, "status");
+  p.recorder_detail = s_of(j, "detail");
+  p.cupti = s_of(j, "cupti");
+  p.predict = i_of(j, "predict") != 0;
+}
+
+void read_counts(const json& j, ProcessRecording& p) {
+  p.complete = true;
+  p.launches = u_of(j, "launches");
+  p.failed_launches = u_of(j, "failed_launches");
+  p.module_loads = u_of(j, "module_loads");
+  p.modules_loaded = u_of(j, "modules");
+  p.lines_dropped = u_of(j, "lines_dropped");
+  p.launched_overflow = u_of(j, "launched_overflow");
+}
+
+DeviceSeen device_event(const json& j) {
+  DeviceSeen d;
+  d.ordinal = static_cast<int>(i_of(j, "ordinal", -1));
+  d.cc = Version2{static_cast<unsigned>(i_of(j, "cc_major")), static_cast<unsigned>(i_of(j, "cc_minor"))};
+  d.integrated = i_of(j, "integrated") != 0;
+  d.name = s_of(j, "name");
+  d.driver_cuda = static_cast<int>(i_of(j, "driver_cuda"));
+  return d;
+}
+
+LoadEvent load_event(const json& j) {
+  LoadEvent l;
+  l.api = s_of(j, "api");
+  l.result = static_cast<int>(i_of(j, "result"));
+  l.ms = d_of(j, "ms");
+  l.inside = s_of(j, "inside");
+  l.handle = s_of(j, "handle");
+  l.modules = static_cast<unsigned>(u_of(j, "modules"));
+  l.origin = image_origin(j);
+  l.device = static_cast<int>(i_of(j, "device", -1));
+  return l;
+}
+
+FailEvent fail_event(const json& j) {
+  FailEvent f;
+  f.api = s_of(j, "api");
+  f.runtime = s_of(j, "domain") == "runtime";
+  f.result = static_cast<int>(i_of(j, "result"));
+  f.key = u_of(j, "key");
+  f.inside = s_of(j, "inside");
+  f.kernel = s_of(j, "kernel");
+  f.owner = s_of(j, "owner");
+  f.function = s_of(j, "function");
+  f.module = s_of(j, "module");
+  f.func = place(j, "func");
+  f.device = static_cast<int>(i_of(j, "device", -1));
+  return f;
+}
+
+ModuleEvent module_event(const json& j) {
+  ModuleEvent m;
+  m.id = static_cast<unsigned>(u_of(j, "id"));
+  m.size = u_of(j, "size");
+  if (j.contains("elf_flags")) m.elf_flags = static_cast<std::uint32_t>(u_of(j, "elf_flags"));
+  if (j.contains("elf_abi")) m.elf_abi = static_cast<unsigned>(u_of(j, "elf_abi"));
+  m.during = s_of(j, "during");
+  m.func = place(j, "func");
+  m.function = s_of(j, "function");
+  const std::string copy = s_of(j, "copy");
+  if (!copy.empty() && copy.rfind("skipped", 0) != 0) m.copy = copy;
+  return m;
+}
+
+LazyEvent lazy_event(const json& j) {
+  LazyEvent l;
+  l.api = s_of(j, "api");
+  l.ms = d_of(j, "ms");
+  l.modules = static_cast<unsigned>(u_of(j, "modules"));
+  l.func = place(j, "func");
+  l.kernel = s_of(j, "kernel");
+  l.device = static_cast<int>(i_of(j, "device", -1));
+  return l;
+}
+
+LaunchedEvent launched_event(const json& j) {
+  LaunchedEvent l;
+  l.func = place(j, "func");
+  l.kernel = s_of(j, "kernel");
+  l.module = s_of(j, "module");
+  return l;
+}
+
+/// One event into `p`; false when `ev` names no event this reader knows.
+bool read_event(const std::string& ev, const json& j, ProcessRecording& p, std::map<std::uint64_t, std::uint64_t>& repeats) {
+  if (ev == "process") read_process(j, p);
+  else if (ev == "recorder") read_recorder(j, p);
+  else if (ev == "device") p.devices.push_back(device_event(j));
+  else if (ev == "load") p.loads.push_back(load_event(j));
+  else if (ev == "fail") p.failures.push_back(fail_event(j));
+  else if (ev == "module") p.modules.push_back(module_event(j));
+  else if (ev == "lazy") p.lazy.push_back(lazy_event(j));
+  else if (ev == "launched") p.launched.push_back(launched_event(j));
+  else if (ev == "repeat") repeats[u_of(j, "key")] = u_of(j, "count");
+  else if (ev == "counts") read_counts(j, p);
+  else return false;
+  return true;
+}
+
 }  // namespace
 
 ProcessRecording parse_events(std::string_view text, const std::string& name) {
@@ -87,97 +207,8 @@ ProcessRecording parse_events(std::string_view text, const std::string& name) {
       continue;
     }
     const std::string ev = s_of(j, "ev");
-    if (ev == "process") {
-      p.pid = static_cast<long>(i_of(j, "pid"));
-      p.ppid = static_cast<long>(i_of(j, "ppid"));
-      p.origin = s_of(j, "origin");
-      p.exe = s_of(j, "exe");
-      p.argv.clear();
-      if (auto a = j.find("argv"); a != j.end() && a->is_array())
-        for (const auto& v : *a)
-          if (v.is_string()) p.argv.push_back(v.get<std::string>());
-      if (auto e = j.find("env"); e != j.end() && e->is_object())
-        for (auto it = e->begin(); it != e->end(); ++it)
-          if (it.value().is_string()) p.env[it.key()] = it.value().get<std::string>();
-      p.driver_version_line = s_of(j, "driver_version_line");
-    } else if (ev == "recorder") {
-      p.recorder_status = s_of(j, "status");
-      p.recorder_detail = s_of(j, "detail");
-      p.cupti = s_of(j, "cupti");
-      p.predict = i_of(j, "predict") != 0;
-    } else if (ev == "device") {
-      DeviceSeen d;
-      d.ordinal = static_cast<int>(i_of(j, "ordinal", -1));
-      d.cc = Version2{static_cast<unsigned>(i_of(j, "cc_major")), static_cast<unsigned>(i_of(j, "cc_minor"))};
-      d.integrated = i_of(j, "integrated") != 0;
-      d.name = s_of(j, "name");
-      d.driver_cuda = static_cast<int>(i_of(j, "driver_cuda"));
-      p.devices.push_back(std::move(d));
-    } else if (ev == "load") {
-      LoadEvent l;
-      l.api = s_of(j, "api");
-      l.result = static_cast<int>(i_of(j, "result"));
-      l.ms = d_of(j, "ms");
-      l.inside = s_of(j, "inside");
-      l.handle = s_of(j, "handle");
-      l.modules = static_cast<unsigned>(u_of(j, "modules"));
-      l.origin = image_origin(j);
-      l.device = static_cast<int>(i_of(j, "device", -1));
-      p.loads.push_back(std::move(l));
-    } else if (ev == "fail") {
-      FailEvent f;
-      f.api = s_of(j, "api");
-      f.runtime = s_of(j, "domain") == "runtime";
-      f.result = static_cast<int>(i_of(j, "result"));
-      f.key = u_of(j, "key");
-      f.inside = s_of(j, "inside");
-      f.kernel = s_of(j, "kernel");
-      f.owner = s_of(j, "owner");
-      f.function = s_of(j, "function");
-      f.module = s_of(j, "module");
-      f.func = place(j, "func");
-      f.device = static_cast<int>(i_of(j, "device", -1));
-      p.failures.push_back(std::move(f));
-    } else if (ev == "module") {
-      ModuleEvent m;
-      m.id = static_cast<unsigned>(u_of(j, "id"));
-      m.size = u_of(j, "size");
-      if (j.contains("elf_flags")) m.elf_flags = static_cast<std::uint32_t>(u_of(j, "elf_flags"));
-      if (j.contains("elf_abi")) m.elf_abi = static_cast<unsigned>(u_of(j, "elf_abi"));
-      m.during = s_of(j, "during");
-      m.func = place(j, "func");
-      m.function = s_of(j, "function");
-      const std::string copy = s_of(j, "copy");
-      if (!copy.empty() && copy.rfind("skipped", 0) != 0) m.copy = copy;
-      p.modules.push_back(std::move(m));
-    } else if (ev == "lazy") {
-      LazyEvent l;
-      l.api = s_of(j, "api");
-      l.ms = d_of(j, "ms");
-      l.modules = static_cast<unsigned>(u_of(j, "modules"));
-      l.func = place(j, "func");
-      l.kernel = s_of(j, "kernel");
-      l.device = static_cast<int>(i_of(j, "device", -1));
-      p.lazy.push_back(std::move(l));
-    } else if (ev == "launched") {
-      LaunchedEvent l;
-      l.func = place(j, "func");
-      l.kernel = s_of(j, "kernel");
-      l.module = s_of(j, "module");
-      p.launched.push_back(std::move(l));
-    } else if (ev == "repeat") {
-      repeats[u_of(j, "key")] = u_of(j, "count");
-    } else if (ev == "counts") {
-      p.complete = true;
-      p.launches = u_of(j, "launches");
-      p.failed_launches = u_of(j, "failed_launches");
-      p.module_loads = u_of(j, "module_loads");
-      p.modules_loaded = u_of(j, "modules");
-      p.lines_dropped = u_of(j, "lines_dropped");
-      p.launched_overflow = u_of(j, "launched_overflow");
-    } else {
+    if (!read_event(ev, j, p, repeats))
       p.problems.push_back(name + ": line " + std::to_string(line_no) + ": unknown event '" + ev + "'");
-    }
   }
   for (FailEvent& f : p.failures)
     if (auto it = repeats.find(f.key); it != repeats.end()) f.count = it->second;

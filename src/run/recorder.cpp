@@ -1131,6 +1131,90 @@ void write_recorder_line(const char* status, const char* detail, const char* cup
   write_line(l);
 }
 
+/// CUPTI: the configured one, then the usual names (LD_LIBRARY_PATH, the loader cache). Sets
+/// g->cupti and `loaded_from`; on failure `errors` holds the first loader error.
+void load_cupti(const RecorderConfig& config, const char*& loaded_from, char* errors, std::size_t errors_size) noexcept {
+  const char* candidates[] = {config.cupti, "libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+  const bool named = config.cupti != nullptr && *config.cupti != 0;  // named: that one or none
+  for (const char* c : candidates) {
+    if (c == nullptr || *c == 0 || (named && c != config.cupti)) continue;
+    g->cupti = ::dlopen(c, RTLD_NOW | RTLD_LOCAL);
+    if (g->cupti != nullptr) {
+      loaded_from = c;
+      return;
+    }
+    const char* e = ::dlerror();
+    if (errors[0] == 0 && e != nullptr) std::snprintf(errors, errors_size, "%s", e);
+  }
+}
+
+/// The file the loaded CUPTI came from (the name it was loaded by when the loader does not say).
+void cupti_file(const char* loaded_from, char* cupti_path, std::size_t size) noexcept {
+  if (void* any = ::dlsym(g->cupti, "cuptiSubscribe")) {
+    Dl_info info{};
+    if (::dladdr(any, &info) != 0 && info.dli_fname != nullptr) std::snprintf(cupti_path, size, "%s", info.dli_fname);
+  }
+  if (cupti_path[0] == 0) std::snprintf(cupti_path, size, "%s", loaded_from);
+}
+
+/// The driver's entry points used to describe devices and kernels (never traced themselves).
+void resolve_driver() noexcept {
+  const char* libcuda_name = std::getenv("ARCHGUARD_RUN_LIBCUDA");
+  void* libcuda = ::dlopen(libcuda_name != nullptr && *libcuda_name != 0 ? libcuda_name : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  g->drv.ctx_get_device_v2 = sym<decltype(g->drv.ctx_get_device_v2)>(libcuda, "cuCtxGetDevice_v2");
+  g->drv.ctx_get_device = sym<decltype(g->drv.ctx_get_device)>(libcuda, "cuCtxGetDevice");
+  g->drv.ctx_get_current = sym<decltype(g->drv.ctx_get_current)>(libcuda, "cuCtxGetCurrent");
+  g->drv.device_get_attribute = sym<decltype(g->drv.device_get_attribute)>(libcuda, "cuDeviceGetAttribute");
+  g->drv.device_get_name = sym<decltype(g->drv.device_get_name)>(libcuda, "cuDeviceGetName");
+  g->drv.func_get_name = sym<decltype(g->drv.func_get_name)>(libcuda, "cuFuncGetName");
+  g->drv.func_get_module = sym<decltype(g->drv.func_get_module)>(libcuda, "cuFuncGetModule");
+  g->drv.kernel_get_name = sym<decltype(g->drv.kernel_get_name)>(libcuda, "cuKernelGetName");
+  g->drv.driver_get_version = sym<decltype(g->drv.driver_get_version)>(libcuda, "cuDriverGetVersion");
+}
+
+/// Subscribes `callback` (through cuptiSubscribe_v2 where CUPTI has it, which names the
+/// subscriber already there in `old_name`).
+CUptiResult subscribe_callback(SubscribeV2Fn subscribe_v2, SubscribeFn subscribe, char* old_name,
+                               std::size_t old_name_size) noexcept {
+  if (subscribe_v2 == nullptr) return subscribe(&g->subscriber, callback, nullptr);
+  CUpti_SubscriberParams params{};
+  params.structSize = sizeof params;
+  params.subscriberName = "archguard run";
+  params.oldSubscriberName = old_name;
+  params.oldSubscriberSize = old_name_size;
+  return subscribe_v2(&g->subscriber, callback, nullptr, &params);
+}
+
+void subscribe_failed(CUptiResult r, ResultStringFn result_string, const char* old_name, char* why,
+                      std::size_t why_size) noexcept {
+  const char* text = nullptr;
+  if (result_string != nullptr) result_string(r, &text);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    fail_why(why, why_size, "CUPTI is already used by another tool%s%s%s (only one may subscribe); nothing recorded",
+             old_name[0] != 0 ? " ('" : "", old_name, old_name[0] != 0 ? "')" : "");
+  else
+    fail_why(why, why_size, "cuptiSubscribe failed with %d (%s); nothing recorded", static_cast<int>(r),
+             text != nullptr ? text : "unknown");
+}
+
+/// Enables the callbacks the configuration wants; returns how many CUPTI accepted.
+int enable_callbacks(const RecorderConfig& config, EnableCallbackFn enable, int& wanted) noexcept {
+  int enabled = 0;
+  for (const Cb& c : kCallbacks) {
+    if (is_launch(c.domain, c.id) && !(c.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? config.runtime_launches : config.driver_launches))
+      continue;
+    ++wanted;
+    if (enable(1, g->subscriber, c.domain, c.id) == CUPTI_SUCCESS) ++enabled;
+  }
+  return enabled;
+}
+
+/// The end of a start that fails after CUPTI loaded: `why` in the recorder line.
+bool unavailable(const char* why, const char* cupti_path) noexcept {
+  write_recorder_line("unavailable", why, cupti_path);
+  return false;
+}
+
 }  // namespace
 
 const char* event_file() noexcept { return g != nullptr ? g->file : ""; }
@@ -1155,33 +1239,16 @@ bool start(const RecorderConfig& config, char* why, std::size_t why_size) noexce
   }
   write_process_line(config.origin);
 
-  // CUPTI: the configured one, then the usual names (LD_LIBRARY_PATH, the loader cache).
-  const char* candidates[] = {config.cupti, "libcupti.so.13", "libcupti.so.12", "libcupti.so"};
   const char* loaded_from = nullptr;
   char errors[1024] = {};
-  const bool named = config.cupti != nullptr && *config.cupti != 0;  // named: that one or none
-  for (const char* c : candidates) {
-    if (c == nullptr || *c == 0 || (named && c != config.cupti)) continue;
-    g->cupti = ::dlopen(c, RTLD_NOW | RTLD_LOCAL);
-    if (g->cupti != nullptr) {
-      loaded_from = c;
-      break;
-    }
-    const char* e = ::dlerror();
-    if (errors[0] == 0 && e != nullptr) std::snprintf(errors, sizeof errors, "%s", e);
-  }
+  load_cupti(config, loaded_from, errors, sizeof errors);
   if (g->cupti == nullptr) {
     fail_why(why, why_size, "CUPTI could not be loaded (%s); install the CUDA toolkit's CUPTI or the nvidia-cuda-cupti wheel, or name it with --cupti",
              errors[0] != 0 ? errors : "no candidate");
-    write_recorder_line("unavailable", why, nullptr);
-    return false;
+    return unavailable(why, nullptr);
   }
   char cupti_path[4096] = {};
-  if (void* any = ::dlsym(g->cupti, "cuptiSubscribe")) {
-    Dl_info info{};
-    if (::dladdr(any, &info) != 0 && info.dli_fname != nullptr) std::snprintf(cupti_path, sizeof cupti_path, "%s", info.dli_fname);
-  }
-  if (cupti_path[0] == 0) std::snprintf(cupti_path, sizeof cupti_path, "%s", loaded_from);
+  cupti_file(loaded_from, cupti_path, sizeof cupti_path);
   auto subscribe_v2 = sym<SubscribeV2Fn>(g->cupti, "cuptiSubscribe_v2");
   auto subscribe = sym<SubscribeFn>(g->cupti, "cuptiSubscribe");
   auto enable = sym<EnableCallbackFn>(g->cupti, "cuptiEnableCallback");
@@ -1189,55 +1256,19 @@ bool start(const RecorderConfig& config, char* why, std::size_t why_size) noexce
   g->unsubscribe = sym<UnsubscribeFn>(g->cupti, "cuptiUnsubscribe");
   if ((subscribe_v2 == nullptr && subscribe == nullptr) || enable == nullptr) {
     fail_why(why, why_size, "%s lacks cuptiSubscribe or cuptiEnableCallback (too old)", cupti_path);
-    write_recorder_line("unavailable", why, cupti_path);
-    return false;
+    return unavailable(why, cupti_path);
   }
-  // The driver's entry points used to describe devices and kernels (never traced themselves).
-  const char* libcuda_name = std::getenv("ARCHGUARD_RUN_LIBCUDA");
-  void* libcuda = ::dlopen(libcuda_name != nullptr && *libcuda_name != 0 ? libcuda_name : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  g->drv.ctx_get_device_v2 = sym<decltype(g->drv.ctx_get_device_v2)>(libcuda, "cuCtxGetDevice_v2");
-  g->drv.ctx_get_device = sym<decltype(g->drv.ctx_get_device)>(libcuda, "cuCtxGetDevice");
-  g->drv.ctx_get_current = sym<decltype(g->drv.ctx_get_current)>(libcuda, "cuCtxGetCurrent");
-  g->drv.device_get_attribute = sym<decltype(g->drv.device_get_attribute)>(libcuda, "cuDeviceGetAttribute");
-  g->drv.device_get_name = sym<decltype(g->drv.device_get_name)>(libcuda, "cuDeviceGetName");
-  g->drv.func_get_name = sym<decltype(g->drv.func_get_name)>(libcuda, "cuFuncGetName");
-  g->drv.func_get_module = sym<decltype(g->drv.func_get_module)>(libcuda, "cuFuncGetModule");
-  g->drv.kernel_get_name = sym<decltype(g->drv.kernel_get_name)>(libcuda, "cuKernelGetName");
-  g->drv.driver_get_version = sym<decltype(g->drv.driver_get_version)>(libcuda, "cuDriverGetVersion");
+  resolve_driver();
 
-  CUptiResult r = CUPTI_SUCCESS;
   char old_name[256] = {};
-  if (subscribe_v2 != nullptr) {
-    CUpti_SubscriberParams params{};
-    params.structSize = sizeof params;
-    params.subscriberName = "archguard run";
-    params.oldSubscriberName = old_name;
-    params.oldSubscriberSize = sizeof old_name;
-    r = subscribe_v2(&g->subscriber, callback, nullptr, &params);
-  } else {
-    r = subscribe(&g->subscriber, callback, nullptr);
-  }
-  if (r != CUPTI_SUCCESS) {
-    const char* text = nullptr;
-    if (result_string != nullptr) result_string(r, &text);
-    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-      fail_why(why, why_size, "CUPTI is already used by another tool%s%s%s (only one may subscribe); nothing recorded",
-               old_name[0] != 0 ? " ('" : "", old_name, old_name[0] != 0 ? "')" : "");
-    else
-      fail_why(why, why_size, "cuptiSubscribe failed with %d (%s); nothing recorded", static_cast<int>(r),
-               text != nullptr ? text : "unknown");
-    write_recorder_line("unavailable", why, cupti_path);
-    return false;
+  if (CUptiResult r = subscribe_callback(subscribe_v2, subscribe, old_name, sizeof old_name); r != CUPTI_SUCCESS) {
+    subscribe_failed(r, result_string, old_name, why, why_size);
+    return unavailable(why, cupti_path);
   }
 
-  int enabled = 0, wanted = 0;
+  int wanted = 0;
   g->empty_callback = config.empty_callback;
-  for (const Cb& c : kCallbacks) {
-    if (is_launch(c.domain, c.id) && !(c.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? config.runtime_launches : config.driver_launches))
-      continue;
-    ++wanted;
-    if (enable(1, g->subscriber, c.domain, c.id) == CUPTI_SUCCESS) ++enabled;
-  }
+  const int enabled = enable_callbacks(config, enable, wanted);
   if (enabled == 0) {
     fail_why(why, why_size, "CUPTI accepted the subscription but no callback (%s)", cupti_path);
     write_recorder_line("unavailable", why, cupti_path);

@@ -34,6 +34,19 @@ using common::version_text;
 /// version_text, or "-" for an empty (unknown) version, as tables show it.
 inline std::string version_or_dash(Version2 v) { return v.empty() ? "-" : version_text(v); }
 
+/// The kind of an image as the JSON and text outputs spell it: "sass", "ptx", "ltoir".
+inline std::string_view kind_text(CodeKind k) {
+  switch (k) {
+    case CodeKind::sass:
+      return "sass";
+    case CodeKind::ptx:
+      return "ptx";
+    case CodeKind::ltoir:
+      return "ltoir";
+  }
+  return "?";
+}
+
 /// The archguard version and the commit it was built from ("archguard 0.1.0 commit abc..."):
 /// what the results cache keys its entries by, so that another build reads none of them.
 std::string producer_text();

@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include "build_info.hpp"
+#include "common/nearest.hpp"
 
 #include <archguard/arch.hpp>
 #include <archguard/results_cache.hpp>
@@ -63,22 +64,7 @@ void report_results_cache() {
   }
 }
 
-namespace {
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace
+using common::edit_distance;
 
 std::string nearest_subcommand(const CLI::App& root, const std::string& word) {
   std::string best;

@@ -29,18 +29,6 @@ using archguard::Version2;
 using nlohmann::json;
 namespace cli = archguard::cli;
 
-std::string kind_name(CodeKind k) {
-  switch (k) {
-    case CodeKind::sass:
-      return "sass";
-    case CodeKind::ptx:
-      return "ptx";
-    case CodeKind::ltoir:
-      return "ltoir";
-  }
-  return "?";
-}
-
 void fail_usage(const std::string& message) { std::cerr << "archguard: " << cli::shown(message) << "\n"; }
 
 // ---- list ----------------------------------------------------------------------------------
@@ -118,76 +106,69 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
-int run_list(const ListOptions& opt) {
-  if (opt.rows) return print_rows();
-  archguard::Result<archguard::NvccInfo> nvcc = archguard::query_nvcc(opt.nvcc);
-  if (!nvcc && !opt.nvcc.empty()) {  // asked for that nvcc explicitly: its failure is an error
-    fail_usage(nvcc.message());
-    return cli::kExitUsage;
+json arch_list(const std::vector<Arch>& v, CodeKind k) {
+  json a = json::array();
+  for (Arch x : v) a.push_back(archguard::nvcc_name(x, k));
+  return a;
+}
+
+/// One row of the architecture table, with what `nvcc` (when there is one) accepts of it.
+json arch_row_json(const ArchRow& r, const archguard::NvccInfo* nvcc) {
+  json products = json::array();
+  std::stringstream ss(r.products);
+  for (std::string p; std::getline(ss, p, ',');) {
+    p.erase(0, p.find_first_not_of(' '));
+    if (!p.empty()) products.push_back(p);
   }
-  if (opt.json) {
-    json j;
-    if (nvcc) {
-      auto list = [](const std::vector<Arch>& v, CodeKind k) {
-        json a = json::array();
-        for (Arch x : v) a.push_back(archguard::nvcc_name(x, k));
-        return a;
-      };
-      j["nvcc"] = {{"path", nvcc->path},
-                   {"release", cli::version_or_dash(nvcc->release)},
-                   {"build", nvcc->build},
-                   {"sass", list(nvcc->sass, CodeKind::sass)},
-                   {"ptx", list(nvcc->ptx, CodeKind::ptx)},
-                   {"ltoir", list(nvcc->ltoir, CodeKind::ltoir)},
-                   {"unknown_to_table", unknown_to_table(*nvcc)}};
-    } else {
-      j["nvcc"] = nullptr;
-      j["nvcc_error"] = nvcc.message();
-    }
-    j["architectures"] = json::array();
-    for (const ArchRow& r : archguard::arch_rows()) {
-      json products = json::array();
-      std::stringstream ss(r.products);
-      for (std::string p; std::getline(ss, p, ',');) {
-        p.erase(0, p.find_first_not_of(' '));
-        if (!p.empty()) products.push_back(p);
-      }
-      json a = {{"sm", r.sm},
-                {"cc", cli::version_or_dash(r.cc)},
-                {"codename", std::string(archguard::codename_of(r))},
-                {"products", products},
-                {"tegra", r.tegra},
-                {"a_since", r.a_since.empty() ? json(nullptr) : json(cli::version_or_dash(r.a_since))},
-                {"f_since", r.f_since.empty() ? json(nullptr) : json(cli::version_or_dash(r.f_since))},
-                {"first_cuda", cli::version_or_dash(r.first_cuda)},
-                {"removed_in", r.removed_in.empty() ? json(nullptr) : json(cli::version_or_dash(r.removed_in))},
-                {"family", r.family == 0 ? json(nullptr) : json(r.family)}};
-      if (const archguard::RenameRow* rn = archguard::find_rename(r.sm)) {
-        a["renamed"] = {{"to", rn->new_sm}, {"in", cli::version_or_dash(rn->cuda)}};
-      }
-      if (nvcc) {
-        a["nvcc"] = {{"sm", nvcc->supports({{r.sm}, CodeKind::sass})},
-                     {"compute", nvcc->supports({{r.sm}, CodeKind::ptx})},
-                     {"a", nvcc->supports({{r.sm, Suffix::a}, CodeKind::sass})},
-                     {"f", nvcc->supports({{r.sm, Suffix::f}, CodeKind::sass})}};
-      }
-      j["architectures"].push_back(a);
-    }
-    j["releases"] = json::array();
-    for (const archguard::ReleaseRow& r : archguard::release_rows()) {
-      j["releases"].push_back({{"cuda", cli::version_or_dash(r.cuda)},
-                               {"ptx_isa", cli::version_or_dash(r.ptx_isa)},
-                               {"min_driver", *r.min_driver == '\0' ? json(nullptr) : json(r.min_driver)}});
-    }
-    std::cout << cli::json_text(j) << "\n";
-    return cli::kExitOk;
+  json a = {{"sm", r.sm},
+            {"cc", cli::version_or_dash(r.cc)},
+            {"codename", std::string(archguard::codename_of(r))},
+            {"products", products},
+            {"tegra", r.tegra},
+            {"a_since", r.a_since.empty() ? json(nullptr) : json(cli::version_or_dash(r.a_since))},
+            {"f_since", r.f_since.empty() ? json(nullptr) : json(cli::version_or_dash(r.f_since))},
+            {"first_cuda", cli::version_or_dash(r.first_cuda)},
+            {"removed_in", r.removed_in.empty() ? json(nullptr) : json(cli::version_or_dash(r.removed_in))},
+            {"family", r.family == 0 ? json(nullptr) : json(r.family)}};
+  if (const archguard::RenameRow* rn = archguard::find_rename(r.sm)) {
+    a["renamed"] = {{"to", rn->new_sm}, {"in", cli::version_or_dash(rn->cuda)}};
   }
   if (nvcc) {
-    std::cout << "nvcc: " << nvcc->path << " (release " << cli::version_or_dash(nvcc->release)
-              << (nvcc->build.empty() ? "" : ", V" + nvcc->build) << ")\n\n";
-  } else {
-    std::cerr << "archguard: " << cli::shown(nvcc.message()) << "; the nvcc column is left out\n";
+    a["nvcc"] = {{"sm", nvcc->supports({{r.sm}, CodeKind::sass})},
+                 {"compute", nvcc->supports({{r.sm}, CodeKind::ptx})},
+                 {"a", nvcc->supports({{r.sm, Suffix::a}, CodeKind::sass})},
+                 {"f", nvcc->supports({{r.sm, Suffix::f}, CodeKind::sass})}};
   }
+  return a;
+}
+
+json list_json(const archguard::Result<archguard::NvccInfo>& nvcc) {
+  json j;
+  if (nvcc) {
+    j["nvcc"] = {{"path", nvcc->path},
+                 {"release", cli::version_or_dash(nvcc->release)},
+                 {"build", nvcc->build},
+                 {"sass", arch_list(nvcc->sass, CodeKind::sass)},
+                 {"ptx", arch_list(nvcc->ptx, CodeKind::ptx)},
+                 {"ltoir", arch_list(nvcc->ltoir, CodeKind::ltoir)},
+                 {"unknown_to_table", unknown_to_table(*nvcc)}};
+  } else {
+    j["nvcc"] = nullptr;
+    j["nvcc_error"] = nvcc.message();
+  }
+  j["architectures"] = json::array();
+  for (const ArchRow& r : archguard::arch_rows()) j["architectures"].push_back(arch_row_json(r, nvcc ? &*nvcc : nullptr));
+  j["releases"] = json::array();
+  for (const archguard::ReleaseRow& r : archguard::release_rows()) {
+    j["releases"].push_back({{"cuda", cli::version_or_dash(r.cuda)},
+                             {"ptx_isa", cli::version_or_dash(r.ptx_isa)},
+                             {"min_driver", *r.min_driver == '\0' ? json(nullptr) : json(r.min_driver)}});
+  }
+  return j;
+}
+
+/// The architecture table as text, with a column for `nvcc` when there is one.
+void print_arch_table(const archguard::NvccInfo* nvcc) {
   const std::string nvcc_head = nvcc ? "nvcc " + cli::version_or_dash(nvcc->release) : "";
   std::vector<std::vector<std::string>> rows{
       {"SM", "CC", "CODENAME", "a", "f", "FAMILY", "FIRST", "REMOVED", "NOTE", "EXAMPLES"}};
@@ -208,6 +189,26 @@ int run_list(const ListOptions& opt) {
     rows.push_back(std::move(row));
   }
   print_table(rows);
+}
+
+int run_list(const ListOptions& opt) {
+  if (opt.rows) return print_rows();
+  archguard::Result<archguard::NvccInfo> nvcc = archguard::query_nvcc(opt.nvcc);
+  if (!nvcc && !opt.nvcc.empty()) {  // asked for that nvcc explicitly: its failure is an error
+    fail_usage(nvcc.message());
+    return cli::kExitUsage;
+  }
+  if (opt.json) {
+    std::cout << cli::json_text(list_json(nvcc)) << "\n";
+    return cli::kExitOk;
+  }
+  if (nvcc) {
+    std::cout << "nvcc: " << nvcc->path << " (release " << cli::version_or_dash(nvcc->release)
+              << (nvcc->build.empty() ? "" : ", V" + nvcc->build) << ")\n\n";
+  } else {
+    std::cerr << "archguard: " << cli::shown(nvcc.message()) << "; the nvcc column is left out\n";
+  }
+  print_arch_table(nvcc ? &*nvcc : nullptr);
   if (nvcc) {
     const std::vector<std::string> extra = unknown_to_table(*nvcc);
     if (!extra.empty()) {
@@ -277,7 +278,7 @@ int run_explain(const ExplainOptions& opt) {
       json loads = json::array();
       for (Version2 cc : archguard::loads_on(t)) loads.push_back(cli::version_or_dash(cc));
       json item{{"name", archguard::nvcc_name(t.arch, t.kind)},
-                {"kind", kind_name(t.kind)},
+                {"kind", cli::kind_text(t.kind)},
                 {"arch", archguard::arch_number(t.arch)},
                 {"loads_on", loads},
                 {"explanation", archguard::explain_target(t)}};

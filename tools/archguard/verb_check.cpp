@@ -606,22 +606,16 @@ std::string environment_text(const DriverSettings& s) {
   return out.empty() ? "no CUDA_FORCE_PTX_JIT or CUDA_DISABLE_PTX_JIT" : out;
 }
 
-int run_check(const CheckOptions& opt) {
-  if (!opt.cc.empty() && !opt.fleet.empty()) {
-    std::fprintf(stderr, "archguard check: give one of --cc and --fleet, not both\n");
-    return kExitUsage;
-  }
-  // Without --cc or --fleet: this machine's GPUs, driver and environment (said in the output).
-  const bool this_machine = opt.cc.empty() && opt.fleet.empty();
-  auto resolved = resolve_gpus(opt, this_machine);
-  if (!resolved) return kExitUsage;
-  const std::vector<Gpu> gpus = std::move(*resolved);
+/// The driver and environment the verdicts assume: --driver (or this machine's), the JIT
+/// switches given and (--from-env or this machine) those of the environment. Null after a
+/// message when --driver does not parse.
+std::optional<DriverSettings> check_settings(const CheckOptions& opt, bool this_machine) {
   DriverSettings settings;
   if (!opt.driver.empty()) {
     auto d = parse_driver_version(opt.driver);
     if (!d) {
       std::fprintf(stderr, "archguard check: --driver: %s\n", d.message().c_str());
-      return kExitUsage;
+      return std::nullopt;
     }
     settings.driver = *d;
   } else if (this_machine) {
@@ -634,32 +628,20 @@ int run_check(const CheckOptions& opt) {
     settings.force_ptx_jit = settings.force_ptx_jit || env.force_ptx_jit_on();
     settings.disable_ptx_jit = settings.disable_ptx_jit || env.disable_ptx_jit_on();
   }
+  return settings;
+}
 
-  ReadOptions read;
-  read.deps = !opt.no_deps;
-  auto scan = scan_options(opt.limits);
-  if (!scan) {
-    std::fprintf(stderr, "archguard check: %s\n", scan.message().c_str());
-    return kExitUsage;
-  }
-  read.scan = *scan;
-  read.scan.facts = results_cache(opt.no_cache);
-  const Inputs in = read_inputs(opt.files, read);
-  if (this_machine && !opt.json) {
-    std::string line = "assuming this machine: ";
-    for (std::size_t i = 0; i < gpus.size(); ++i) line += (i == 0 ? "" : ", ") + device_text(gpus[i]);
-    line += settings.driver ? ", driver " + format_driver_version(*settings.driver) : ", driver version unknown";
-    line += ", environment: " + environment_text(settings);
-    std::printf("%s\n", line.c_str());
-  }
-  // Objects as judged (archive members merged into their library).
-  std::vector<std::vector<JudgedObject>> judged;
-  std::vector<bool> wanted;  // inputs whose objects are judged (the others print one line)
-  for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
-    judged.push_back(judged_objects(in.reports[ri].objects));
-    wanted.push_back(opt.json || has_device_code(in.reports[ri]));
-  }
-  // A node group of a fleet report is judged with its own driver, unless --driver says otherwise.
+void print_assumption(const std::vector<Gpu>& gpus, const DriverSettings& settings) {
+  std::string line = "assuming this machine: ";
+  for (std::size_t i = 0; i < gpus.size(); ++i) line += (i == 0 ? "" : ", ") + device_text(gpus[i]);
+  line += settings.driver ? ", driver " + format_driver_version(*settings.driver) : ", driver version unknown";
+  line += ", environment: " + environment_text(settings);
+  std::printf("%s\n", line.c_str());
+}
+
+/// A node group of a fleet report is judged with its own driver, unless --driver says otherwise.
+std::vector<DriverSettings> group_settings(const std::vector<Gpu>& gpus, const DriverSettings& settings,
+                                           const CheckOptions& opt) {
   std::vector<DriverSettings> gpu_settings;
   for (const Gpu& g : gpus) {
     DriverSettings gs = settings;
@@ -671,98 +653,166 @@ int run_check(const CheckOptions& opt) {
     }
     gpu_settings.push_back(gs);
   }
+  return gpu_settings;
+}
+
+/// An object's one-line verdict, with what a package excuses.
+std::string object_summary(const ObjectResult& res) {
+  std::string summary = summary_text(res.verdict, res.judgement);
+  if (res.members > 0) summary += " (static library, " + count_text(res.members, "member") + " with device code)";
+  if (res.excused)
+    summary += "; not a problem for the package: " +
+               std::string(res.variance == Variance::variant ? "a variant (another one serves this GPU)"
+                           : res.variance == Variance::newer ? "built for newer GPUs only"
+                                                             : "built for particular GPUs only");
+  return summary;
+}
+
+/// What one GPU (or node group) collects over the inputs: its JSON, or the details printed last.
+struct GpuReport {
+  GroupOutcome outcome;
+  nlohmann::json objects = nlohmann::json::array();
+  nlohmann::json packages = nlohmann::json::array();
+  std::vector<std::string> details;
+};
+
+/// One input judged on one GPU: its objects and, for a package, the package's verdict.
+void check_input(const InputResult& result, const ScanReport& r, const Gpu& g, const DriverSettings& gs,
+                 std::size_t gpu_count, const CheckOptions& opt, GpuReport& out) {
+  const std::string lead = gpu_count > 1 ? "  " : "";
+  const std::string on = gpu_count == 1 ? shown(" on " + device_text(g)) : "";
+  for (const ObjectResult& res : result.objects) {
+    std::string summary = object_summary(res);
+    const std::string assumption = gs.driver ? "" : driver_assumption(res.verdict);
+    if (opt.json) {
+      out.objects.push_back(object_json(res, summary, assumption));
+      continue;
+    }
+    // A loaded library is indented under the input that loads it and says who loads it.
+    const std::string indent = lead + (res.object->loaded_by.empty() ? "" : "  ");
+    const std::string who = res.object->loaded_by.empty() ? "" : " (loaded by " + res.object->loaded_by + ")";
+    if (!assumption.empty()) summary += "; " + assumption;
+    std::printf("%s%s%s: %s%s\n", indent.c_str(), shown(res.object->path).c_str(), shown(who).c_str(), shown(summary).c_str(),
+                on.c_str());
+    object_details(res, out.details);
+  }
+  if (!result.package || result.verdict.objects < 2) return;
+  if (opt.json) {
+    out.packages.push_back({{"input", r.input},
+                            {"problem", result.verdict.problem},
+                            {"cuda_error", result.verdict.cuda_error},
+                            {"summary", result.verdict.summary},
+                            {"objects", result.verdict.objects},
+                            {"run", result.verdict.run},
+                            {"failing", result.verdict.failing},
+                            {"groups", result.verdict.groups}});
+    return;
+  }
+  std::printf("%s%s: package %s%s\n", lead.c_str(), shown(r.input).c_str(), shown(result.verdict.summary).c_str(), on.c_str());
+  for (const auto& line : result.verdict.groups) std::printf("%s  %s\n", lead.c_str(), shown(line).c_str());
+}
+
+/// Every input on GPU `gi`; `any_fail` is set by a problem.
+GpuReport check_gpu(std::size_t gi, const std::vector<Gpu>& gpus, const DriverSettings& gs, const Inputs& in,
+                    Judgements& judgements, const CheckOptions& opt, bool& any_fail) {
+  const Gpu& g = gpus[gi];
+  const std::string lead = gpus.size() > 1 ? "  " : "";
+  GpuReport out;
+  if (!opt.json && gpus.size() > 1) std::printf("%s\n", shown(device_text(g)).c_str());
+  for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
+    const ScanReport& r = in.reports[ri];
+    const InputFacts& facts = in.facts[ri];
+    if (!has_device_code(r) && !opt.json) std::printf("%s%s\n", lead.c_str(), shown(no_device_code_line(facts)).c_str());
+    if (!opt.json && gi == 0)
+      for (const auto& n : dependency_notes(facts)) std::printf("%s\n", shown(n).c_str());
+    if (!opt.json && !has_device_code(r)) continue;  // said once above: "no device code (N files scanned)"
+    const InputResult result = judge_input(r, std::move(judgements[ri][gi]), g);
+    any_fail = any_fail || result.problem;
+    out.outcome.add(result);
+    check_input(result, r, g, gs, gpus.size(), opt, out);
+  }
+  if (!opt.json && !out.details.empty()) {
+    std::printf("%sdetails:\n", lead.c_str());
+    for (const auto& d : out.details) std::printf("%s%s\n", lead.c_str(), shown(d).c_str());
+  }
+  return out;
+}
+
+nlohmann::json device_json(const Gpu& g, const DriverSettings& gs, GpuReport& report) {
+  return {{"name", g.name},
+          {"cc", version_text(g.device.cc)},
+          {"tegra", g.device.tegra},
+          {"count", g.count},
+          {"nodes", g.nodes},
+          {"driver", gs.driver ? nlohmann::json(format_driver_version(*gs.driver)) : nlohmann::json(nullptr)},
+          {"outcome", report.outcome.text()},
+          {"objects", std::move(report.objects)},
+          {"packages", std::move(report.packages)}};
+}
+
+nlohmann::json inputs_json(const Inputs& in) {
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const auto& f : in.facts) {
+    nlohmann::json missing = nlohmann::json::array();
+    for (const auto& d : f.missing) missing.push_back({{"needed", d.needed}, {"loaded_by", d.loaded_by}});
+    inputs.push_back({{"input", f.input},
+                      {"files_scanned", f.files_scanned},
+                      {"libraries", f.libraries},
+                      {"libraries_not_found", std::move(missing)},
+                      {"notes", f.notes},
+                      {"skipped", f.skipped}});
+  }
+  return inputs;
+}
+
+int run_check(const CheckOptions& opt) {
+  if (!opt.cc.empty() && !opt.fleet.empty()) {
+    std::fprintf(stderr, "archguard check: give one of --cc and --fleet, not both\n");
+    return kExitUsage;
+  }
+  // Without --cc or --fleet: this machine's GPUs, driver and environment (said in the output).
+  const bool this_machine = opt.cc.empty() && opt.fleet.empty();
+  auto resolved = resolve_gpus(opt, this_machine);
+  if (!resolved) return kExitUsage;
+  const std::vector<Gpu> gpus = std::move(*resolved);
+  const std::optional<DriverSettings> checked = check_settings(opt, this_machine);
+  if (!checked) return kExitUsage;
+  const DriverSettings& settings = *checked;
+
+  ReadOptions read;
+  read.deps = !opt.no_deps;
+  auto scan = scan_options(opt.limits);
+  if (!scan) {
+    std::fprintf(stderr, "archguard check: %s\n", scan.message().c_str());
+    return kExitUsage;
+  }
+  read.scan = *scan;
+  read.scan.facts = results_cache(opt.no_cache);
+  const Inputs in = read_inputs(opt.files, read);
+  if (this_machine && !opt.json) print_assumption(gpus, settings);
+  // Objects as judged (archive members merged into their library).
+  std::vector<std::vector<JudgedObject>> judged;
+  std::vector<bool> wanted;  // inputs whose objects are judged (the others print one line)
+  for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
+    judged.push_back(judged_objects(in.reports[ri].objects));
+    wanted.push_back(opt.json || has_device_code(in.reports[ri]));
+  }
+  const std::vector<DriverSettings> gpu_settings = group_settings(gpus, settings, opt);
   Judgements judgements = judge_everything(judged, wanted, gpus, gpu_settings, opt, PayloadPages(in.reports), read.scan.limits);
   bool any_fail = false;
   nlohmann::json devices_json = nlohmann::json::array();
-  const std::string lead = gpus.size() > 1 ? "  " : "";
   std::vector<GroupOutcome> outcomes;
   for (std::size_t gi = 0; gi < gpus.size(); ++gi) {
-    const Gpu& g = gpus[gi];
-    const DriverSettings& gs = gpu_settings[gi];
-    GroupOutcome outcome;
-    nlohmann::json objects_json = nlohmann::json::array();
-    nlohmann::json packages_json = nlohmann::json::array();
-    std::vector<std::string> details;
-    if (!opt.json && gpus.size() > 1) std::printf("%s\n", shown(device_text(g)).c_str());
-    for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
-      const ScanReport& r = in.reports[ri];
-      const InputFacts& facts = in.facts[ri];
-      if (!has_device_code(r) && !opt.json) std::printf("%s%s\n", lead.c_str(), shown(no_device_code_line(facts)).c_str());
-      if (!opt.json && &g == &gpus.front())
-        for (const auto& n : dependency_notes(facts)) std::printf("%s\n", shown(n).c_str());
-      if (!opt.json && !has_device_code(r)) continue;  // said once above: "no device code (N files scanned)"
-      const InputResult result = judge_input(r, std::move(judgements[ri][gi]), g);
-      any_fail = any_fail || result.problem;
-      outcome.add(result);
-      for (const ObjectResult& res : result.objects) {
-        std::string summary = summary_text(res.verdict, res.judgement);
-        if (res.members > 0) summary += " (static library, " + count_text(res.members, "member") + " with device code)";
-        if (res.excused) summary += "; not a problem for the package: " +
-                                    std::string(res.variance == Variance::variant ? "a variant (another one serves this GPU)"
-                                                : res.variance == Variance::newer ? "built for newer GPUs only"
-                                                                                  : "built for particular GPUs only");
-        const std::string assumption = gs.driver ? "" : driver_assumption(res.verdict);
-        if (opt.json) {
-          objects_json.push_back(object_json(res, summary, assumption));
-          continue;
-        }
-        // A loaded library is indented under the input that loads it and says who loads it.
-        const std::string indent = lead + (res.object->loaded_by.empty() ? "" : "  ");
-        const std::string who = res.object->loaded_by.empty() ? "" : " (loaded by " + res.object->loaded_by + ")";
-        if (!assumption.empty()) summary += "; " + assumption;
-        std::printf("%s%s%s: %s%s\n", indent.c_str(), shown(res.object->path).c_str(), shown(who).c_str(), shown(summary).c_str(),
-                    gpus.size() == 1 ? shown(" on " + device_text(g)).c_str() : "");
-        object_details(res, details);
-      }
-      if (!result.package || result.verdict.objects < 2) continue;
-      if (opt.json) {
-        packages_json.push_back({{"input", r.input},
-                                 {"problem", result.verdict.problem},
-                                 {"cuda_error", result.verdict.cuda_error},
-                                 {"summary", result.verdict.summary},
-                                 {"objects", result.verdict.objects},
-                                 {"run", result.verdict.run},
-                                 {"failing", result.verdict.failing},
-                                 {"groups", result.verdict.groups}});
-        continue;
-      }
-      std::printf("%s%s: package %s%s\n", lead.c_str(), shown(r.input).c_str(), shown(result.verdict.summary).c_str(),
-                  gpus.size() == 1 ? shown(" on " + device_text(g)).c_str() : "");
-      for (const auto& line : result.verdict.groups) std::printf("%s  %s\n", lead.c_str(), shown(line).c_str());
-    }
-    outcomes.push_back(outcome);
-    if (opt.json) {
-      devices_json.push_back({{"name", g.name},
-                              {"cc", version_text(g.device.cc)},
-                              {"tegra", g.device.tegra},
-                              {"count", g.count},
-                              {"nodes", g.nodes},
-                              {"driver", gs.driver ? nlohmann::json(format_driver_version(*gs.driver)) : nlohmann::json(nullptr)},
-                              {"outcome", outcome.text()},
-                              {"objects", std::move(objects_json)},
-                              {"packages", std::move(packages_json)}});
-    } else if (!details.empty()) {
-      std::printf("%sdetails:\n", lead.c_str());
-      for (const auto& d : details) std::printf("%s%s\n", lead.c_str(), shown(d).c_str());
-    }
+    GpuReport report = check_gpu(gi, gpus, gpu_settings[gi], in, judgements, opt, any_fail);
+    outcomes.push_back(report.outcome);
+    if (opt.json) devices_json.push_back(device_json(gpus[gi], gpu_settings[gi], report));
   }
   const int code = !in.errors.empty() ? kExitUsage : any_fail ? kExitProblem
                                                               : kExitOk;
   if (opt.json) {
-    nlohmann::json inputs = nlohmann::json::array();
-    for (const auto& f : in.facts) {
-      nlohmann::json missing = nlohmann::json::array();
-      for (const auto& d : f.missing) missing.push_back({{"needed", d.needed}, {"loaded_by", d.loaded_by}});
-      inputs.push_back({{"input", f.input},
-                        {"files_scanned", f.files_scanned},
-                        {"libraries", f.libraries},
-                        {"libraries_not_found", std::move(missing)},
-                        {"notes", f.notes},
-                        {"skipped", f.skipped}});
-    }
     nlohmann::json doc{{"schema", "archguard.check/2"},
                        {"this_machine", this_machine},
-                       {"inputs", std::move(inputs)},
+                       {"inputs", inputs_json(in)},
                        {"driver", settings.driver ? nlohmann::json(format_driver_version(*settings.driver)) : nlohmann::json(nullptr)},
                        {"force_ptx_jit", settings.force_ptx_jit},
                        {"disable_ptx_jit", settings.disable_ptx_jit},

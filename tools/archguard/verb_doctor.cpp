@@ -20,28 +20,21 @@ namespace {
 using namespace archguard;
 using namespace archguard::doctor;
 
+/// Each level's badge and its terminal colour.
+struct Badge {
+  Level level;
+  const char* text;
+  const char* colour;
+};
+constexpr Badge kBadges[] = {{Level::pass, "PASS", "\033[32m"},
+                             {Level::warn, "WARN", "\033[33m"},
+                             {Level::fail, "FAIL", "\033[31m"},
+                             {Level::skip, "SKIP", "\033[90m"}};
+
 std::string badge(Level s, bool colour) {
-  const char* text = "";
-  const char* code = "";
-  switch (s) {
-    case Level::pass:
-      text = "PASS";
-      code = "\033[32m";
-      break;
-    case Level::warn:
-      text = "WARN";
-      code = "\033[33m";
-      break;
-    case Level::fail:
-      text = "FAIL";
-      code = "\033[31m";
-      break;
-    case Level::skip:
-      text = "SKIP";
-      code = "\033[90m";
-      break;
-  }
-  return colour ? std::string(code) + text + "\033[0m" : std::string(text);
+  for (const Badge& b : kBadges)
+    if (b.level == s) return colour ? std::string(b.colour) + b.text + "\033[0m" : std::string(b.text);
+  return colour ? "\033[0m" : "";
 }
 
 nlohmann::json to_json(const Report& r, int exit_code) {

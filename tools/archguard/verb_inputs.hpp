@@ -253,18 +253,6 @@ inline void print_errors(const std::vector<std::string>& errors) {
   for (const auto& e : errors) std::cerr << "archguard: error: " << shown(e) << '\n';
 }
 
-inline std::string_view kind_text(CodeKind k) {
-  switch (k) {
-    case CodeKind::sass:
-      return "sass";
-    case CodeKind::ptx:
-      return "ptx";
-    case CodeKind::ltoir:
-      return "ltoir";
-  }
-  return "?";
-}
-
 inline std::string_view outcome_text(Outcome o) {
   switch (o) {
     case Outcome::native:

@@ -24,6 +24,65 @@ struct VerifyOptions {
   bool quiet = false;
 };
 
+/// An image whose payload does not decode cannot be loaded by the driver either: saying "ok"
+/// for it would be wrong, so it is an error (exit 2) naming the image, not a warning.
+/// Decoding streams each payload once and keeps none (docs/cli.md gives the cost).
+void check_images_decode(Inputs& in) {
+  for (const auto& r : in.reports)
+    for (const auto& o : r.objects)
+      for (const auto& fb : o.fatbins)
+        for (const auto& e : fb.entries)
+          // LTO-IR is read by nvJitLink at link time, never by the driver (and nvcc compresses it
+          // in its own framing): only SASS and PTX must decode.
+          if (e.kind == CodeKind::ltoir) continue;
+          else if (auto image = decompress(e, o.path); !image)
+            in.errors.push_back(image.message() + "; the driver cannot load this image");
+          else if (auto cubin = check_cubin_image(e, *image, o.path); !cubin)  // decodes, but to what?
+            in.errors.push_back(cubin.message() + "; the driver cannot load this image");
+}
+
+nlohmann::json unit_json(const UnitFinding& u) {
+  nlohmann::json compatible = nlohmann::json::array();
+  for (const auto& [need, have] : u.compatible)
+    compatible.push_back({{"required", nvcc_name(need, CodeKind::sass)}, {"used", nvcc_name(have, CodeKind::sass)}});
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& k : u.kernels) kernels.push_back({{"name", k.name}, {"demangled", k.demangled}});
+  return {{"object", u.object},
+          {"fatbin", u.fatbin},
+          {"section", to_string(u.section)},
+          {"identifier", u.identifier},
+          {"translation_unit", u.translation_unit},
+          {"status", to_string(u.status)},
+          {"found_sass", arch_list_json(u.found_sass, CodeKind::sass)},
+          {"found_ptx", arch_list_json(u.found_ptx, CodeKind::ptx)},
+          {"missing_sass", arch_list_json(u.missing_sass, CodeKind::sass)},
+          {"missing_ptx", arch_list_json(u.missing_ptx, CodeKind::ptx)},
+          {"missing_ptx_highest", u.missing_ptx_highest},
+          {"compatible", std::move(compatible)},
+          {"kernels", std::move(kernels)},
+          {"message", u.message}};
+}
+
+nlohmann::json verify_json(const VerifyReport& report, const Requirement& req, const Inputs& in, bool passed) {
+  nlohmann::json units = nlohmann::json::array();
+  for (const auto& u : report.units) units.push_back(unit_json(u));
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& f : in.facts)
+    for (const auto& s : f.skipped) skipped.push_back(s);
+  return {{"schema", "archguard.verify/1"},
+          {"passed", passed && in.errors.empty()},
+          {"require",
+           {{"sass", arch_list_json(req.sass, CodeKind::sass)},
+            {"ptx", arch_list_json(req.ptx, CodeKind::ptx)},
+            {"ptx_highest", req.ptx_highest},
+            {"allow_compatible", req.allow_compatible},
+            {"strict", req.strict}}},
+          {"objects_checked", report.objects},
+          {"skipped", std::move(skipped)},
+          {"units", std::move(units)},
+          {"errors", in.errors}};
+}
+
 int run_verify(const VerifyOptions& opt) {
   std::string list;
   for (const auto& r : opt.require) list += (list.empty() ? "" : " ") + r;
@@ -46,20 +105,7 @@ int run_verify(const VerifyOptions& opt) {
     return kExitUsage;
   }
   Inputs in = read_inputs(opt.files, *scan);
-  // An image whose payload does not decode cannot be loaded by the driver either: saying "ok"
-  // for it would be wrong, so it is an error (exit 2) naming the image, not a warning.
-  // Decoding streams each payload once and keeps none (docs/cli.md gives the cost).
-  for (const auto& r : in.reports)
-    for (const auto& o : r.objects)
-      for (const auto& fb : o.fatbins)
-        for (const auto& e : fb.entries)
-          // LTO-IR is read by nvJitLink at link time, never by the driver (and nvcc compresses it
-          // in its own framing): only SASS and PTX must decode.
-          if (e.kind == CodeKind::ltoir) continue;
-          else if (auto image = decompress(e, o.path); !image)
-            in.errors.push_back(image.message() + "; the driver cannot load this image");
-          else if (auto cubin = check_cubin_image(e, *image, o.path); !cubin)  // decodes, but to what?
-            in.errors.push_back(cubin.message() + "; the driver cannot load this image");
+  check_images_decode(in);
   VerifyReport report;
   for (const auto& r : in.reports) {  // per input: the reports keep the mapped bytes alive
     VerifyReport part = verify(r.objects, *req);
@@ -71,46 +117,7 @@ int run_verify(const VerifyOptions& opt) {
                                                       : kExitProblem;
 
   if (opt.json) {
-    nlohmann::json units = nlohmann::json::array();
-    for (const auto& u : report.units) {
-      nlohmann::json compatible = nlohmann::json::array();
-      for (const auto& [need, have] : u.compatible)
-        compatible.push_back({{"required", nvcc_name(need, CodeKind::sass)}, {"used", nvcc_name(have, CodeKind::sass)}});
-      nlohmann::json kernels = nlohmann::json::array();
-      for (const auto& k : u.kernels) kernels.push_back({{"name", k.name}, {"demangled", k.demangled}});
-      units.push_back({{"object", u.object},
-                       {"fatbin", u.fatbin},
-                       {"section", to_string(u.section)},
-                       {"identifier", u.identifier},
-                       {"translation_unit", u.translation_unit},
-                       {"status", to_string(u.status)},
-                       {"found_sass", arch_list_json(u.found_sass, CodeKind::sass)},
-                       {"found_ptx", arch_list_json(u.found_ptx, CodeKind::ptx)},
-                       {"missing_sass", arch_list_json(u.missing_sass, CodeKind::sass)},
-                       {"missing_ptx", arch_list_json(u.missing_ptx, CodeKind::ptx)},
-                       {"missing_ptx_highest", u.missing_ptx_highest},
-                       {"compatible", std::move(compatible)},
-                       {"kernels", std::move(kernels)},
-                       {"message", u.message}});
-    }
-    nlohmann::json doc{{"schema", "archguard.verify/1"},
-                       {"passed", passed && in.errors.empty()},
-                       {"require",
-                        {{"sass", arch_list_json(req->sass, CodeKind::sass)},
-                         {"ptx", arch_list_json(req->ptx, CodeKind::ptx)},
-                         {"ptx_highest", req->ptx_highest},
-                         {"allow_compatible", req->allow_compatible},
-                         {"strict", req->strict}}},
-                       {"objects_checked", report.objects},
-                       {"skipped", [&in] {
-                          nlohmann::json k = nlohmann::json::array();
-                          for (const auto& f : in.facts)
-                            for (const auto& s : f.skipped) k.push_back(s);
-                          return k;
-                        }()},
-                       {"units", std::move(units)},
-                       {"errors", in.errors}};
-    std::printf("%s\n", cli::json_text(doc).c_str());
+    std::printf("%s\n", cli::json_text(verify_json(report, *req, in, passed)).c_str());
     return code;
   }
   if (opt.lines) {  // the line format of the CMake verify step
