@@ -11,17 +11,12 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-OUT="${OUT:-$here/gpu-validation-out}"
-mkdir -p "$OUT"
-jobs="${JOBS:-$(nproc)}"
-build="${BUILD_DIR:-/tmp/archguard-gpu-build}"
-export PATH="$PATH:/usr/local/cuda/bin"
-summary="$OUT/summary.md"
+# shellcheck source=lib/gpu-common.sh
+. "$here/scripts/lib/gpu-common.sh"
+gpu_setup gpu-validation-out /tmp/archguard-gpu-build summary.md
 t_start=$(date +%s)
 stamp() { echo "$(( $(date +%s) - t_start ))s"; }
-say() { echo "$*" | tee -a "$summary"; }
 
-: > "$summary"
 say "# GPU validation, $(date -u '+%Y-%m-%d %H:%M UTC')"
 say ""
 say "- host: $(uname -srm), $(nproc) cores"
