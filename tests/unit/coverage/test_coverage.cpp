@@ -104,22 +104,22 @@ TEST_CASE("requirement parsing: bare numbers are SASS, CMake lists keep their me
   REQUIRE(r.ok());
   CHECK(r->sass.size() == 4);
   CHECK(r->ptx.empty());
-  auto c = parse_requirement("80-real;90");
-  REQUIRE(c.ok());
-  CHECK(c->sass == std::vector<Arch>{{80, Suffix::none}, {90, Suffix::none}});
-  CHECK(c->ptx == std::vector<Arch>{{90, Suffix::none}});
-  auto v = parse_requirement("80-real;90-virtual");
-  REQUIRE(v.ok());
-  CHECK(v->sass == std::vector<Arch>{{80, Suffix::none}});
-  CHECK(v->ptx == std::vector<Arch>{{90, Suffix::none}});
+  // `text` parses to exactly these sass and ptx architectures.
+  const auto check_parsed = [](const std::string& text, const std::vector<Arch>& sass, const std::vector<Arch>& ptx) {
+    INFO(text);
+    auto p = parse_requirement(text);
+    REQUIRE(p.ok());
+    CHECK(p->sass == sass);
+    CHECK(p->ptx == ptx);
+  };
+  check_parsed("80-real;90", {{80, Suffix::none}, {90, Suffix::none}}, {{90, Suffix::none}});
+  check_parsed("80-real;90-virtual", {{80, Suffix::none}}, {{90, Suffix::none}});
   CHECK(parse_requirement("80-real;90", "none")->ptx.empty());
   CHECK(parse_requirement("80", "highest")->ptx_highest);
   CHECK(parse_requirement("80", "90")->ptx == std::vector<Arch>{{90, Suffix::none}});
   CHECK(parse_requirement("sm_90a")->sass == std::vector<Arch>{{90, Suffix::a}});
-  auto g = parse_requirement("-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,code=sm_90");
-  REQUIRE(g.ok());
-  CHECK(g->sass == std::vector<Arch>{{80, Suffix::none}, {90, Suffix::none}});
-  CHECK(g->ptx == std::vector<Arch>{{80, Suffix::none}});
+  check_parsed("-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,code=sm_90",
+               {{80, Suffix::none}, {90, Suffix::none}}, {{80, Suffix::none}});
   auto bad = parse_requirement("86a");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.message().starts_with("--require: "));

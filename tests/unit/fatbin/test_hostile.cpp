@@ -23,21 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "byte_builder.hpp"
+
 using namespace archguard;
+using namespace fatbin_test;
 
 namespace {
-
-using Buf = std::vector<std::byte>;
-
-void put(Buf& b, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
-void put_at(Buf& b, std::size_t at, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
-}
-void pad_to(Buf& b, std::size_t align) {
-  while (b.size() % align != 0) b.push_back(std::byte{0});
-}
 
 /// One fatbin with one entry: `flags` 0x11 plus compression bits, payload as given.
 Buf fatbin_with(std::uint16_t kind, std::uint64_t flags, const Buf& payload, std::uint32_t compressed,

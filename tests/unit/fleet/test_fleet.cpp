@@ -38,6 +38,14 @@ std::string report(const std::string& node, const std::string& gpu, const std::s
          R"(","devices":[)" + devs + R"(],"steps":[],"verdict":"pass"})" + "\n";
 }
 
+// The fleet of node reports `text` (read as the file `where`), finished.
+Fleet merged(const std::string& text, const std::string& where = "-") {
+  Fleet f;
+  read_reports(text, where, f);
+  finish(f);
+  return f;
+}
+
 const Node* find(const Fleet& f, const std::string& name) {
   auto it = std::find_if(f.nodes.begin(), f.nodes.end(), [&](const Node& n) { return n.name == name; });
   return it == f.nodes.end() ? nullptr : &*it;
@@ -54,9 +62,7 @@ TEST_CASE("node reports concatenated as srun prints them are merged", "[fleet]")
                            report("gpu-b01", "NVIDIA A100-SXM4-80GB", "8.0", 2, "550.54.14", "12.4") +
                            "srun: error: gpu-x: task 2: Exited with exit code 3\n" +
                            report("gpu-c01", "NVIDIA GeForce RTX 5090", "12.0", 1, "", "12.8");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   REQUIRE(f.nodes.size() == 3);
   CHECK(f.documents == 3);
   const Node* a = find(f, "gpu-a01");
@@ -87,9 +93,7 @@ TEST_CASE("duplicate, malformed and foreign documents are named, never dropped s
                            R"({"schema":"archguard.check/2","devices":[]})" + "\n" + R"({"schema":"archguard.doctor/1","devices":[]})" + "\n" +
                            R"({"schema":"archguard.doctor/1","node":{"name":"bad"},"devices":[{"name":"x"}]})" + "\n" +
                            R"({"schema": "archguard.doctor/1", "node": {"name": "n2"}, "devices": [)" + "\n";
-  Fleet f;
-  read_reports(text, "reports.json", f);
-  finish(f);
+  Fleet f = merged(text, "reports.json");
   REQUIRE(f.nodes.size() == 1);
   // The newest report of n1 is kept.
   CHECK(f.nodes[0].gpus[0].name == "NVIDIA H200");
@@ -108,9 +112,7 @@ TEST_CASE("unlabelled interleaved output is named with the remedy, never merged"
   const std::string b = report("b", "NVIDIA A100-SXM4-80GB", "8.0", 1, "580.65.06", "13.0", "2026-12-02T04:00:00Z", "GPU-B");
   const std::size_t cut = a.find("H100");
   REQUIRE(cut != std::string::npos);
-  Fleet f;
-  read_reports(a.substr(0, cut) + "\n" + b + a.substr(cut), "plain.txt", f);
-  finish(f);
+  Fleet f = merged(a.substr(0, cut) + "\n" + b + a.substr(cut), "plain.txt");
   CHECK(f.nodes.size() <= 1);
   REQUIRE_FALSE(f.problems.empty());
   bool remedy = false;
@@ -136,9 +138,7 @@ TEST_CASE("a GPU UUID reported by two nodes is named", "[fleet]") {
   // The UUIDs carry the node name in this helper: make them equal.
   std::size_t at;
   while ((at = text.find("GPU-samepod-b")) != std::string::npos) text.replace(at, 13, "GPU-samepod-a");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   CHECK(f.nodes.size() == 2);
   CHECK(has_problem(f, "is reported by nodes pod-a and pod-b"));
 }
@@ -148,9 +148,7 @@ TEST_CASE("node groups: one per model and driver, nodes in natural order", "[fle
                            report("gpu2", "NVIDIA H100 80GB HBM3", "9.0", 8, "580.65.06", "13.0") +
                            report("gpu3", "NVIDIA H100 80GB HBM3", "9.0", 8, "570.86.15", "12.8") +
                            report("gpu1", "NVIDIA H100 80GB HBM3", "9.0", 8, "580.65.06", "13.0");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   REQUIRE(f.nodes.size() == 4);
   CHECK(f.nodes[0].name == "gpu1");
   CHECK(f.nodes[1].name == "gpu2");
@@ -173,9 +171,7 @@ TEST_CASE("node lists in Slurm's compressed form", "[fleet]") {
 TEST_CASE("the fleet CSV is what parse_fleet_csv reads, one line per GPU", "[fleet]") {
   const std::string text = report("gpu-a01", "NVIDIA H100 80GB HBM3", "9.0", 2, "580.65.06", "13.0") +
                            report("gpu-b01", "NVIDIA A100-SXM4-80GB", "8.0", 1, "550.54.14", "12.4");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   const std::string csv = to_csv(f);
   auto models = parse_fleet_csv(csv, "fleet.csv");
   REQUIRE(models);
@@ -188,13 +184,9 @@ TEST_CASE("the fleet CSV is what parse_fleet_csv reads, one line per GPU", "[fle
 TEST_CASE("a fleet report reads back as the same fleet", "[fleet]") {
   const std::string text = report("gpu-a01", "NVIDIA H100 80GB HBM3", "9.0", 2, "580.65.06", "13.0") +
                            report("gpu-b01", "NVIDIA A100-SXM4-80GB", "8.0", 1, "", "12.4");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   const std::string once = to_json(f);
-  Fleet g;
-  read_reports(once, "fleet.json", g);
-  finish(g);
+  Fleet g = merged(once, "fleet.json");
   CHECK(to_json(g) == once);
 }
 

@@ -35,14 +35,18 @@ const char* kTemplate = R"(template <typename T> __global__ void scale(T* p, T f
 Target sass(unsigned sm) { return {{sm, Suffix::none}, CodeKind::sass}; }
 Target ptx(unsigned sm) { return {{sm, Suffix::none}, CodeKind::ptx}; }
 
-std::unique_ptr<Compiler> compiler_in(const std::string& cache_dir) {
+std::unique_ptr<Compiler> compiler_with(const CacheOptions& cache) {
   CompilerOptions o;
-  CacheOptions c;
-  c.dir = cache_dir;
-  o.cache = c;
+  o.cache = cache;
   auto r = Compiler::create(o);
   REQUIRE(r.ok());
   return std::move(*r);
+}
+
+std::unique_ptr<Compiler> compiler_in(const std::string& cache_dir) {
+  CacheOptions c;
+  c.dir = cache_dir;
+  return compiler_with(c);
 }
 
 CompileRequest request(const char* src, Target t, std::string name = "saxpy.cu") {
@@ -285,14 +289,11 @@ TEST_CASE("a failed compile carries the log, the options and the numbered source
 }
 
 TEST_CASE("the cache can be disabled", "[jit]") {
-  CompilerOptions o;
   CacheOptions co;
   co.disabled = true;
-  o.cache = co;
-  auto c = Compiler::create(o);
-  REQUIRE(c.ok());
-  CHECK((*c)->cache() == nullptr);
-  auto r = (*c)->compile(request(kSaxpy, sass(90)));
+  auto c = compiler_with(co);
+  CHECK(c->cache() == nullptr);
+  auto r = c->compile(request(kSaxpy, sass(90)));
   REQUIRE(r.ok());
   CHECK_FALSE(r->from_cache);
   CHECK(r->cache_note == "cache disabled");
@@ -306,15 +307,10 @@ TEST_CASE("a cache that fails degrades to an uncached compile", "[jit][hostile]"
     const std::string dir = t.path + "/shared";
     fs::create_directories(dir);
     ::chmod(dir.c_str(), 0777);  // refused as insecure, even for root
-    CompilerOptions o;
-    CacheOptions co;
-    co.dir = dir;
-    o.cache = co;
-    auto c = Compiler::create(o);
-    REQUIRE(c.ok());
-    CHECK((*c)->cache() == nullptr);
-    CHECK((*c)->cache_problem().find("writable by group or others") != std::string::npos);
-    auto r = (*c)->compile(request(kSaxpy, sass(90)));
+    auto c = compiler_in(dir);
+    CHECK(c->cache() == nullptr);
+    CHECK(c->cache_problem().find("writable by group or others") != std::string::npos);
+    auto r = c->compile(request(kSaxpy, sass(90)));
     REQUIRE(r.ok());
     CHECK(is_elf(r->image));
     CHECK(r->cache_note.find("compiling without the cache") != std::string::npos);
