@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-# Sourced by the command-line test scripts (tests/cli/*.sh, tests/gpu/{link_drop,stale_tu}/run.sh);
-# each keeps its own `set` options.
+# Sourced by the command-line test scripts (tests/cli/*.sh, tests/gpu/{link_drop,stale_tu,run}/*.sh,
+# bench/run/bench_run.sh); each keeps its own `set` options.
 #   cli_tmp: tmp, a temporary directory removed when the script exits
 #   cli_nvcc: nvcc ($NVCC, else the one on PATH, else /usr/local/cuda/bin/nvcc); exits 77 (skip)
 #     when it is not executable
-#   cli_gpu_cc: cc, the compute capability of the first GPU nvidia-smi lists; exits 77 (skip)
-#     without one
+#   cli_gpu_cc [<why>]: cc, the compute capability of the first GPU nvidia-smi lists; exits 77
+#     ("skip: no GPU (<why>)") without one
+#   cli_usage <count> <given> <usage>: exits 2 with "usage: <usage>" unless <given> is <count>
 #   cli_count_failures: fails=0 and fail <text>, which prints FAIL and counts the failure
 #   expect <exit code> <regex the output must match (or -)> -- command...: runs the command,
 #     prints "ok: <command>" or FAIL with the first $expect_lines (default 30) lines of its
@@ -26,7 +27,14 @@ cli_nvcc() {
 
 cli_gpu_cc() {
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
-  [[ -n $cc ]] || { echo "skip: no GPU"; exit 77; }
+  [[ -n $cc ]] || { echo "skip: no GPU${1:+ ($1)}"; exit 77; }
+}
+
+cli_usage() {
+  if [[ $2 -ne $1 ]]; then
+    echo "usage: $3" >&2
+    exit 2
+  fi
 }
 
 cli_count_failures() {

@@ -38,12 +38,20 @@ std::string report(const std::string& node, const std::string& gpu, const std::s
          R"(","devices":[)" + devs + R"(],"steps":[],"verdict":"pass"})" + "\n";
 }
 
-// The fleet of node reports `text` (read as the file `where`), finished.
-Fleet merged(const std::string& text, const std::string& where = "-") {
+using Reader = void (*)(std::string_view text, std::string_view name, Fleet& into, const NameMap& names);
+
+// What `read` (read_slurm, read_kubernetes) makes of `text` read as the file `where`, finished.
+Fleet finished(Reader read, const std::string& text, const std::string& where, const NameMap& names = {}) {
   Fleet f;
-  read_reports(text, where, f);
+  read(text, where, f, names);
   finish(f);
   return f;
+}
+
+// The fleet of node reports `text` (read as the file `where`), finished.
+Fleet merged(const std::string& text, const std::string& where = "-") {
+  return finished([](std::string_view t, std::string_view n, Fleet& into, const NameMap&) { read_reports(t, n, into); }, text,
+                  where);
 }
 
 const Node* find(const Fleet& f, const std::string& name) {
@@ -191,9 +199,7 @@ TEST_CASE("a fleet report reads back as the same fleet", "[fleet]") {
 }
 
 TEST_CASE("Slurm: scontrol show node, GRES types mapped through the table", "[fleet]") {
-  Fleet f;
-  read_slurm(data("slurm/scontrol.txt"), "scontrol.txt", f);
-  finish(f);
+  Fleet f = finished(read_slurm, data("slurm/scontrol.txt"), "scontrol.txt");
   CHECK(f.documents == 5);
   const Node* a = find(f, "gpu-a01");
   REQUIRE(a != nullptr);
@@ -217,9 +223,7 @@ TEST_CASE("Slurm: scontrol show node, GRES types mapped through the table", "[fl
 }
 
 TEST_CASE("Slurm: a site's GPU names, and the one-line form", "[fleet]") {
-  Fleet f;
-  read_slurm("NodeName=x1 Arch=x86_64 Gres=gpu:mi250:2 State=IDLE\nNodeName=x2 Gres=gpu:H100:1 State=IDLE\n", "-", f, NameMap{{"MI250", Version2{9, 0}}});
-  finish(f);
+  Fleet f = finished(read_slurm, "NodeName=x1 Arch=x86_64 Gres=gpu:mi250:2 State=IDLE\nNodeName=x2 Gres=gpu:H100:1 State=IDLE\n", "-", NameMap{{"MI250", Version2{9, 0}}});
   CHECK(f.problems.empty());
   REQUIRE(f.nodes.size() == 2);
   CHECK(f.nodes[0].gpus[0].cc == Version2{9, 0});
@@ -227,9 +231,7 @@ TEST_CASE("Slurm: a site's GPU names, and the one-line form", "[fleet]") {
 }
 
 TEST_CASE("Slurm: sinfo lists a node once per partition", "[fleet]") {
-  Fleet f;
-  read_slurm(data("slurm/sinfo.txt"), "sinfo.txt", f);
-  finish(f);
+  Fleet f = finished(read_slurm, data("slurm/sinfo.txt"), "sinfo.txt");
   CHECK(f.problems.empty());
   REQUIRE(f.nodes.size() == 6);
   CHECK(f.nodes[0].name == "gpu-a01");
@@ -243,9 +245,7 @@ TEST_CASE("Slurm: sinfo lists a node once per partition", "[fleet]") {
 }
 
 TEST_CASE("Kubernetes: GPU Feature Discovery labels", "[fleet]") {
-  Fleet f;
-  read_kubernetes(data("kubernetes/nodes.json"), "nodes.json", f);
-  finish(f);
+  Fleet f = finished(read_kubernetes, data("kubernetes/nodes.json"), "nodes.json");
   CHECK(f.documents == 5);
   const Node* h = find(f, "dgx-h100-01");
   REQUIRE(h != nullptr);
