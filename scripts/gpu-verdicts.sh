@@ -50,7 +50,4 @@ grep -E ': package ' "$OUT/site-check.log" | cut -c1-240 | head -n 10 | sed 's/^
 
 say ""
 say "## driver oracle (capped)"
-timeout 420 python3 tests/gpu/driver_oracle.py "$ag" "$sp" /usr/local/cuda/lib64 --budget "${ORACLE_BUDGET:-150}" \
-  --report "$OUT/oracle.md" > "$OUT/oracle.log" 2>&1
-say "- exit $?"
-tail -n 12 "$OUT/oracle.log" | sed 's/^/    /' | tee -a "$summary"
+gpu_oracle 420 150 12 "$sp" /usr/local/cuda/lib64

@@ -10,6 +10,9 @@
 #   gpu_build <log> <label> <ON|OFF> [<target>...]: configure $build (tests ON or OFF, no samples)
 #     and build it (the targets, else everything) into $OUT/<log>; says "- <label>: exit ..." and
 #     stops the script when the build fails; sets ag (the archguard it built)
+#   gpu_oracle <timeout s> <budget s> <lines> <dir>...: tests/gpu/driver_oracle.py on the dirs
+#     (ORACLE_BUDGET, default <budget>: seconds of loading) into $OUT/oracle.log and oracle.md;
+#     says its exit status and the log's last <lines> lines
 
 gpu_setup() {
   OUT="${OUT:-$here/$1}"
@@ -44,4 +47,13 @@ gpu_build() {
   say "- $label: exit $rc in $(( $(date +%s) - t0 )) s"
   if [ "$rc" != 0 ]; then tail -n 40 "$OUT/$log"; exit 1; fi
   ag="$build/bin/archguard"
+}
+
+gpu_oracle() {
+  local limit=$1 budget=$2 lines=$3
+  shift 3
+  timeout "$limit" python3 tests/gpu/driver_oracle.py "$ag" "$@" --budget "${ORACLE_BUDGET:-$budget}" \
+    --report "$OUT/oracle.md" > "$OUT/oracle.log" 2>&1
+  say "- exit $?"
+  tail -n "$lines" "$OUT/oracle.log" | sed 's/^/    /' | tee -a "$summary"
 }

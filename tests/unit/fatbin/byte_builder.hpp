@@ -24,6 +24,47 @@ inline void put_at(Buf& b, std::size_t at, std::uint64_t v, int n) {
 inline void pad_to(Buf& b, std::size_t align) {
   while (b.size() % align != 0) b.push_back(std::byte{0});
 }
+/// The 0x40-byte header of a fatbin entry (the fields in file order).
+struct EntryHeader {
+  std::uint16_t kind = 2;
+  std::uint32_t header_size = 0x40;
+  std::uint64_t payload_size = 0;
+  std::uint32_t compressed = 0;
+  std::uint32_t options_at = 0;
+  std::uint16_t minor = 8, major = 1;
+  std::uint32_t arch = 80;
+  std::uint32_t identifier_at = 0, identifier_size = 0;
+  std::uint64_t flags = 0x11;
+  std::uint64_t uncompressed = 0;
+};
+/// Appends `h` (version 0x0101, the reserved word zero).
+inline void put_entry_header(Buf& b, const EntryHeader& h) {
+  put(b, h.kind, 2);
+  put(b, 0x0101, 2);
+  put(b, h.header_size, 4);
+  put(b, h.payload_size, 8);
+  put(b, h.compressed, 4);
+  put(b, h.options_at, 4);
+  put(b, h.minor, 2);
+  put(b, h.major, 2);
+  put(b, h.arch, 4);
+  put(b, h.identifier_at, 4);
+  put(b, h.identifier_size, 4);
+  put(b, h.flags, 8);
+  put(b, 0, 8);
+  put(b, h.uncompressed, 8);
+}
+/// A fatbin: its 16-byte header (magic, version 1, header size 16, the size of `entries`), then
+/// `entries`.
+inline Buf fatbin_around(const Buf& entries, std::uint32_t magic) {
+  Buf f;
+  put(f, magic, 4);
+  put(f, 1, 2);
+  put(f, 16, 2);
+  put(f, entries.size(), 8);
+  f.insert(f.end(), entries.begin(), entries.end());
+  return f;
+}
 /// The bytes of `s`.
 inline Buf bytes_of(std::string_view s) {
   Buf b;

@@ -34,28 +34,13 @@ namespace {
 Buf fatbin_with(std::uint16_t kind, std::uint64_t flags, const Buf& payload, std::uint32_t compressed,
                 std::uint64_t uncompressed) {
   Buf e;
-  put(e, kind, 2);
-  put(e, 0x0101, 2);
-  put(e, 0x40, 4);
-  put(e, payload.size(), 8);
-  put(e, compressed, 4);
-  put(e, 0, 4);
-  put(e, 8, 2);  // minor
-  put(e, 1, 2);  // major
-  put(e, 80, 4);
-  put(e, 0, 4);
-  put(e, 0, 4);
-  put(e, flags, 8);
-  put(e, 0, 8);
-  put(e, uncompressed, 8);
+  put_entry_header(e, {.kind = kind,
+                       .payload_size = payload.size(),
+                       .compressed = compressed,
+                       .flags = flags,
+                       .uncompressed = uncompressed});
   e.insert(e.end(), payload.begin(), payload.end());
-  Buf f;
-  put(f, kFatbinMagic, 4);
-  put(f, 1, 2);
-  put(f, 16, 2);
-  put(f, e.size(), 8);
-  f.insert(f.end(), e.begin(), e.end());
-  return f;
+  return fatbin_around(e, kFatbinMagic);
 }
 
 long max_rss_kib() {

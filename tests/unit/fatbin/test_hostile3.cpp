@@ -93,27 +93,10 @@ Buf make_elf(const Buf& shstr, const std::vector<Sec>& secs, std::uint16_t machi
 Buf fatbin_of(std::uint16_t kind, unsigned arch, const Buf& payload) {
   Buf p = payload;
   pad_to(p, 8);
-  Buf f;
-  put(f, kFatbinMagic, 4);
-  put(f, 1, 2);
-  put(f, 16, 2);
-  put(f, 0x40 + p.size(), 8);
-  put(f, kind, 2);
-  put(f, 0x0101, 2);
-  put(f, 0x40, 4);
-  put(f, p.size(), 8);
-  put(f, 0, 4);  // compressed size
-  put(f, 0, 4);  // options
-  put(f, 8, 2);
-  put(f, 1, 2);
-  put(f, arch, 4);
-  put(f, 0, 4);
-  put(f, 0, 4);
-  put(f, 0x11, 8);
-  put(f, 0, 8);
-  put(f, 0, 8);
-  f.insert(f.end(), p.begin(), p.end());
-  return f;
+  Buf e;
+  put_entry_header(e, {.kind = kind, .payload_size = p.size(), .arch = arch});
+  e.insert(e.end(), p.begin(), p.end());
+  return fatbin_around(e, kFatbinMagic);
 }
 
 }  // namespace

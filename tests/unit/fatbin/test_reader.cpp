@@ -70,20 +70,18 @@ Buf make_entry(const EntrySpec& s) {
   Buf payload = s.payload;
   pad_to(payload, 8);
   Buf e;
-  put(e, s.kind, 2);
-  put(e, 0x0101, 2);
-  put(e, 0x40 + ext.size(), 4);
-  put(e, payload.size(), 8);
-  put(e, s.compressed, 4);
-  put(e, opt_at, 4);
-  put(e, s.minor, 2);
-  put(e, s.major, 2);
-  put(e, s.arch, 4);
-  put(e, id_off, 4);
-  put(e, id_len, 4);
-  put(e, s.flags, 8);
-  put(e, 0, 8);
-  put(e, s.uncompressed, 8);
+  put_entry_header(e, {.kind = s.kind,
+                       .header_size = static_cast<std::uint32_t>(0x40 + ext.size()),
+                       .payload_size = payload.size(),
+                       .compressed = s.compressed,
+                       .options_at = opt_at,
+                       .minor = s.minor,
+                       .major = s.major,
+                       .arch = s.arch,
+                       .identifier_at = id_off,
+                       .identifier_size = id_len,
+                       .flags = s.flags,
+                       .uncompressed = s.uncompressed});
   e.insert(e.end(), ext.begin(), ext.end());
   e.insert(e.end(), payload.begin(), payload.end());
   return e;
@@ -95,13 +93,7 @@ Buf make_fatbin(const std::vector<EntrySpec>& entries) {
     Buf e = make_entry(s);
     body.insert(body.end(), e.begin(), e.end());
   }
-  Buf f;
-  put(f, kFatbinMagic, 4);
-  put(f, 1, 2);
-  put(f, 16, 2);
-  put(f, body.size(), 8);
-  f.insert(f.end(), body.begin(), body.end());
-  return f;
+  return fatbin_around(body, kFatbinMagic);
 }
 
 std::string first_error(const Buf& b, const std::string& name = "t.fatbin") {
