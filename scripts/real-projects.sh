@@ -165,10 +165,13 @@ break_one() {
   fi
 }
 
-# unpack <sdist> <dir>: <sdist> unpacked afresh into <dir>.
-unpack() {
-  rm -rf "$2"; mkdir -p "$2"
-  tar -xzf "$1" -C "$2" --strip-components=1
+# unpack_sdist <name> <version> [<file stem>]: src, the sdist (fetch_sdist) unpacked afresh into
+# $cache/src/<name>-<version>; fails when it cannot be fetched, exits when it cannot be unpacked.
+unpack_sdist() {
+  local tgz
+  tgz=$(fetch_sdist "$@") || return 1
+  src=$cache/src/$1-$2
+  { rm -rf "$src" && mkdir -p "$src" && tar -xzf "$tgz" -C "$src" --strip-components=1; } || exit 1
 }
 # add_module <name> <CMakeLists.txt> <sed address> <indent> [<where>]: the module path and
 # include(CudaArchGuard) inserted (indented) after the line the address finds, which enables CUDA;
@@ -185,9 +188,7 @@ status=0
 lgbm_version=${LIGHTGBM_VERSION:-4.7.0}
 if ! want lightgbm; then
   :
-elif tgz=$(fetch_sdist lightgbm "$lgbm_version"); then
-  src=$cache/src/lightgbm-$lgbm_version
-  unpack "$tgz" "$src"
+elif unpack_sdist lightgbm "$lgbm_version"; then
   # The documented way: module path + include right after the project enables CUDA.
   add_module lightgbm "$src/CMakeLists.txt" "/enable_language(CUDA)/" "  "
   # LightGBM 4.7 with CUDA needs NCCL; CUDA 13 installs ship it under the toolkit root.
@@ -200,9 +201,7 @@ fi
 llama_version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
 if ! want ggml; then
   :
-elif tgz=$(fetch_sdist llama-cpp-python "$llama_version" llama_cpp_python); then
-  src=$cache/src/llama-cpp-python-$llama_version
-  unpack "$tgz" "$src"
+elif unpack_sdist llama-cpp-python "$llama_version" llama_cpp_python; then
   # ggml-cuda's CMakeLists.txt computes its list when CMAKE_CUDA_ARCHITECTURES is not defined,
   # then enables CUDA: the module goes right after that.
   cu=$src/vendor/llama.cpp/ggml/src/ggml-cuda/CMakeLists.txt
@@ -225,9 +224,7 @@ fi
 xgb_version=${XGBOOST_VERSION:-3.2.0}
 if ! want xgboost; then
   :
-elif tgz=$(fetch_sdist xgboost "$xgb_version"); then
-  src=$cache/src/xgboost-$xgb_version
-  unpack "$tgz" "$src"
+elif unpack_sdist xgboost "$xgb_version"; then
   # The PyPI sdist carries the C++ project in cpp_src/; its CMakeLists.txt enables CUDA, then
   # computes CMAKE_CUDA_ARCHITECTURES (compute_cmake_cuda_archs in cmake/Utils.cmake).
   top=$src/cpp_src/CMakeLists.txt

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "corpus_lines.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -305,12 +307,8 @@ TEST_CASE("fleet files: the corpus shared with the CMake reader", "[coverage][fl
   // tests/data/fleet/EXPECTED.txt: <file>|<sms> or <file>|ERROR|<line>|<fragment>; the CMake
   // reader runs over the same lines (tests/cmake/check_fleet.cmake).
   const std::string dir = ARCHGUARD_SOURCE_DIR "/tests/data/fleet/";
-  std::ifstream expected(dir + "EXPECTED.txt");
-  REQUIRE(expected.good());
-  std::string line;
   int cases = 0;
-  while (std::getline(expected, line)) {
-    if (line.empty() || line[0] == '#') continue;
+  for (const std::string& line : corpus_lines(dir + "EXPECTED.txt")) {
     std::vector<std::string> f;
     for (std::size_t pos = 0;;) {
       const std::size_t bar = line.find('|', pos);

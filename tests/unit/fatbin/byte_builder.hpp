@@ -72,4 +72,60 @@ inline Buf bytes_of(std::string_view s) {
   return b;
 }
 
+/// A section of the ELF file make_elf builds; `name` is an offset in .shstrtab.
+struct Sec {
+  std::uint32_t name = 0, type = 0;
+  std::uint64_t flags = 0, addr = 0;
+  Buf body;
+  std::uint32_t link = 0;
+  std::uint64_t entsize = 0;
+};
+
+/// An ELF64 file of `machine` and `type` whose section 1 is the .shstrtab `shstr` (named by
+/// `shstr_name`, by default unnamed), then `secs`; `extra_headers` more section headers copy
+/// header `copy_of` (name bombs).
+inline Buf make_elf(const Buf& shstr, const std::vector<Sec>& secs, std::uint16_t machine = 62, std::uint16_t type = 3,
+                    std::size_t extra_headers = 0, std::size_t copy_of = 0, std::uint32_t shstr_name = 0) {
+  Buf out(64, std::byte{0});
+  struct Placed {
+    const Sec* s;
+    std::uint64_t offset;
+  };
+  std::vector<Sec> all{Sec{}, Sec{shstr_name, 3, 0, 0, shstr}};
+  all.insert(all.end(), secs.begin(), secs.end());
+  std::vector<std::uint64_t> offsets;
+  for (const Sec& s : all) {
+    pad_to(out, 8);
+    offsets.push_back(out.size());
+    out.insert(out.end(), s.body.begin(), s.body.end());
+  }
+  pad_to(out, 8);
+  const std::uint64_t shoff = out.size();
+  auto header = [&out](const Sec& s, std::uint64_t offset) {
+    put(out, s.name, 4);
+    put(out, s.type, 4);
+    put(out, s.flags, 8);
+    put(out, s.addr, 8);
+    put(out, offset, 8);
+    put(out, s.body.size(), 8);
+    put(out, s.link, 4);
+    put(out, 0, 4);
+    put(out, 8, 8);
+    put(out, s.entsize, 8);
+  };
+  for (std::size_t i = 0; i < all.size(); ++i) header(all[i], i == 0 ? 0 : offsets[i]);
+  for (std::size_t i = 0; i < extra_headers; ++i) header(all[copy_of], offsets[copy_of]);
+  const unsigned char ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  for (int i = 0; i < 16; ++i) out[static_cast<std::size_t>(i)] = std::byte{ident[i]};
+  put_at(out, 16, type, 2);
+  put_at(out, 18, machine, 2);
+  put_at(out, 20, 1, 4);
+  put_at(out, 40, shoff, 8);
+  put_at(out, 52, 64, 2);
+  put_at(out, 58, 64, 2);
+  put_at(out, 60, all.size() + extra_headers, 2);
+  put_at(out, 62, 1, 2);
+  return out;
+}
+
 }  // namespace fatbin_test

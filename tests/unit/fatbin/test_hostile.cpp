@@ -65,20 +65,6 @@ Buf elf_with_wrappers(std::size_t wrappers) {
   name("");
   const auto n_shstr = name(".shstrtab"), n_fb = name(".nv_fatbin"), n_seg = name(".nvFatBinSegment"),
              n_rela = name(".rela.dyn");
-  Buf out(64, std::byte{0});
-  struct Sec {
-    std::uint32_t name, type;
-    std::uint64_t flags, addr, offset, size, entsize;
-  };
-  std::vector<Sec> secs{{0, 0, 0, 0, 0, 0, 0}};
-  auto add = [&](std::uint32_t nm, std::uint32_t type, std::uint64_t flags, std::uint64_t addr, const Buf& body,
-                 std::uint64_t entsize) {
-    pad_to(out, 8);
-    secs.push_back({nm, type, flags, addr, out.size(), body.size(), entsize});
-    out.insert(out.end(), body.begin(), body.end());
-  };
-  add(n_shstr, 3, 0, 0, shstr, 0);
-  add(n_fb, 1, 2, 0x10000, fb, 0);
   Buf seg, rela;
   for (std::size_t i = 0; i < wrappers; ++i) {
     put(seg, kFatbinWrapperMagic, 4);
@@ -91,33 +77,10 @@ Buf elf_with_wrappers(std::size_t wrappers) {
     put(rela, 8, 8);  // R_X86_64_RELATIVE
     put(rela, 0x10000, 8);
   }
-  add(n_seg, 1, 3, 0x100000, seg, 0);
-  add(n_rela, 4, 2, 0x200000, rela, 24);
-  pad_to(out, 8);
-  const std::uint64_t shoff = out.size();
-  for (const Sec& s : secs) {
-    put(out, s.name, 4);
-    put(out, s.type, 4);
-    put(out, s.flags, 8);
-    put(out, s.addr, 8);
-    put(out, s.offset, 8);
-    put(out, s.size, 8);
-    put(out, 0, 4);
-    put(out, 0, 4);
-    put(out, 8, 8);
-    put(out, s.entsize, 8);
-  }
-  const unsigned char ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
-  for (int i = 0; i < 16; ++i) out[static_cast<std::size_t>(i)] = std::byte{ident[i]};
-  put_at(out, 16, 3, 2);   // ET_DYN
-  put_at(out, 18, 62, 2);  // x86-64
-  put_at(out, 20, 1, 4);
-  put_at(out, 40, shoff, 8);
-  put_at(out, 52, 64, 2);
-  put_at(out, 58, 64, 2);
-  put_at(out, 60, secs.size(), 2);
-  put_at(out, 62, 1, 2);
-  return out;
+  // ET_DYN (3) for x86-64 (62).
+  return make_elf(shstr,
+                  {Sec{n_fb, 1, 2, 0x10000, fb}, Sec{n_seg, 1, 3, 0x100000, seg}, Sec{n_rela, 4, 2, 0x200000, rela, 0, 24}},
+                  62, 3, 0, 0, n_shstr);
 }
 
 double seconds_to_read(const Buf& elf_bytes) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace archguard;
@@ -285,21 +286,27 @@ TEST_CASE("Kubernetes: what is not a node list is refused", "[fleet]") {
 }
 
 TEST_CASE("GPU names to capabilities through the table's products", "[fleet][arch]") {
-  auto cc = [](const char* n) { return cc_for_gpu_name(n); };
-  CHECK(cc("a100") == Version2{8, 0});
-  CHECK(cc("NVIDIA A100-SXM4-80GB") == Version2{8, 0});
-  CHECK(cc("a10") == Version2{8, 6});
-  CHECK(cc("h100_80gb") == Version2{9, 0});
-  CHECK(cc("NVIDIA GH200 480GB") == Version2{9, 0});
-  CHECK(cc("rtx5090") == Version2{12, 0});
-  CHECK(cc("NVIDIA GeForce RTX 5090") == Version2{12, 0});
-  CHECK(cc("NVIDIA RTX 6000 Ada Generation") == Version2{8, 9});
-  CHECK(cc("Quadro RTX 6000") == Version2{7, 5});
-  CHECK(cc("NVIDIA RTX PRO 6000 Blackwell Server Edition") == Version2{12, 0});
-  CHECK(cc("Tesla V100-SXM2-16GB") == Version2{7, 0});
-  CHECK(cc("l4") == Version2{8, 9});
-  CHECK(cc("B200") == Version2{10, 0});
-  CHECK(!cc("mi250"));
-  CHECK(!cc("gpu"));
-  CHECK(!cc(""));
+  const std::pair<const char*, Version2> known[] = {
+      {"a100", {8, 0}},
+      {"NVIDIA A100-SXM4-80GB", {8, 0}},
+      {"a10", {8, 6}},
+      {"h100_80gb", {9, 0}},
+      {"NVIDIA GH200 480GB", {9, 0}},
+      {"rtx5090", {12, 0}},
+      {"NVIDIA GeForce RTX 5090", {12, 0}},
+      {"NVIDIA RTX 6000 Ada Generation", {8, 9}},
+      {"Quadro RTX 6000", {7, 5}},
+      {"NVIDIA RTX PRO 6000 Blackwell Server Edition", {12, 0}},
+      {"Tesla V100-SXM2-16GB", {7, 0}},
+      {"l4", {8, 9}},
+      {"B200", {10, 0}},
+  };
+  for (const auto& [name, cc] : known) {
+    INFO(name);
+    CHECK(cc_for_gpu_name(name) == cc);
+  }
+  for (const char* name : {"mi250", "gpu", ""}) {
+    INFO(name);
+    CHECK(!cc_for_gpu_name(name));
+  }
 }
