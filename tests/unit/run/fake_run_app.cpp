@@ -79,6 +79,17 @@ std::vector<char> read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// The file `path` mapped read-only for the rest of the run; its size in `size`.
+const void* map_file(const std::string& path, size_t& size) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  struct stat sb {};
+  if (fd < 0 || ::fstat(fd, &sb) != 0) die("cannot open " + path);
+  size = static_cast<size_t>(sb.st_size);
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (m == MAP_FAILED) die("cannot map " + path);
+  return m;
+}
+
 void init() {
   if (const char* cuda = std::getenv("FAKE_LIBCUDA"))
     if (::dlopen(cuda, RTLD_NOW | RTLD_GLOBAL) == nullptr) die(std::string("cannot load ") + cuda);
@@ -148,12 +159,8 @@ int main(int argc, char** argv) {
       keep.push_back(read_file(arg(1)));
       load(keep.back().data(), nullptr, std::atoi(arg(2).c_str()));
     } else if (w == "loadmapped") {
-      const int fd = ::open(arg(1).c_str(), O_RDONLY);
-      struct stat sb {};
-      if (fd < 0 || ::fstat(fd, &sb) != 0) die("cannot open " + arg(1));
-      void* m = ::mmap(nullptr, static_cast<size_t>(sb.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (m == MAP_FAILED) die("cannot map " + arg(1));
-      load(m, nullptr, std::atoi(arg(2).c_str()));
+      size_t size = 0;
+      load(map_file(arg(1), size), nullptr, std::atoi(arg(2).c_str()));
     } else if (w == "loadfile") {
       load(nullptr, arg(1).c_str(), std::atoi(arg(2).c_str()));
     } else if (w == "getfunction") {
@@ -162,13 +169,8 @@ int main(int argc, char** argv) {
       CUresult r = static_cast<CUresult>(std::atoi(arg(2).c_str()));
       api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, "cuModuleGetFunction", &p, &r);
     } else if (w == "libload") {
-      const int fd = ::open(arg(1).c_str(), O_RDONLY);
-      struct stat sb {};
-      if (fd < 0 || ::fstat(fd, &sb) != 0) die("cannot open " + arg(1));
-      const auto size = static_cast<size_t>(sb.st_size);
-      void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (m == MAP_FAILED) die("cannot map " + arg(1));
-      const auto* bytes = static_cast<const unsigned char*>(m);
+      size_t size = 0;
+      const auto* bytes = static_cast<const unsigned char*>(map_file(arg(1), size));
       const void* fatbin = nullptr;
       int skip = st.size() > 2 ? std::atoi(st[2].c_str()) : 0;
       for (size_t o = 0; o + 16 <= size && fatbin == nullptr; o += 8) {
