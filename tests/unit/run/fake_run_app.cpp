@@ -79,6 +79,13 @@ std::vector<char> read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// A driver API call `name` (callback `cbid`) with `params` that returned `result` (a number).
+template <typename Params>
+void driver_call(unsigned cbid, const char* name, Params params, const std::string& result) {
+  CUresult r = static_cast<CUresult>(std::atoi(result.c_str()));
+  api(CUPTI_CB_DOMAIN_DRIVER_API, cbid, name, &params, &r);
+}
+
 // The file `path` mapped read-only for the rest of the run; its size in `size`.
 const void* map_file(const std::string& path, size_t& size) {
   const int fd = ::open(path.c_str(), O_RDONLY);
@@ -165,9 +172,8 @@ int main(int argc, char** argv) {
       load(nullptr, arg(1).c_str(), std::atoi(arg(2).c_str()));
     } else if (w == "getfunction") {
       CUfunction f = nullptr;
-      cuModuleGetFunction_params p{&f, static_cast<CUmodule>(g_last_module), arg(1).c_str()};
-      CUresult r = static_cast<CUresult>(std::atoi(arg(2).c_str()));
-      api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, "cuModuleGetFunction", &p, &r);
+      driver_call(CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, "cuModuleGetFunction",
+                  cuModuleGetFunction_params{&f, static_cast<CUmodule>(g_last_module), arg(1).c_str()}, arg(2));
     } else if (w == "libload") {
       size_t size = 0;
       const auto* bytes = static_cast<const unsigned char*>(map_file(arg(1), size));
@@ -189,9 +195,8 @@ int main(int argc, char** argv) {
       g_last_module = lib;
     } else if (w == "getkernel") {
       CUkernel k = nullptr;
-      cuLibraryGetKernel_params p{&k, static_cast<CUlibrary>(g_last_module), arg(1).c_str()};
-      CUresult r = static_cast<CUresult>(std::atoi(arg(2).c_str()));
-      api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel, "cuLibraryGetKernel", &p, &r);
+      driver_call(CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel, "cuLibraryGetKernel",
+                  cuLibraryGetKernel_params{&k, static_cast<CUlibrary>(g_last_module), arg(1).c_str()}, arg(2));
     } else if (w == "module") {
       keep.push_back(read_file(arg(1)));
       hooks();
