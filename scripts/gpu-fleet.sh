@@ -10,27 +10,11 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-OUT="${OUT:-$here/gpu-fleet-out}"
-mkdir -p "$OUT"
-jobs="${JOBS:-$(nproc)}"
-build="${BUILD_DIR:-/tmp/archguard-fleet-build}"
-export PATH="$PATH:/usr/local/cuda/bin"
-summary="$OUT/fleet-summary.md"
-: > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
-say "# fleet on $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>&1 | head -n1), $(date -u '+%Y-%m-%d %H:%M UTC')"
-say "- commit: ${GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}; $(nproc) cores"
-# shellcheck source=lib/gpu-deps.sh
-. "$here/scripts/lib/gpu-deps.sh"
-say "- $deps_note"
-t0=$(date +%s)
-{ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCHGUARD_BUILD_SAMPLES=OFF \
-        -DARCHGUARD_BUILD_TESTS=ON "${extra[@]}" &&
-  cmake --build "$build" -j "$jobs"; } > "$OUT/build.log" 2>&1
-rc=$?
-say "- build (tests included): exit $rc in $(( $(date +%s) - t0 )) s"
-if [ "$rc" != 0 ]; then tail -n 40 "$OUT/build.log"; exit 1; fi
-ag="$build/bin/archguard"
+# shellcheck source=lib/gpu-common.sh
+. "$here/scripts/lib/gpu-common.sh"
+gpu_setup gpu-fleet-out /tmp/archguard-fleet-build fleet-summary.md
+gpu_header fleet
+gpu_build build.log "build (tests included)" ON
 fake="$build/tests/fake/libarchguard_fake_libcuda.so"
 work="$(mktemp -d)"
 

@@ -8,27 +8,11 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-OUT="${OUT:-$here/gpu-run-out}"
-mkdir -p "$OUT"
-jobs="${JOBS:-$(nproc)}"
-build="${BUILD_DIR:-/tmp/archguard-run-build}"
-export PATH="$PATH:/usr/local/cuda/bin"
-summary="$OUT/run-summary.md"
-: > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
-say "# archguard run on $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>&1 | head -n1), $(date -u '+%Y-%m-%d %H:%M UTC')"
-say "- commit: ${GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}; $(nproc) cores"
-# shellcheck source=lib/gpu-deps.sh
-. "$here/scripts/lib/gpu-deps.sh"
-say "- $deps_note"
-t0=$(date +%s)
-{ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCHGUARD_BUILD_SAMPLES=OFF \
-        -DARCHGUARD_BUILD_TESTS=ON "${extra[@]}" &&
-  cmake --build "$build" -j "$jobs" --target archguard archguard_inject; } > "$OUT/run-build.log" 2>&1
-rc=$?
-say "- build: exit $rc in $(( $(date +%s) - t0 )) s"
-if [ "$rc" != 0 ]; then tail -n 40 "$OUT/run-build.log"; exit 1; fi
-ag="$build/bin/archguard"
+# shellcheck source=lib/gpu-common.sh
+. "$here/scripts/lib/gpu-common.sh"
+gpu_setup gpu-run-out /tmp/archguard-run-build run-summary.md
+gpu_header "archguard run"
+gpu_build run-build.log build ON archguard archguard_inject
 work=/tmp/archguard-run-mode
 t0=$(date +%s)
 ARCHGUARD_RUN_TEST_KEEP="$work/keep" bash tests/gpu/run/run_mode.sh "$ag" "$(command -v nvcc)" "$work" > "$OUT/run-mode.log" 2>&1

@@ -11,17 +11,12 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-OUT="${OUT:-$here/gpu-validation-out}"
-mkdir -p "$OUT"
-jobs="${JOBS:-$(nproc)}"
-build="${BUILD_DIR:-/tmp/archguard-gpu-build}"
-export PATH="$PATH:/usr/local/cuda/bin"
-summary="$OUT/summary.md"
+# shellcheck source=lib/gpu-common.sh
+. "$here/scripts/lib/gpu-common.sh"
+gpu_setup gpu-validation-out /tmp/archguard-gpu-build summary.md
 t_start=$(date +%s)
 stamp() { echo "$(( $(date +%s) - t_start ))s"; }
-say() { echo "$*" | tee -a "$summary"; }
 
-: > "$summary"
 say "# GPU validation, $(date -u '+%Y-%m-%d %H:%M UTC')"
 say ""
 say "- host: $(uname -srm), $(nproc) cores"
@@ -146,10 +141,7 @@ grep -E "ok:|^exit" "$OUT/realsw.log" | sed 's/^/    /' | tee -a "$summary"
 # failure or a false alarm fails it. ORACLE_BUDGET: seconds of loading (default 240).
 say ""
 say "## driver oracle: archguard check against cuModuleLoadDataEx, fatbin by fatbin ($(stamp))"
-timeout 600 python3 tests/gpu/driver_oracle.py "$ag" "$sp" /usr/local/cuda/lib64 --budget "${ORACLE_BUDGET:-240}" \
-  --report "$OUT/oracle.md" > "$OUT/oracle.log" 2>&1
-say "- exit $?"
-tail -n 25 "$OUT/oracle.log" | sed 's/^/    /' | tee -a "$summary"
+gpu_oracle 600 240 25 "$sp" /usr/local/cuda/lib64
 
 # ---- binaries built elsewhere (e.g. by a newer nvcc than this machine has) -------------------
 # PTX_BINARIES: executables built here with another toolkit; each runs, and archguard check predicts

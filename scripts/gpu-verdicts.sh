@@ -9,28 +9,12 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-OUT="${OUT:-$here/gpu-verdicts-out}"
-mkdir -p "$OUT"
-jobs="${JOBS:-$(nproc)}"
-build="${BUILD_DIR:-/tmp/archguard-verdicts-build}"
-export PATH="$PATH:/usr/local/cuda/bin"
-summary="$OUT/verdicts-summary.md"
-: > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
+# shellcheck source=lib/gpu-common.sh
+. "$here/scripts/lib/gpu-common.sh"
+gpu_setup gpu-verdicts-out /tmp/archguard-verdicts-build verdicts-summary.md
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
-say "# verdicts on $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>&1 | head -n1), $(date -u '+%Y-%m-%d %H:%M UTC')"
-say "- commit: ${GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}; $(nproc) cores"
-# shellcheck source=lib/gpu-deps.sh
-. "$here/scripts/lib/gpu-deps.sh"
-say "- $deps_note"
-t0=$(date +%s)
-{ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCHGUARD_BUILD_SAMPLES=OFF \
-        -DARCHGUARD_BUILD_TESTS=OFF "${extra[@]}" &&
-  cmake --build "$build" -j "$jobs" --target archguard; } > "$OUT/build.log" 2>&1
-rc=$?
-say "- build: exit $rc in $(( $(date +%s) - t0 )) s"
-if [ "$rc" != 0 ]; then tail -n 40 "$OUT/build.log"; exit 1; fi
-ag="$build/bin/archguard"
+gpu_header verdicts
+gpu_build build.log build OFF archguard
 
 say ""
 say "## tests/gpu/link_drop: predicted vs real launches"
@@ -66,7 +50,4 @@ grep -E ': package ' "$OUT/site-check.log" | cut -c1-240 | head -n 10 | sed 's/^
 
 say ""
 say "## driver oracle (capped)"
-timeout 420 python3 tests/gpu/driver_oracle.py "$ag" "$sp" /usr/local/cuda/lib64 --budget "${ORACLE_BUDGET:-150}" \
-  --report "$OUT/oracle.md" > "$OUT/oracle.log" 2>&1
-say "- exit $?"
-tail -n 12 "$OUT/oracle.log" | sed 's/^/    /' | tee -a "$summary"
+gpu_oracle 420 150 12 "$sp" /usr/local/cuda/lib64

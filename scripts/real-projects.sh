@@ -165,6 +165,22 @@ break_one() {
   fi
 }
 
+# unpack_sdist <name> <version> [<file stem>]: src, the sdist (fetch_sdist) unpacked afresh into
+# $cache/src/<name>-<version>; fails when it cannot be fetched, exits when it cannot be unpacked.
+unpack_sdist() {
+  local tgz
+  tgz=$(fetch_sdist "$@") || return 1
+  src=$cache/src/$1-$2
+  { rm -rf "$src" && mkdir -p "$src" && tar -xzf "$tgz" -C "$src" --strip-components=1; } || exit 1
+}
+# add_module <name> <CMakeLists.txt> <sed address> <indent> [<where>]: the module path and
+# include(CudaArchGuard) inserted (indented) after the line the address finds, which enables CUDA;
+# without one, says "<name>: no enable_language(CUDA) found<where>" and exits.
+add_module() {
+  sed -i "$3a\\$4list(APPEND CMAKE_MODULE_PATH \"$repo/cmake/Modules\")\\n$4include(CudaArchGuard)" "$2"
+  grep -q "include(CudaArchGuard)" "$2" || { say "$1: no enable_language(CUDA) found${5:-}"; exit 1; }
+}
+
 want() { case " ${REAL_PROJECTS:-lightgbm ggml xgboost} " in *" $1 "*) return 0;; esac; return 1; }
 
 status=0
@@ -172,13 +188,9 @@ status=0
 lgbm_version=${LIGHTGBM_VERSION:-4.7.0}
 if ! want lightgbm; then
   :
-elif tgz=$(fetch_sdist lightgbm "$lgbm_version"); then
-  src=$cache/src/lightgbm-$lgbm_version
-  rm -rf "$src"; mkdir -p "$src"
-  tar -xzf "$tgz" -C "$src" --strip-components=1
+elif unpack_sdist lightgbm "$lgbm_version"; then
   # The documented way: module path + include right after the project enables CUDA.
-  sed -i "/enable_language(CUDA)/a\\  list(APPEND CMAKE_MODULE_PATH \"$repo/cmake/Modules\")\\n  include(CudaArchGuard)" "$src/CMakeLists.txt"
-  grep -q "include(CudaArchGuard)" "$src/CMakeLists.txt" || { say "lightgbm: no enable_language(CUDA) found"; exit 1; }
+  add_module lightgbm "$src/CMakeLists.txt" "/enable_language(CUDA)/" "  "
   # LightGBM 4.7 with CUDA needs NCCL; CUDA 13 installs ship it under the toolkit root.
   nccl_root=${NCCL_ROOT:-$(dirname "$(dirname "$(command -v nvcc)")")}
   run_project lightgbm "$src" _lightgbm "lib_lightgbm" "cmake/Utils\.cmake:[0-9]+" -DUSE_CUDA=ON -DBUILD_CLI=OFF -DNCCL_ROOT="$nccl_root" -DBUILD_WITH_SHARED_NCCL=ON || status=1
@@ -189,15 +201,11 @@ fi
 llama_version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
 if ! want ggml; then
   :
-elif tgz=$(fetch_sdist llama-cpp-python "$llama_version" llama_cpp_python); then
-  src=$cache/src/llama-cpp-python-$llama_version
-  rm -rf "$src"; mkdir -p "$src"
-  tar -xzf "$tgz" -C "$src" --strip-components=1
+elif unpack_sdist llama-cpp-python "$llama_version" llama_cpp_python; then
   # ggml-cuda's CMakeLists.txt computes its list when CMAKE_CUDA_ARCHITECTURES is not defined,
   # then enables CUDA: the module goes right after that.
   cu=$src/vendor/llama.cpp/ggml/src/ggml-cuda/CMakeLists.txt
-  sed -i "/^ *enable_language(CUDA)/a\\    list(APPEND CMAKE_MODULE_PATH \"$repo/cmake/Modules\")\\n    include(CudaArchGuard)" "$cu"
-  grep -q "include(CudaArchGuard)" "$cu" || { say "ggml: no enable_language(CUDA) found in $cu"; exit 1; }
+  add_module ggml "$cu" "/^ *enable_language(CUDA)/" "    " " in $cu"
   # The fewest CUDA options: no FlashAttention kernels, no NCCL, no CUDA graphs, no -march=native
   # (GGML_NATIVE would also ask for the build host's GPUs); the llava/mtmd library is not needed.
   if ! run_project ggml "$src" ggml-cuda "libggml-cuda\\.so" "ggml/src/ggml-cuda/CMakeLists\\.txt:[0-9]+" \
@@ -216,15 +224,11 @@ fi
 xgb_version=${XGBOOST_VERSION:-3.2.0}
 if ! want xgboost; then
   :
-elif tgz=$(fetch_sdist xgboost "$xgb_version"); then
-  src=$cache/src/xgboost-$xgb_version
-  rm -rf "$src"; mkdir -p "$src"
-  tar -xzf "$tgz" -C "$src" --strip-components=1
+elif unpack_sdist xgboost "$xgb_version"; then
   # The PyPI sdist carries the C++ project in cpp_src/; its CMakeLists.txt enables CUDA, then
   # computes CMAKE_CUDA_ARCHITECTURES (compute_cmake_cuda_archs in cmake/Utils.cmake).
   top=$src/cpp_src/CMakeLists.txt
-  sed -i "/^ *enable_language(CUDA)/a\\  list(APPEND CMAKE_MODULE_PATH \"$repo/cmake/Modules\")\\n  include(CudaArchGuard)" "$top"
-  grep -q "include(CudaArchGuard)" "$top" || { say "xgboost: no enable_language(CUDA) found in $top"; exit 1; }
+  add_module xgboost "$top" "/^ *enable_language(CUDA)/" "  " " in $top"
   run_project_after xgboost "$src/cpp_src" xgboost "libxgboost\\.so" "cmake/Utils\\.cmake:[0-9]+" -DUSE_CUDA=ON || status=1
 else
   status=1

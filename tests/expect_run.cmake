@@ -15,11 +15,8 @@ success would pass when the build printed the line and then failed.
 ``MATCH`` must match stdout and stderr together (stdout first); ``NOT_MATCH`` must not.
 #]=======================================================================]
 cmake_policy(VERSION 3.18)
-foreach(_v EXIT MATCH)
-  if(NOT DEFINED ${_v})
-    message(FATAL_ERROR "expect_run: -D${_v}= is required")
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/script_args.cmake")
+cag_script_require(expect_run EXIT MATCH)
 set(_cmd "")
 set(_after FALSE)
 math(EXPR _last "${CMAKE_ARGC} - 1")

@@ -11,19 +11,13 @@
 # Usage: bench_run.sh ARCHGUARD NVCC OUTDIR   (rounds: BENCH_ROUNDS, default 5; PYTHON)
 # Exit 0 when measured (goals missed or not: the table says), 1 on an error, 77 without a GPU.
 set -u
-if [[ $# -ne 3 ]]; then
-  echo "usage: bench_run.sh ARCHGUARD NVCC OUTDIR" >&2
-  exit 2
-fi
-ag=$1 nvcc=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../tests/cli/lib.sh"
+cli_usage 3 $# "bench_run.sh ARCHGUARD NVCC OUTDIR"
+ag=$1 nvcc=$2 out=$3
 py=${PYTHON:-python3}
 rounds=${BENCH_ROUNDS:-5}
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
-if [[ -z $cc ]]; then
-  echo "skip: no GPU (nvidia-smi gives no compute capability)"
-  exit 77
-fi
+cli_gpu_cc "nvidia-smi gives no compute capability"
 arch=${cc//./}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)

@@ -7,18 +7,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include "../../tests/gpu/run/check.cuh"
+
 __global__ void tiny_kernel(int* out) {
   if (out != nullptr && threadIdx.x == 0 && blockIdx.x == 0) out[0] += 1;
 }
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::printf("%s failed: code=%d (%s)\n", #call, static_cast<int>(e_), cudaGetErrorName(e_)); \
-      return 1;                                                                                    \
-    }                                                                                              \
-  } while (0)
 
 static double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -32,14 +25,12 @@ int main() {
   CHECK(cudaMemset(d, 0, sizeof(int)));
   // One launch before the clock starts: the module load (lazy loading) is not in the loop.
   tiny_kernel<<<1, 32>>>(d);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
+  CHECK_LAUNCHED();
   const auto loop = std::chrono::steady_clock::now();
   for (int i = 0; i < launches; ++i) {
     tiny_kernel<<<1, 32>>>(d);
   }
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
+  CHECK_LAUNCHED();
   const double loop_ms = ms_since(loop);
   int h = 0;
   CHECK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));

@@ -4,11 +4,8 @@
 #   cmake -DSOURCE=<samples/quickstart> -DBINARY=<dir> -DMODULES=<cmake/Modules>
 #         -DARCHGUARD=<archguard> -DCUDA_COMPILER=<nvcc> [-DGENERATOR=Ninja] -P run.cmake
 # The run itself is the separate test sample.quickstart.run (label gpu).
-foreach(_v SOURCE BINARY MODULES ARCHGUARD CUDA_COMPILER)
-  if(NOT DEFINED ${_v})
-    message(FATAL_ERROR "quickstart run.cmake: -D${_v}= is required")
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/../../tests/script_args.cmake")
+cag_script_require("quickstart run.cmake" SOURCE BINARY MODULES ARCHGUARD CUDA_COMPILER)
 if(NOT GENERATOR)
   set(GENERATOR Ninja)
 endif()

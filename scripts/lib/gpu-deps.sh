@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-# Sourced by the GPU scripts (gpu-validate.sh, gpu-run-mode.sh): when the GPU machine lacks the
-# build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4, OpenSSL headers), take
-# them from the Debian packages in $DEBS (default .gpu-carry/debs), unpacked under /tmp (never
-# into /). Sets `extra` (arguments for cmake) and `deps_note` (one line for the summary).
+# Sourced by the GPU scripts (gpu-validate.sh, and the others through lib/gpu-common.sh): when the
+# GPU machine lacks the build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4,
+# OpenSSL headers), take them from the Debian packages in $DEBS (default .gpu-carry/debs),
+# unpacked under /tmp (never into /). Sets `extra` (arguments for cmake) and `deps_note` (one
+# line for the summary).
 deps=/tmp/archguard-deps
 missing=0
 missing_list=""

@@ -9,11 +9,8 @@
 # Usage: container_layers.sh ARCHGUARD_BINARY MALFORMED_CORPUS_DIR
 set -u
 A="$1" M="$2"
-T="$(mktemp -d)"
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
-unset ARCHGUARD_MAX_INFLATED ARCHGUARD_MAX_INFLATED_TOTAL ARCHGUARD_MAX_RATIO
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+hostile_start
 
 python3 - "$T" "$M/valid.o" "$M/truncated-1530.o" <<'PY' || fail "could not build the images"
 import gzip, hashlib, io, json, sys, tarfile

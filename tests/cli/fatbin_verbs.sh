@@ -9,21 +9,9 @@ fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# expect <exit code> <regex the output must match (or -)> -- command...
-expect() {
-  local code=$1 re=$2
-  shift 3
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [[ $rc != "$code" ]]; then
-    echo "FAIL (exit $rc, expected $code): $*"; echo "$out" | head -20; fails=$((fails + 1)); return
-  fi
-  if [[ $re != - ]] && ! grep -Eq -- "$re" <<<"$out"; then
-    echo "FAIL (no match for /$re/): $*"; echo "$out" | head -20; fails=$((fails + 1)); return
-  fi
-  echo "ok: $*"
-}
+# expect <exit code> <regex the output must match (or -)> -- command...: lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+expect_lines=20
 
 cd "$fx"
 # inspect: table, summary, kernels, JSON

@@ -6,11 +6,9 @@
 # Usage: hostile.sh ARCHGUARD_BINARY MALFORMED_CORPUS_DIR [--unreadable-dir]
 set -u
 A="$1" M="$2"
-T="$(mktemp -d)"
-trap 'chmod -R u+rwx "$T" 2>/dev/null; rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
-unset ARCHGUARD_MAX_INFLATED ARCHGUARD_MAX_INFLATED_TOTAL ARCHGUARD_MAX_RATIO
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+hostile_start
+trap 'chmod -R u+rwx "$T" 2>/dev/null; rm -rf "$T"' EXIT  # the unreadable directory too
 
 # --- a directory that cannot be read makes verify fail (exit 2), naming it ----------------
 # Its own CTest entry (--unreadable-dir): as root it needs setpriv to drop privileges, and

@@ -7,11 +7,8 @@
 # Usage: hostile3.sh ARCHGUARD_BINARY MALFORMED_CORPUS_DIR
 set -u
 A="$1" M="$2"
-T="$(mktemp -d)"
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
-unset ARCHGUARD_MAX_INFLATED ARCHGUARD_MAX_INFLATED_TOTAL ARCHGUARD_MAX_RATIO
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+hostile_start
 partial=""  # parts that could not run here: the script exits 77 after the others passed
 is_json() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
 

@@ -13,13 +13,11 @@
 # nvcc. On a GPU: tests/gpu/link_drop (the same programs, real launches).
 set -u
 ag=$1 src=$2 modules=$3
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-[[ -x $nvcc ]] || { echo "skip: no nvcc"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_nvcc
+cli_tmp
 bash "$src/build.sh" "$nvcc" "$src" "$tmp" || { echo "FAIL: nvcc"; exit 1; }
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+cli_count_failures
 kernel='legacy::old_scale(float*, float)'
 
 "$ag" check --cc 9.0 "$tmp/app" > "$tmp/check" 2>&1; rc=$?

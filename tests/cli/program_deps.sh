@@ -12,6 +12,7 @@
 set -uo pipefail
 ag=$1 nvcc=$2 work=$3 mode=${4:-}
 src=$(cd "$(dirname "$0")/program" && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v "$nvcc" >/dev/null 2>&1 || [[ -x $nvcc ]] || { echo "no nvcc: skipped"; exit 77; }
 fails=0
 
@@ -68,21 +69,7 @@ PY
   exit 0
 fi
 
-# expect <exit code> <regex the output must match (or -)> -- command...
-expect() {
-  local code=$1 re=$2
-  shift 3
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [[ $rc != "$code" ]]; then
-    echo "FAIL (exit $rc, expected $code): $*"; echo "$out" | head -30; fails=$((fails + 1)); return
-  fi
-  if [[ $re != - ]] && ! grep -Eq -- "$re" <<<"$out"; then
-    echo "FAIL (no match for /$re/): $*"; echo "$out" | head -30; fails=$((fails + 1)); return
-  fi
-  echo "ok: $*"
-}
+# expect <exit code> <regex the output must match (or -)> -- command...: lib.sh
 
 # The library is judged with the program, named with the object that loads it, kernel named.
 expect 1 "^  .*/lib/libold\.so \(loaded by .*/bin/app\): fails with 209" -- "$ag" check "$app" --cc 9.0

@@ -11,10 +11,9 @@
 # Skips (77) without nvcc. The lead's H200 run: tests/gpu/stale_tu (same binary, real launch).
 set -u
 ag=$1 src=$2 modules=$3
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-[[ -x $nvcc ]] || { echo "skip: no nvcc"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_nvcc
+cli_tmp
 G=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=sm_90)
 "$nvcc" -c "${G[@]}" "$src/good_a.cu" -o "$tmp/good_a.o" &
 "$nvcc" -c "${G[@]}" "$src/good_b.cu" -o "$tmp/good_b.o" &
@@ -22,8 +21,7 @@ G=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -genc
 "$nvcc" -c "${G[@]}" "$src/main.cu" -o "$tmp/main.o"
 wait
 "$nvcc" "${G[@]}" "$tmp/good_a.o" "$tmp/good_b.o" "$tmp/old_tu.o" "$tmp/main.o" -o "$tmp/app" || { echo "FAIL: nvcc"; exit 1; }
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+cli_count_failures
 kernel='legacy::stale_scale(float*, float)'
 # Translation units are named where the fatbin reader attributes them (symbol table of this
 # unstripped binary). ARCHGUARD_EXPECT_TU=1 makes it required; otherwise it is required as soon

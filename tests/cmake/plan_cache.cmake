@@ -7,11 +7,8 @@
 # Each step is one configure; the count of `arch plan` runs must grow by exactly what it says,
 # and an unchanged re-configure starts the tool not at all.
 cmake_policy(VERSION 3.19)
-foreach(_v CMAKE_UNDER_TEST MODULE_DIR PROJECT TOOL NVCC WORK)
-  if(NOT DEFINED ${_v})
-    message(FATAL_ERROR "plan_cache: -D${_v}= is required")
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/../script_args.cmake")
+cag_script_require(plan_cache CMAKE_UNDER_TEST MODULE_DIR PROJECT TOOL NVCC WORK)
 file(REMOVE_RECURSE "${WORK}")
 # A copy of the modules, so that the table can change without touching the source tree.
 file(COPY "${MODULE_DIR}/" DESTINATION "${WORK}/modules")

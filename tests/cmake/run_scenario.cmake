@@ -17,11 +17,8 @@ nothing compiled), or with ``AFTER=ON`` ``<cmake> -P CudaArchGuardPolicy.cmake <
 stands for ``;``. The output checked is stdout and stderr together (in either order).
 #]=======================================================================]
 cmake_policy(VERSION 3.18)
-foreach(_v CMAKE_UNDER_TEST EXPECT MATCH MODULE_DIR)
-  if(NOT DEFINED ${_v})
-    message(FATAL_ERROR "run_scenario: -D${_v}= is required")
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/../script_args.cmake")
+cag_script_require(run_scenario CMAKE_UNDER_TEST EXPECT MATCH MODULE_DIR)
 string(REPLACE "|" ";" _args "${ARGS}")
 set(_esc "")
 foreach(_a IN LISTS _args)

@@ -7,11 +7,8 @@
 #         -DWORK=<dir> -P verifier_cache.cmake
 # Three builds of the verifier (about 10 s of CPU each).
 cmake_policy(VERSION 3.19)
-foreach(_v CMAKE_UNDER_TEST MODULE_DIR PROJECT NVCC WORK)
-  if(NOT DEFINED ${_v})
-    message(FATAL_ERROR "verifier_cache: -D${_v}= is required")
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/../script_args.cmake")
+cag_script_require(verifier_cache CMAKE_UNDER_TEST MODULE_DIR PROJECT NVCC WORK)
 file(REMOVE_RECURSE "${WORK}")
 set(_xdg "${WORK}/xdg")
 set(_root "${_xdg}/archguard/cmake-verifier")

@@ -16,11 +16,8 @@
 # The test runs it through tests/require.sh, which exits 77 (skipped) when the cross toolkit or
 # Debian's cross packages are missing: run scripts/setup-cross.sh (CI does, through
 # scripts/test.sh). Run by hand without them, it fails naming what is missing.
-foreach(_v SOURCE BINARY TOOLCHAIN CROSS_ROOT ARCHGUARD EXPECT_SASS EXPECT_PTX CHECKS)
-  if(NOT DEFINED ${_v})
-    message(FATAL_ERROR "cross.cmake: -D${_v}= is required")
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/../script_args.cmake")
+cag_script_require(cross.cmake SOURCE BINARY TOOLCHAIN CROSS_ROOT ARCHGUARD EXPECT_SASS EXPECT_PTX CHECKS)
 if(NOT GENERATOR)
   set(GENERATOR Ninja)
 endif()

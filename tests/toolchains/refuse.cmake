@@ -6,11 +6,8 @@
 #   cmake -DSOURCE=<repo> -DBINARY=<dir> -DBOARD=<toolchain name> -DEXPECT=<regex>
 #         [-DRELEASE=12.9 -DSMS=75;...;101 -DVARIANTS=90a;100a;...] [-DNO_TARGET=ON] [-DNVCC=<nvcc>]
 #         -P refuse.cmake
-foreach(_v SOURCE BINARY BOARD EXPECT)
-  if(NOT DEFINED ${_v})
-    message(FATAL_ERROR "refuse.cmake: -D${_v}= is required")
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/../script_args.cmake")
+cag_script_require(refuse.cmake SOURCE BINARY BOARD EXPECT)
 file(REMOVE_RECURSE "${BINARY}")
 if(NOT NVCC)
   set(_top "${BINARY}/fake-cuda-${RELEASE}")

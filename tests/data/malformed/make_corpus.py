@@ -136,6 +136,13 @@ def good_entries():
     ]
 
 
+def write_replaced(name, index, replacement, expect, why):
+    """Writes the fatbin of good_entries() with entry `index` replaced."""
+    e = good_entries()
+    e[index] = replacement
+    write(name, fatbin(e), expect, why)
+
+
 def host_elf(fatbin_bytes, section=".nv_fatbin", **kw):
     return elf64(62, 1, [(section, 1, fatbin_bytes, 0, 0, 0, 0, 2)], **kw)
 
@@ -180,71 +187,35 @@ write("fatbin-past-section.fatbin", fatbin(good_entries(), fat_size=len(b"".join
       "runs past the section end", "fatbin header claims 0x1000 more bytes than the section holds")
 write("zero-fatbin-header.fatbin", fatbin(good_entries(), header_size=0), "header size 0x0 is below 0x10",
       "fatbin header size 0")
-e = good_entries()
-e[0] = entry(2, 80, CUBIN, stored=len(pad8(CUBIN)) + 0x10000)
-write("entry-past-end.fatbin", fatbin(e), "runs past the fatbin end", "first entry claims a payload 0x10000 bytes past the fatbin end")
-e = good_entries()
-e[0] = entry(2, 80, CUBIN, header_size=0x20)
-write("overlapping-header.fatbin", fatbin(e), "below the minimum 0x40",
+write_replaced("entry-past-end.fatbin", 0, entry(2, 80, CUBIN, stored=len(pad8(CUBIN)) + 0x10000), "runs past the fatbin end", "first entry claims a payload 0x10000 bytes past the fatbin end")
+write_replaced("overlapping-header.fatbin", 0, entry(2, 80, CUBIN, header_size=0x20), "below the minimum 0x40",
       "entry header size 0x20: the header would overlap its own payload")
-e = good_entries()
-e[0] = entry(2, 80, CUBIN, ident_off=0x7fff0000)
-write("overlapping-identifier.fatbin", fatbin(e), "identifier at",
+write_replaced("overlapping-identifier.fatbin", 0, entry(2, 80, CUBIN, ident_off=0x7fff0000), "identifier at",
       "identifier offset points far outside its entry")
-e = good_entries()
-e[0] = entry(2, 80, CUBIN, opt_rec=0x3c)
-write("overlapping-options.fatbin", fatbin(e), "options record",
+write_replaced("overlapping-options.fatbin", 0, entry(2, 80, CUBIN, opt_rec=0x3c), "options record",
       "options record at +0x3c overlaps the end of the 0x40-byte entry header")
-e = good_entries()
-e[0] = entry(2, 80, b"", stored=0)
-write("zero-payload.fatbin", fatbin(e), "payload size is 0", "entry with a stored size of 0")
-e = good_entries()
-e[0] = entry(2, 80, CUBIN, header_size=0)
-write("zero-header-size.fatbin", fatbin(e), "below the minimum 0x40", "entry header size 0")
-e = good_entries()
-e[0] = entry(0x77, 80, CUBIN)
-write("unknown-kind.fatbin", fatbin(e), "unknown image kind 0x77", "entry kind 0x77")
-e = good_entries()
-e[0] = entry(2, 80, CUBIN, flags=0xA011, comp_len=16, uncomp=64)
-write("both-compressions.fatbin", fatbin(e), "both lz4 and zstd", "flags claim lz4 and zstd at once")
-e = good_entries()
-e[0] = entry(2, 80, CUBIN, flags=0x300011)
-write("both-suffixes.fatbin", fatbin(e), "both 'a' and 'f'", "flags claim an 'a' and an 'f' target at once")
-e = good_entries()
-e[0] = entry(2, 0, CUBIN)
-write("arch-zero.fatbin", fatbin(e), "architecture 0x0 is not valid", "architecture number 0")
-e = good_entries()
-e[0] = entry(2, 80, CUBIN, flags=0x8011, comp_len=len(CUBIN) + 64)
-write("compressed-larger-than-stored.fatbin", fatbin(e), "exceeds the stored size",
+write_replaced("zero-payload.fatbin", 0, entry(2, 80, b"", stored=0), "payload size is 0", "entry with a stored size of 0")
+write_replaced("zero-header-size.fatbin", 0, entry(2, 80, CUBIN, header_size=0), "below the minimum 0x40", "entry header size 0")
+write_replaced("unknown-kind.fatbin", 0, entry(0x77, 80, CUBIN), "unknown image kind 0x77", "entry kind 0x77")
+write_replaced("both-compressions.fatbin", 0, entry(2, 80, CUBIN, flags=0xA011, comp_len=16, uncomp=64), "both lz4 and zstd", "flags claim lz4 and zstd at once")
+write_replaced("both-suffixes.fatbin", 0, entry(2, 80, CUBIN, flags=0x300011), "both 'a' and 'f'", "flags claim an 'a' and an 'f' target at once")
+write_replaced("arch-zero.fatbin", 0, entry(2, 0, CUBIN), "architecture 0x0 is not valid", "architecture number 0")
+write_replaced("compressed-larger-than-stored.fatbin", 0, entry(2, 80, CUBIN, flags=0x8011, comp_len=len(CUBIN) + 64), "exceeds the stored size",
       "exact compressed length larger than the stored payload")
 
 # ---- payload damage (parses; decompression or kernel listing refuses) ----------------------
 
 zs = zstd_frame(CUBIN)
-e = good_entries()
-e[2] = entry(2, 90, zs, flags=0x8011, comp_len=len(zs), uncomp=0x4000000000)
-write("absurd-size.fatbin", fatbin(e), "exceeds the limit", "zstd entry claiming 256 GiB uncompressed")
-e = good_entries()
-e[2] = entry(2, 90, zstd_frame(CUBIN, claimed=len(CUBIN) + 7), flags=0x8011, comp_len=len(zs), uncomp=len(CUBIN))
-write("zstd-size-mismatch.fatbin", fatbin(e), "zstd frame holds", "zstd frame content size differs from the entry header")
-e = good_entries()
+write_replaced("absurd-size.fatbin", 2, entry(2, 90, zs, flags=0x8011, comp_len=len(zs), uncomp=0x4000000000), "exceeds the limit", "zstd entry claiming 256 GiB uncompressed")
+write_replaced("zstd-size-mismatch.fatbin", 2, entry(2, 90, zstd_frame(CUBIN, claimed=len(CUBIN) + 7), flags=0x8011, comp_len=len(zs), uncomp=len(CUBIN)), "zstd frame holds", "zstd frame content size differs from the entry header")
 bad = b"\x00\x11\x22\x33" + zs[4:]
-e[2] = entry(2, 90, bad, flags=0x8011, comp_len=len(bad), uncomp=len(CUBIN))
-write("zstd-corrupt.fatbin", fatbin(e), "not a zstd frame", "zstd payload without the zstd magic")
+write_replaced("zstd-corrupt.fatbin", 2, entry(2, 90, bad, flags=0x8011, comp_len=len(bad), uncomp=len(CUBIN)), "not a zstd frame", "zstd payload without the zstd magic")
 lz = lz4_block(PTX)
-e = good_entries()
-e[1] = entry(1, 80, lz, flags=0x2011, major=9, minor=0, comp_len=len(lz), uncomp=len(PTX) + 100)
-write("lz4-size-mismatch.fatbin", fatbin(e), "lz4 payload decompresses to", "lz4 block yields 100 bytes less than the header claims")
-e = good_entries()
-e[1] = entry(1, 80, b"\xff" * 16, flags=0x2011, major=9, minor=0, comp_len=16, uncomp=4096)
-write("lz4-corrupt.fatbin", fatbin(e), "lz4 payload of 0x10 bytes is corrupt", "lz4 block of sixteen 0xff bytes")
-e = good_entries()
-e[0] = entry(2, 80, b"not an elf file, just text....")
-write("bad-cubin.fatbin", fatbin(e), "not an elf file", "SASS entry whose payload is not an ELF file")
+write_replaced("lz4-size-mismatch.fatbin", 1, entry(1, 80, lz, flags=0x2011, major=9, minor=0, comp_len=len(lz), uncomp=len(PTX) + 100), "lz4 payload decompresses to", "lz4 block yields 100 bytes less than the header claims")
+write_replaced("lz4-corrupt.fatbin", 1, entry(1, 80, b"\xff" * 16, flags=0x2011, major=9, minor=0, comp_len=16, uncomp=4096), "lz4 payload of 0x10 bytes is corrupt", "lz4 block of sixteen 0xff bytes")
+write_replaced("bad-cubin.fatbin", 0, entry(2, 80, b"not an elf file, just text...."), "not an elf file", "SASS entry whose payload is not an ELF file")
 trunc_cubin = CUBIN[:len(CUBIN) - 40]
-e = good_entries()
-e[0] = entry(2, 80, trunc_cubin)
-write("truncated-cubin.fatbin", fatbin(e), "run past the end", "SASS entry holding a cubin whose section table is cut")
+write_replaced("truncated-cubin.fatbin", 0, entry(2, 80, trunc_cubin), "run past the end", "SASS entry holding a cubin whose section table is cut")
 
 # ---- ELF and archive damage --------------------------------------------------------------
 

@@ -7,15 +7,13 @@
 # Exit 77 without a GPU or nvcc.
 set -u
 ag=$1 src=$2
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-[[ -x $nvcc ]] || { echo "skip: no nvcc"; exit 77; }
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
-[[ -n $cc ]] || { echo "skip: no GPU"; exit 77; }
+. "$(dirname "${BASH_SOURCE[0]}")/../../cli/lib.sh"
+cli_nvcc
+cli_gpu_cc
 sm=${cc/./}
 old=80; [[ $sm -le 80 ]] && old=75
 next=$((sm + 10)); [[ $sm -eq 90 ]] && next=100
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+cli_tmp
 "$nvcc" -rdc=true -c -gencode arch=compute_$old,code=sm_$old "$src/old_lib.cu" -o "$tmp/old_lib.o" || exit 1
 "$nvcc" -rdc=true -c -gencode arch=compute_$sm,code=sm_$sm "$src/new_part.cu" -o "$tmp/new_part.o" || exit 1
 "$nvcc" -rdc=true -c -gencode arch=compute_$sm,code=sm_$sm "$src/main.cu" -o "$tmp/main.o" || exit 1

@@ -5,19 +5,12 @@
 #include <cuda_runtime.h>
 #include <cstdio>
 
+#include "check.cuh"
+
 __global__ void good_kernel(int* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = 7 * i;
 }
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::printf("%s failed: code=%d (%s)\n", #call, static_cast<int>(e_), cudaGetErrorName(e_)); \
-      return 1;                                                                                    \
-    }                                                                                              \
-  } while (0)
 
 int main() {
   const int n = 1024;

@@ -6,23 +6,15 @@
 #include <cuda_runtime.h>
 #include <cstdio>
 
-__global__ void ptxonly_kernel(float* out) { out[threadIdx.x] = 0.5f * static_cast<float>(threadIdx.x); }
+#include "check.cuh"
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::printf("%s failed: code=%d (%s)\n", #call, static_cast<int>(e_), cudaGetErrorName(e_)); \
-      return 1;                                                                                    \
-    }                                                                                              \
-  } while (0)
+__global__ void ptxonly_kernel(float* out) { out[threadIdx.x] = 0.5f * static_cast<float>(threadIdx.x); }
 
 int main() {
   float* d = nullptr;
   CHECK(cudaMalloc(&d, 64 * sizeof(float)));
   ptxonly_kernel<<<1, 64>>>(d);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
+  CHECK_LAUNCHED();
   CHECK(cudaFree(d));
   std::printf("ptxonly_kernel: ok\n");
   return 0;

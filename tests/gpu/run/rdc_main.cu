@@ -6,25 +6,17 @@
 #include <cuda_runtime.h>
 #include <cstdio>
 
+#include "check.cuh"
+
 int rdc_lib_run(int* d_out);
 
 __global__ void rdc_main_kernel(int* out) { out[threadIdx.x] = static_cast<int>(threadIdx.x); }
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::printf("%s failed: code=%d (%s)\n", #call, static_cast<int>(e_), cudaGetErrorName(e_)); \
-      return 1;                                                                                    \
-    }                                                                                              \
-  } while (0)
 
 int main() {
   int* d = nullptr;
   CHECK(cudaMalloc(&d, 32 * sizeof(int)));
   rdc_main_kernel<<<1, 32>>>(d);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
+  CHECK_LAUNCHED();
   std::printf("rdc_main_kernel: ok\n");
   const int code = rdc_lib_run(d);
   if (code != 0) {

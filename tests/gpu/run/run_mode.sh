@@ -9,18 +9,12 @@
 # Exit 0 when no case failed, 1 when one did, 77 without a GPU.
 # Usage: run_mode.sh ARCHGUARD NVCC WORK_DIR
 set -u
-if [[ $# -ne 3 ]]; then
-  echo "usage: run_mode.sh ARCHGUARD NVCC WORK_DIR" >&2
-  exit 2
-fi
-ag=$1 nvcc=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../cli/lib.sh"
+cli_usage 3 $# "run_mode.sh ARCHGUARD NVCC WORK_DIR"
+ag=$1 nvcc=$2 work=$3
 py=${PYTHON:-python3}
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
-if [[ -z $cc ]]; then
-  echo "skip: no GPU (nvidia-smi gives no compute capability)"
-  exit 77
-fi
+cli_gpu_cc "nvidia-smi gives no compute capability"
 [[ -x $ag ]] || { echo "FAIL: archguard not executable: $ag"; exit 1; }
 [[ -x $nvcc ]] || { echo "FAIL: nvcc not executable: $nvcc"; exit 1; }
 arch=${cc//./}                      # 9.0 -> 90

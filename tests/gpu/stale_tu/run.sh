@@ -5,12 +5,10 @@
 # compares: predicted fail <=> the launch returns that error. Exit 77 without a GPU or nvcc.
 set -u
 ag=$1 src=$2
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-[[ -x $nvcc ]] || { echo "skip: no nvcc"; exit 77; }
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
-[[ -n $cc ]] || { echo "skip: no GPU"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/../../cli/lib.sh"
+cli_nvcc
+cli_gpu_cc
+cli_tmp
 G=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=sm_90)
 for f in good_a good_b main; do "$nvcc" -c "${G[@]}" "$src/$f.cu" -o "$tmp/$f.o" || exit 1; done
 "$nvcc" -c -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 "$src/old_tu.cu" -o "$tmp/old_tu.o" || exit 1

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "corpus_lines.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -104,22 +106,22 @@ TEST_CASE("requirement parsing: bare numbers are SASS, CMake lists keep their me
   REQUIRE(r.ok());
   CHECK(r->sass.size() == 4);
   CHECK(r->ptx.empty());
-  auto c = parse_requirement("80-real;90");
-  REQUIRE(c.ok());
-  CHECK(c->sass == std::vector<Arch>{{80, Suffix::none}, {90, Suffix::none}});
-  CHECK(c->ptx == std::vector<Arch>{{90, Suffix::none}});
-  auto v = parse_requirement("80-real;90-virtual");
-  REQUIRE(v.ok());
-  CHECK(v->sass == std::vector<Arch>{{80, Suffix::none}});
-  CHECK(v->ptx == std::vector<Arch>{{90, Suffix::none}});
+  // `text` parses to exactly these sass and ptx architectures.
+  const auto check_parsed = [](const std::string& text, const std::vector<Arch>& sass, const std::vector<Arch>& ptx) {
+    INFO(text);
+    auto p = parse_requirement(text);
+    REQUIRE(p.ok());
+    CHECK(p->sass == sass);
+    CHECK(p->ptx == ptx);
+  };
+  check_parsed("80-real;90", {{80, Suffix::none}, {90, Suffix::none}}, {{90, Suffix::none}});
+  check_parsed("80-real;90-virtual", {{80, Suffix::none}}, {{90, Suffix::none}});
   CHECK(parse_requirement("80-real;90", "none")->ptx.empty());
   CHECK(parse_requirement("80", "highest")->ptx_highest);
   CHECK(parse_requirement("80", "90")->ptx == std::vector<Arch>{{90, Suffix::none}});
   CHECK(parse_requirement("sm_90a")->sass == std::vector<Arch>{{90, Suffix::a}});
-  auto g = parse_requirement("-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,code=sm_90");
-  REQUIRE(g.ok());
-  CHECK(g->sass == std::vector<Arch>{{80, Suffix::none}, {90, Suffix::none}});
-  CHECK(g->ptx == std::vector<Arch>{{80, Suffix::none}});
+  check_parsed("-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,code=sm_90",
+               {{80, Suffix::none}, {90, Suffix::none}}, {{80, Suffix::none}});
   auto bad = parse_requirement("86a");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.message().starts_with("--require: "));
@@ -305,12 +307,8 @@ TEST_CASE("fleet files: the corpus shared with the CMake reader", "[coverage][fl
   // tests/data/fleet/EXPECTED.txt: <file>|<sms> or <file>|ERROR|<line>|<fragment>; the CMake
   // reader runs over the same lines (tests/cmake/check_fleet.cmake).
   const std::string dir = ARCHGUARD_SOURCE_DIR "/tests/data/fleet/";
-  std::ifstream expected(dir + "EXPECTED.txt");
-  REQUIRE(expected.good());
-  std::string line;
   int cases = 0;
-  while (std::getline(expected, line)) {
-    if (line.empty() || line[0] == '#') continue;
+  for (const std::string& line : corpus_lines(dir + "EXPECTED.txt")) {
     std::vector<std::string> f;
     for (std::size_t pos = 0;;) {
       const std::size_t bar = line.find('|', pos);

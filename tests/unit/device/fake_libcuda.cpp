@@ -58,55 +58,38 @@ FAKE_EXPORT CUresult cuDriverGetVersion(int* v) {
   *v = d != nullptr ? std::atoi(d) : 13000;
   return 0;
 }
+namespace {
+// The error codes the fake answers for, with cuGetErrorName's and cuGetErrorString's texts.
+struct FakeError {
+  CUresult code;
+  const char* name;
+  const char* text;
+};
+constexpr FakeError kErrors[] = {
+    {0, "CUDA_SUCCESS", "no error"},
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+     "the provided PTX was compiled with an unsupported toolchain."},
+    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+};
+const FakeError* find_error(CUresult r) {
+  for (const FakeError& e : kErrors)
+    if (e.code == r) return &e;
+  return nullptr;
+}
+}  // namespace
+
 FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char** s) {
-  switch (r) {
-    case 0:
-      *s = "CUDA_SUCCESS";
-      return 0;
-    case 1:
-      *s = "CUDA_ERROR_INVALID_VALUE";
-      return 0;
-    case 100:
-      *s = "CUDA_ERROR_NO_DEVICE";
-      return 0;
-    case 209:
-      *s = "CUDA_ERROR_NO_BINARY_FOR_GPU";
-      return 0;
-    case 222:
-      *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
-      return 0;
-    case 500:
-      *s = "CUDA_ERROR_NOT_FOUND";
-      return 0;
-    default:
-      *s = nullptr;
-      return 1;
-  }
+  const FakeError* e = find_error(r);
+  *s = e != nullptr ? e->name : nullptr;
+  return e != nullptr ? 0 : 1;
 }
 FAKE_EXPORT CUresult cuGetErrorString(CUresult r, const char** s) {
-  switch (r) {
-    case 0:
-      *s = "no error";
-      return 0;
-    case 1:
-      *s = "invalid argument";
-      return 0;
-    case 100:
-      *s = "no CUDA-capable device is detected";
-      return 0;
-    case 209:
-      *s = "no kernel image is available for execution on the device";
-      return 0;
-    case 222:
-      *s = "the provided PTX was compiled with an unsupported toolchain.";
-      return 0;
-    case 500:
-      *s = "named symbol not found";
-      return 0;
-    default:
-      *s = nullptr;
-      return 1;
-  }
+  const FakeError* e = find_error(r);
+  *s = e != nullptr ? e->text : nullptr;
+  return e != nullptr ? 0 : 1;
 }
 FAKE_EXPORT CUresult cuDeviceGetCount(int* n) {
   *n = device_count();

@@ -6,9 +6,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "doctor_test_util.hpp"
 #include "skip.hpp"
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 using namespace archguard;
 using namespace archguard::doctor;
@@ -16,17 +19,8 @@ using namespace archguard::doctor;
 #ifdef ARCHGUARD_DOCTOR_FIXTURE_DIR
 namespace {
 Report judge(const std::string& file) {
-  Options o;
-  o.libcuda = "/nonexistent/libcuda.so.1";
-  o.libnvml = "";
-  o.nvidia_smi = "";
-  o.smoke = false;
-  o.files = {file};
+  Options o = file_options(file);
   o.assume_cc = {{9, 0}};
-  o.env = [](std::string_view name) -> std::optional<std::string> {
-    if (name == "HOME") return std::filesystem::temp_directory_path().string();
-    return std::nullopt;
-  };
   return run(o);
 }
 const Finding* binary_finding(const Report& r) {
@@ -34,25 +28,26 @@ const Finding* binary_finding(const Report& r) {
     if (s.number == 3 && !s.findings.empty()) return &s.findings.front();
   return nullptr;
 }
+// Judges `file`: step 3's first finding has `status` and every one of `fragments` in its message.
+Report check_binary_finding(const std::string& file, Level status, const std::vector<std::string>& fragments) {
+  Report r = judge(file);
+  const Finding* f = binary_finding(r);
+  REQUIRE(f != nullptr);
+  INFO(f->message);
+  CHECK(f->status == status);
+  for (const auto& fragment : fragments) CHECK(f->message.find(fragment) != std::string::npos);
+  return r;
+}
 }  // namespace
 
 TEST_CASE("a ptx-only executable runs on 9.0 through the jit", "[doctor][binaries]") {
-  const Report r = judge(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_exe_ptx80");
-  const Finding* f = binary_finding(r);
-  REQUIRE(f != nullptr);
-  INFO(f->message);
-  CHECK(f->status == Level::warn);
-  CHECK(f->message.find("0 native, 1 through ptx jit, 0 without a usable image, 0 with some kernels without an image") != std::string::npos);
+  check_binary_finding(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_exe_ptx80", Level::warn,
+                       {"0 native, 1 through ptx jit, 0 without a usable image, 0 with some kernels without an image"});
 }
 
 TEST_CASE("a sass-only -rdc executable for sm_80 fails on 9.0 with 500", "[doctor][binaries]") {
-  const Report r = judge(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_exe_rdc_sm80");
-  const Finding* f = binary_finding(r);
-  REQUIRE(f != nullptr);
-  INFO(f->message);
-  CHECK(f->status == Level::fail);
-  CHECK(f->message.find("(error 500 at first launch)") != std::string::npos);
-  CHECK(f->message.find("ag_fixture_main_kernel") != std::string::npos);
+  const Report r = check_binary_finding(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_exe_rdc_sm80", Level::fail,
+                                        {"(error 500 at first launch)", "ag_fixture_main_kernel"});
   bool rebuild = false;
   for (const auto& fix : r.fixes) rebuild = rebuild || (fix.kind == FixKind::rebuild && fix.text.find("9.0") != std::string::npos);
   CHECK(rebuild);

@@ -52,22 +52,17 @@ TEST_CASE("a clean environment passes step 4", "[doctor]") {
 
 TEST_CASE("ptx jit switches are flagged with the variable to unset", "[doctor]") {
   TempDir home;
-  SECTION("disable") {
-    const Step s = check_environment(env_of({{"HOME", home.path.string()}, {"CUDA_DISABLE_PTX_JIT", "1"}}));
-    const Finding* f = find(s, "CUDA_DISABLE_PTX_JIT");
+  // <variable>=1 alone: a warning naming the launch error it causes, fixed by unsetting it.
+  const auto check_switch = [&home](const std::string& variable, const std::string& error) {
+    const Step s = check_environment(env_of({{"HOME", home.path.string()}, {variable, "1"}}));
+    const Finding* f = find(s, variable);
     REQUIRE(f != nullptr);
     CHECK(f->status == Level::warn);
-    CHECK(f->message.find("223") != std::string::npos);
-    CHECK(f->fix == "unset CUDA_DISABLE_PTX_JIT");
-  }
-  SECTION("force") {
-    const Step s = check_environment(env_of({{"HOME", home.path.string()}, {"CUDA_FORCE_PTX_JIT", "1"}}));
-    const Finding* f = find(s, "CUDA_FORCE_PTX_JIT");
-    REQUIRE(f != nullptr);
-    CHECK(f->status == Level::warn);
-    CHECK(f->message.find("209") != std::string::npos);
-    CHECK(f->fix == "unset CUDA_FORCE_PTX_JIT");
-  }
+    CHECK(f->message.find(error) != std::string::npos);
+    CHECK(f->fix == "unset " + variable);
+  };
+  SECTION("disable") { check_switch("CUDA_DISABLE_PTX_JIT", "223"); }
+  SECTION("force") { check_switch("CUDA_FORCE_PTX_JIT", "209"); }
   SECTION("both is a failure") {
     const Step s = check_environment(
         env_of({{"HOME", home.path.string()}, {"CUDA_FORCE_PTX_JIT", "1"}, {"CUDA_DISABLE_PTX_JIT", "1"}}));

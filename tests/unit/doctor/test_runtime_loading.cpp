@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "doctor_test_util.hpp"
 #include "skip.hpp"
 
 #include <algorithm>
@@ -20,19 +21,7 @@ using namespace archguard::doctor;
 namespace {
 const std::string kFixtures = ARCHGUARD_DOCTOR_HOST_FIXTURE_DIR;
 
-Report judge(const std::string& file) {
-  Options o;
-  o.libcuda = "/nonexistent/libcuda.so.1";
-  o.libnvml = "";
-  o.nvidia_smi = "";
-  o.smoke = false;
-  o.files = {file};
-  o.env = [](std::string_view name) -> std::optional<std::string> {
-    if (name == "HOME") return std::filesystem::temp_directory_path().string();
-    return std::nullopt;
-  };
-  return run(o);
-}
+Report judge(const std::string& file) { return run(file_options(file)); }
 
 const Step& binaries(const Report& r) {
   for (const auto& s : r.steps)

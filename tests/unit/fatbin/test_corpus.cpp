@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "corpus_lines.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,12 +47,8 @@ std::vector<std::string> all_errors(const std::string& name) {
 }  // namespace
 
 TEST_CASE("malformed corpus: errors, never crashes", "[fatbin][corpus]") {
-  std::ifstream manifest(kDir + "MANIFEST.txt");
-  REQUIRE(manifest.good());
-  std::string line;
   int files = 0;
-  while (std::getline(manifest, line)) {
-    if (line.empty() || line[0] == '#') continue;
+  for (const std::string& line : corpus_lines(kDir + "MANIFEST.txt")) {
     const auto bar1 = line.find('|');
     const auto bar2 = line.find('|', bar1 + 1);
     REQUIRE(bar2 != std::string::npos);

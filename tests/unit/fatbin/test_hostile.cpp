@@ -23,48 +23,24 @@
 #include <string>
 #include <vector>
 
+#include "byte_builder.hpp"
+
 using namespace archguard;
+using namespace fatbin_test;
 
 namespace {
-
-using Buf = std::vector<std::byte>;
-
-void put(Buf& b, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
-void put_at(Buf& b, std::size_t at, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
-}
-void pad_to(Buf& b, std::size_t align) {
-  while (b.size() % align != 0) b.push_back(std::byte{0});
-}
 
 /// One fatbin with one entry: `flags` 0x11 plus compression bits, payload as given.
 Buf fatbin_with(std::uint16_t kind, std::uint64_t flags, const Buf& payload, std::uint32_t compressed,
                 std::uint64_t uncompressed) {
   Buf e;
-  put(e, kind, 2);
-  put(e, 0x0101, 2);
-  put(e, 0x40, 4);
-  put(e, payload.size(), 8);
-  put(e, compressed, 4);
-  put(e, 0, 4);
-  put(e, 8, 2);  // minor
-  put(e, 1, 2);  // major
-  put(e, 80, 4);
-  put(e, 0, 4);
-  put(e, 0, 4);
-  put(e, flags, 8);
-  put(e, 0, 8);
-  put(e, uncompressed, 8);
+  put_entry_header(e, {.kind = kind,
+                       .payload_size = payload.size(),
+                       .compressed = compressed,
+                       .flags = flags,
+                       .uncompressed = uncompressed});
   e.insert(e.end(), payload.begin(), payload.end());
-  Buf f;
-  put(f, kFatbinMagic, 4);
-  put(f, 1, 2);
-  put(f, 16, 2);
-  put(f, e.size(), 8);
-  f.insert(f.end(), e.begin(), e.end());
-  return f;
+  return fatbin_around(e, kFatbinMagic);
 }
 
 long max_rss_kib() {
@@ -89,20 +65,6 @@ Buf elf_with_wrappers(std::size_t wrappers) {
   name("");
   const auto n_shstr = name(".shstrtab"), n_fb = name(".nv_fatbin"), n_seg = name(".nvFatBinSegment"),
              n_rela = name(".rela.dyn");
-  Buf out(64, std::byte{0});
-  struct Sec {
-    std::uint32_t name, type;
-    std::uint64_t flags, addr, offset, size, entsize;
-  };
-  std::vector<Sec> secs{{0, 0, 0, 0, 0, 0, 0}};
-  auto add = [&](std::uint32_t nm, std::uint32_t type, std::uint64_t flags, std::uint64_t addr, const Buf& body,
-                 std::uint64_t entsize) {
-    pad_to(out, 8);
-    secs.push_back({nm, type, flags, addr, out.size(), body.size(), entsize});
-    out.insert(out.end(), body.begin(), body.end());
-  };
-  add(n_shstr, 3, 0, 0, shstr, 0);
-  add(n_fb, 1, 2, 0x10000, fb, 0);
   Buf seg, rela;
   for (std::size_t i = 0; i < wrappers; ++i) {
     put(seg, kFatbinWrapperMagic, 4);
@@ -115,33 +77,10 @@ Buf elf_with_wrappers(std::size_t wrappers) {
     put(rela, 8, 8);  // R_X86_64_RELATIVE
     put(rela, 0x10000, 8);
   }
-  add(n_seg, 1, 3, 0x100000, seg, 0);
-  add(n_rela, 4, 2, 0x200000, rela, 24);
-  pad_to(out, 8);
-  const std::uint64_t shoff = out.size();
-  for (const Sec& s : secs) {
-    put(out, s.name, 4);
-    put(out, s.type, 4);
-    put(out, s.flags, 8);
-    put(out, s.addr, 8);
-    put(out, s.offset, 8);
-    put(out, s.size, 8);
-    put(out, 0, 4);
-    put(out, 0, 4);
-    put(out, 8, 8);
-    put(out, s.entsize, 8);
-  }
-  const unsigned char ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
-  for (int i = 0; i < 16; ++i) out[static_cast<std::size_t>(i)] = std::byte{ident[i]};
-  put_at(out, 16, 3, 2);   // ET_DYN
-  put_at(out, 18, 62, 2);  // x86-64
-  put_at(out, 20, 1, 4);
-  put_at(out, 40, shoff, 8);
-  put_at(out, 52, 64, 2);
-  put_at(out, 58, 64, 2);
-  put_at(out, 60, secs.size(), 2);
-  put_at(out, 62, 1, 2);
-  return out;
+  // ET_DYN (3) for x86-64 (62).
+  return make_elf(shstr,
+                  {Sec{n_fb, 1, 2, 0x10000, fb}, Sec{n_seg, 1, 3, 0x100000, seg}, Sec{n_rela, 4, 2, 0x200000, rela, 0, 24}},
+                  62, 3, 0, 0, n_shstr);
 }
 
 double seconds_to_read(const Buf& elf_bytes) {

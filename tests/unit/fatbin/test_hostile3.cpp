@@ -21,26 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "byte_builder.hpp"
+
 using namespace archguard;
+using namespace fatbin_test;
 
 namespace {
-
-using Buf = std::vector<std::byte>;
-
-void put(Buf& b, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
-void put_at(Buf& b, std::size_t at, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
-}
-void pad_to(Buf& b, std::size_t align) {
-  while (b.size() % align != 0) b.push_back(std::byte{0});
-}
-Buf text(const std::string& s) {
-  Buf b;
-  for (char c : s) b.push_back(static_cast<std::byte>(c));
-  return b;
-}
 
 long max_rss_kib() {
   rusage u{};
@@ -48,86 +34,14 @@ long max_rss_kib() {
   return u.ru_maxrss;
 }
 
-/// A section of the ELF file built below; `name` is an offset in .shstrtab.
-struct Sec {
-  std::uint32_t name = 0, type = 0;
-  std::uint64_t flags = 0, addr = 0;
-  Buf body;
-  std::uint32_t link = 0;
-  std::uint64_t entsize = 0;
-};
-
-/// An ELF64 file of `machine` and `type` whose section 1 is the (unnamed) .shstrtab `shstr`,
-/// then `secs`; `extra_headers` more section headers copy header `copy_of` (name bombs).
-Buf make_elf(const Buf& shstr, const std::vector<Sec>& secs, std::uint16_t machine = 62, std::uint16_t type = 3,
-             std::size_t extra_headers = 0, std::size_t copy_of = 0) {
-  Buf out(64, std::byte{0});
-  struct Placed {
-    const Sec* s;
-    std::uint64_t offset;
-  };
-  std::vector<Sec> all{Sec{}, Sec{0, 3, 0, 0, shstr}};  // .shstrtab itself unnamed
-  all.insert(all.end(), secs.begin(), secs.end());
-  std::vector<std::uint64_t> offsets;
-  for (const Sec& s : all) {
-    pad_to(out, 8);
-    offsets.push_back(out.size());
-    out.insert(out.end(), s.body.begin(), s.body.end());
-  }
-  pad_to(out, 8);
-  const std::uint64_t shoff = out.size();
-  auto header = [&out](const Sec& s, std::uint64_t offset) {
-    put(out, s.name, 4);
-    put(out, s.type, 4);
-    put(out, s.flags, 8);
-    put(out, s.addr, 8);
-    put(out, offset, 8);
-    put(out, s.body.size(), 8);
-    put(out, s.link, 4);
-    put(out, 0, 4);
-    put(out, 8, 8);
-    put(out, s.entsize, 8);
-  };
-  for (std::size_t i = 0; i < all.size(); ++i) header(all[i], i == 0 ? 0 : offsets[i]);
-  for (std::size_t i = 0; i < extra_headers; ++i) header(all[copy_of], offsets[copy_of]);
-  const unsigned char ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
-  for (int i = 0; i < 16; ++i) out[static_cast<std::size_t>(i)] = std::byte{ident[i]};
-  put_at(out, 16, type, 2);
-  put_at(out, 18, machine, 2);
-  put_at(out, 20, 1, 4);
-  put_at(out, 40, shoff, 8);
-  put_at(out, 52, 64, 2);
-  put_at(out, 58, 64, 2);
-  put_at(out, 60, all.size() + extra_headers, 2);
-  put_at(out, 62, 1, 2);
-  return out;
-}
-
 /// One fatbin holding one uncompressed entry of `kind` for sm_`arch` with `payload`.
 Buf fatbin_of(std::uint16_t kind, unsigned arch, const Buf& payload) {
   Buf p = payload;
   pad_to(p, 8);
-  Buf f;
-  put(f, kFatbinMagic, 4);
-  put(f, 1, 2);
-  put(f, 16, 2);
-  put(f, 0x40 + p.size(), 8);
-  put(f, kind, 2);
-  put(f, 0x0101, 2);
-  put(f, 0x40, 4);
-  put(f, p.size(), 8);
-  put(f, 0, 4);  // compressed size
-  put(f, 0, 4);  // options
-  put(f, 8, 2);
-  put(f, 1, 2);
-  put(f, arch, 4);
-  put(f, 0, 4);
-  put(f, 0, 4);
-  put(f, 0x11, 8);
-  put(f, 0, 8);
-  put(f, 0, 8);
-  f.insert(f.end(), p.begin(), p.end());
-  return f;
+  Buf e;
+  put_entry_header(e, {.kind = kind, .payload_size = p.size(), .arch = arch});
+  e.insert(e.end(), p.begin(), p.end());
+  return fatbin_around(e, kFatbinMagic);
 }
 
 }  // namespace
@@ -287,7 +201,7 @@ TEST_CASE("real embedded fatbins stay within the search budget", "[fatbin][hosti
   // 4,000 small fatbins back to back with 3 entries each: found whole, no limit.
   Buf region;
   for (int i = 0; i < 4000; ++i) {
-    Buf f = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"));
+    Buf f = fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n"));
     region.insert(region.end(), f.begin(), f.end());
   }
   std::string problem;
@@ -301,8 +215,8 @@ TEST_CASE("a second .nv_fatbin section is read, not dropped", "[fatbin][hostile]
   const auto n_fb = static_cast<std::uint32_t>(shstr.size());
   for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
   shstr.push_back(std::byte{0});
-  const Buf first = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"));
-  const Buf second = fatbin_of(kEntryKindPtx, 90, text(".version 8.0\n.target sm_90\n"));
+  const Buf first = fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n"));
+  const Buf second = fatbin_of(kEntryKindPtx, 90, bytes_of(".version 8.0\n.target sm_90\n"));
   const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, first}, Sec{n_fb, 1, 2, 0x20000, second}});
   auto elf = ElfFile::parse(file, "two.so");
   REQUIRE(elf.ok());
@@ -317,7 +231,7 @@ TEST_CASE("a second .nv_fatbin section is read, not dropped", "[fatbin][hostile]
 }
 
 TEST_CASE("a sass image that decodes to no cubin is named", "[fatbin][hostile][issue22]") {
-  const Buf fb = fatbin_of(kEntryKindElf, 90, text("this is no cubin, only text"));
+  const Buf fb = fatbin_of(kEntryKindElf, 90, bytes_of("this is no cubin, only text"));
   auto fbs = Fatbin::parse_all(fb, "fake.fatbin");
   REQUIRE(fbs.ok());
   const FatbinEntry& e = fbs->at(0).entries.at(0);
@@ -379,7 +293,7 @@ TEST_CASE("small files of a tree are read, not mapped; the mappings held are bou
   const auto n_fb = static_cast<std::uint32_t>(shstr.size());
   for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
   shstr.push_back(std::byte{0});
-  const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"))}});
+  const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n"))}});
   for (int i = 0; i < 4; ++i) {
     std::ofstream f(dir / ("lib" + std::to_string(i) + ".so"), std::ios::binary);
     f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));  // bytes as chars
@@ -408,7 +322,7 @@ TEST_CASE("many section headers over one region: searched once, each fatbin foun
   for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
   shstr.push_back(std::byte{0});
   Buf region(std::size_t{1} << 20, std::byte{0x11});
-  const Buf fb = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"));
+  const Buf fb = fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n"));
   std::copy(fb.begin(), fb.end(), region.begin() + 4096);
   const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x10000, region}}, 62, 3, 5000, 2);
   auto elf = ElfFile::parse(file, "many.so");
@@ -428,10 +342,10 @@ Buf elf_with_embedded(std::uint64_t& section_offset) {
   for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
   shstr.push_back(std::byte{0});
   Buf ro(0x100, std::byte{0x11});
-  const Buf a = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n"));
+  const Buf a = fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n"));
   ro.insert(ro.end(), a.begin(), a.end());
   ro.resize(0x400, std::byte{0x22});
-  const Buf b = fatbin_of(kEntryKindPtx, 90, text(".version 8.0\n.target sm_90\n"));
+  const Buf b = fatbin_of(kEntryKindPtx, 90, bytes_of(".version 8.0\n.target sm_90\n"));
   ro.insert(ro.end(), b.begin(), b.end());
   ro.resize(0x800, std::byte{0x33});
   const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x20000, ro}});
@@ -517,8 +431,8 @@ TEST_CASE("the device-link probe's answers are kept and used again", "[fatbin][r
   const auto n_fb = static_cast<std::uint32_t>(shstr.size());
   for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
   shstr.push_back(std::byte{0});
-  Buf both = fatbin_of(kEntryKindPtx, 80, text(".version 8.0\n.target sm_80\n.visible .entry k()\n{ ret; }\n"));
-  const Buf second = fatbin_of(kEntryKindPtx, 90, text(".version 8.0\n.target sm_90\n"));
+  Buf both = fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n.visible .entry k()\n{ ret; }\n"));
+  const Buf second = fatbin_of(kEntryKindPtx, 90, bytes_of(".version 8.0\n.target sm_90\n"));
   both.insert(both.end(), second.begin(), second.end());
   const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, both}});
   auto elf = ElfFile::parse(file, "probe.so");

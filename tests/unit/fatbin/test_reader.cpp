@@ -16,26 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "byte_builder.hpp"
+
 using namespace archguard;
+using namespace fatbin_test;
 
 namespace {
-
-using Buf = std::vector<std::byte>;
-
-void put(Buf& b, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
-void put_at(Buf& b, std::size_t at, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
-}
-Buf bytes_of(std::string_view s) {
-  Buf b;
-  for (char c : s) b.push_back(static_cast<std::byte>(c));
-  return b;
-}
-void pad8(Buf& b) {
-  while (b.size() % 8 != 0) b.push_back(std::byte{0});
-}
 
 struct EntrySpec {
   std::uint16_t kind = 2;
@@ -71,7 +57,7 @@ Buf make_entry(const EntrySpec& s) {
     id_len = static_cast<std::uint32_t>(s.identifier.size());
     for (char c : s.identifier) ext.push_back(static_cast<std::byte>(c));
     ext.push_back(std::byte{0});
-    pad8(ext);
+    pad_to(ext, 8);
   }
   if (!s.options.empty()) {
     opt_at = static_cast<std::uint32_t>(0x40 + ext.size());
@@ -79,25 +65,23 @@ Buf make_entry(const EntrySpec& s) {
     put(ext, s.options.size(), 4);
     for (char c : s.options) ext.push_back(static_cast<std::byte>(c));
     ext.push_back(std::byte{0});
-    pad8(ext);
+    pad_to(ext, 8);
   }
   Buf payload = s.payload;
-  pad8(payload);
+  pad_to(payload, 8);
   Buf e;
-  put(e, s.kind, 2);
-  put(e, 0x0101, 2);
-  put(e, 0x40 + ext.size(), 4);
-  put(e, payload.size(), 8);
-  put(e, s.compressed, 4);
-  put(e, opt_at, 4);
-  put(e, s.minor, 2);
-  put(e, s.major, 2);
-  put(e, s.arch, 4);
-  put(e, id_off, 4);
-  put(e, id_len, 4);
-  put(e, s.flags, 8);
-  put(e, 0, 8);
-  put(e, s.uncompressed, 8);
+  put_entry_header(e, {.kind = s.kind,
+                       .header_size = static_cast<std::uint32_t>(0x40 + ext.size()),
+                       .payload_size = payload.size(),
+                       .compressed = s.compressed,
+                       .options_at = opt_at,
+                       .minor = s.minor,
+                       .major = s.major,
+                       .arch = s.arch,
+                       .identifier_at = id_off,
+                       .identifier_size = id_len,
+                       .flags = s.flags,
+                       .uncompressed = s.uncompressed});
   e.insert(e.end(), ext.begin(), ext.end());
   e.insert(e.end(), payload.begin(), payload.end());
   return e;
@@ -109,13 +93,7 @@ Buf make_fatbin(const std::vector<EntrySpec>& entries) {
     Buf e = make_entry(s);
     body.insert(body.end(), e.begin(), e.end());
   }
-  Buf f;
-  put(f, kFatbinMagic, 4);
-  put(f, 1, 2);
-  put(f, 16, 2);
-  put(f, body.size(), 8);
-  f.insert(f.end(), body.begin(), body.end());
-  return f;
+  return fatbin_around(body, kFatbinMagic);
 }
 
 std::string first_error(const Buf& b, const std::string& name = "t.fatbin") {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace archguard;
@@ -38,6 +39,22 @@ std::string report(const std::string& node, const std::string& gpu, const std::s
          R"(","devices":[)" + devs + R"(],"steps":[],"verdict":"pass"})" + "\n";
 }
 
+using Reader = void (*)(std::string_view text, std::string_view name, Fleet& into, const NameMap& names);
+
+// What `read` (read_slurm, read_kubernetes) makes of `text` read as the file `where`, finished.
+Fleet finished(Reader read, const std::string& text, const std::string& where, const NameMap& names = {}) {
+  Fleet f;
+  read(text, where, f, names);
+  finish(f);
+  return f;
+}
+
+// The fleet of node reports `text` (read as the file `where`), finished.
+Fleet merged(const std::string& text, const std::string& where = "-") {
+  return finished([](std::string_view t, std::string_view n, Fleet& into, const NameMap&) { read_reports(t, n, into); }, text,
+                  where);
+}
+
 const Node* find(const Fleet& f, const std::string& name) {
   auto it = std::find_if(f.nodes.begin(), f.nodes.end(), [&](const Node& n) { return n.name == name; });
   return it == f.nodes.end() ? nullptr : &*it;
@@ -54,9 +71,7 @@ TEST_CASE("node reports concatenated as srun prints them are merged", "[fleet]")
                            report("gpu-b01", "NVIDIA A100-SXM4-80GB", "8.0", 2, "550.54.14", "12.4") +
                            "srun: error: gpu-x: task 2: Exited with exit code 3\n" +
                            report("gpu-c01", "NVIDIA GeForce RTX 5090", "12.0", 1, "", "12.8");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   REQUIRE(f.nodes.size() == 3);
   CHECK(f.documents == 3);
   const Node* a = find(f, "gpu-a01");
@@ -87,9 +102,7 @@ TEST_CASE("duplicate, malformed and foreign documents are named, never dropped s
                            R"({"schema":"archguard.check/2","devices":[]})" + "\n" + R"({"schema":"archguard.doctor/1","devices":[]})" + "\n" +
                            R"({"schema":"archguard.doctor/1","node":{"name":"bad"},"devices":[{"name":"x"}]})" + "\n" +
                            R"({"schema": "archguard.doctor/1", "node": {"name": "n2"}, "devices": [)" + "\n";
-  Fleet f;
-  read_reports(text, "reports.json", f);
-  finish(f);
+  Fleet f = merged(text, "reports.json");
   REQUIRE(f.nodes.size() == 1);
   // The newest report of n1 is kept.
   CHECK(f.nodes[0].gpus[0].name == "NVIDIA H200");
@@ -108,9 +121,7 @@ TEST_CASE("unlabelled interleaved output is named with the remedy, never merged"
   const std::string b = report("b", "NVIDIA A100-SXM4-80GB", "8.0", 1, "580.65.06", "13.0", "2026-12-02T04:00:00Z", "GPU-B");
   const std::size_t cut = a.find("H100");
   REQUIRE(cut != std::string::npos);
-  Fleet f;
-  read_reports(a.substr(0, cut) + "\n" + b + a.substr(cut), "plain.txt", f);
-  finish(f);
+  Fleet f = merged(a.substr(0, cut) + "\n" + b + a.substr(cut), "plain.txt");
   CHECK(f.nodes.size() <= 1);
   REQUIRE_FALSE(f.problems.empty());
   bool remedy = false;
@@ -136,9 +147,7 @@ TEST_CASE("a GPU UUID reported by two nodes is named", "[fleet]") {
   // The UUIDs carry the node name in this helper: make them equal.
   std::size_t at;
   while ((at = text.find("GPU-samepod-b")) != std::string::npos) text.replace(at, 13, "GPU-samepod-a");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   CHECK(f.nodes.size() == 2);
   CHECK(has_problem(f, "is reported by nodes pod-a and pod-b"));
 }
@@ -148,9 +157,7 @@ TEST_CASE("node groups: one per model and driver, nodes in natural order", "[fle
                            report("gpu2", "NVIDIA H100 80GB HBM3", "9.0", 8, "580.65.06", "13.0") +
                            report("gpu3", "NVIDIA H100 80GB HBM3", "9.0", 8, "570.86.15", "12.8") +
                            report("gpu1", "NVIDIA H100 80GB HBM3", "9.0", 8, "580.65.06", "13.0");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   REQUIRE(f.nodes.size() == 4);
   CHECK(f.nodes[0].name == "gpu1");
   CHECK(f.nodes[1].name == "gpu2");
@@ -173,9 +180,7 @@ TEST_CASE("node lists in Slurm's compressed form", "[fleet]") {
 TEST_CASE("the fleet CSV is what parse_fleet_csv reads, one line per GPU", "[fleet]") {
   const std::string text = report("gpu-a01", "NVIDIA H100 80GB HBM3", "9.0", 2, "580.65.06", "13.0") +
                            report("gpu-b01", "NVIDIA A100-SXM4-80GB", "8.0", 1, "550.54.14", "12.4");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   const std::string csv = to_csv(f);
   auto models = parse_fleet_csv(csv, "fleet.csv");
   REQUIRE(models);
@@ -188,20 +193,14 @@ TEST_CASE("the fleet CSV is what parse_fleet_csv reads, one line per GPU", "[fle
 TEST_CASE("a fleet report reads back as the same fleet", "[fleet]") {
   const std::string text = report("gpu-a01", "NVIDIA H100 80GB HBM3", "9.0", 2, "580.65.06", "13.0") +
                            report("gpu-b01", "NVIDIA A100-SXM4-80GB", "8.0", 1, "", "12.4");
-  Fleet f;
-  read_reports(text, "-", f);
-  finish(f);
+  Fleet f = merged(text);
   const std::string once = to_json(f);
-  Fleet g;
-  read_reports(once, "fleet.json", g);
-  finish(g);
+  Fleet g = merged(once, "fleet.json");
   CHECK(to_json(g) == once);
 }
 
 TEST_CASE("Slurm: scontrol show node, GRES types mapped through the table", "[fleet]") {
-  Fleet f;
-  read_slurm(data("slurm/scontrol.txt"), "scontrol.txt", f);
-  finish(f);
+  Fleet f = finished(read_slurm, data("slurm/scontrol.txt"), "scontrol.txt");
   CHECK(f.documents == 5);
   const Node* a = find(f, "gpu-a01");
   REQUIRE(a != nullptr);
@@ -225,9 +224,7 @@ TEST_CASE("Slurm: scontrol show node, GRES types mapped through the table", "[fl
 }
 
 TEST_CASE("Slurm: a site's GPU names, and the one-line form", "[fleet]") {
-  Fleet f;
-  read_slurm("NodeName=x1 Arch=x86_64 Gres=gpu:mi250:2 State=IDLE\nNodeName=x2 Gres=gpu:H100:1 State=IDLE\n", "-", f, NameMap{{"MI250", Version2{9, 0}}});
-  finish(f);
+  Fleet f = finished(read_slurm, "NodeName=x1 Arch=x86_64 Gres=gpu:mi250:2 State=IDLE\nNodeName=x2 Gres=gpu:H100:1 State=IDLE\n", "-", NameMap{{"MI250", Version2{9, 0}}});
   CHECK(f.problems.empty());
   REQUIRE(f.nodes.size() == 2);
   CHECK(f.nodes[0].gpus[0].cc == Version2{9, 0});
@@ -235,9 +232,7 @@ TEST_CASE("Slurm: a site's GPU names, and the one-line form", "[fleet]") {
 }
 
 TEST_CASE("Slurm: sinfo lists a node once per partition", "[fleet]") {
-  Fleet f;
-  read_slurm(data("slurm/sinfo.txt"), "sinfo.txt", f);
-  finish(f);
+  Fleet f = finished(read_slurm, data("slurm/sinfo.txt"), "sinfo.txt");
   CHECK(f.problems.empty());
   REQUIRE(f.nodes.size() == 6);
   CHECK(f.nodes[0].name == "gpu-a01");
@@ -251,9 +246,7 @@ TEST_CASE("Slurm: sinfo lists a node once per partition", "[fleet]") {
 }
 
 TEST_CASE("Kubernetes: GPU Feature Discovery labels", "[fleet]") {
-  Fleet f;
-  read_kubernetes(data("kubernetes/nodes.json"), "nodes.json", f);
-  finish(f);
+  Fleet f = finished(read_kubernetes, data("kubernetes/nodes.json"), "nodes.json");
   CHECK(f.documents == 5);
   const Node* h = find(f, "dgx-h100-01");
   REQUIRE(h != nullptr);
@@ -293,21 +286,27 @@ TEST_CASE("Kubernetes: what is not a node list is refused", "[fleet]") {
 }
 
 TEST_CASE("GPU names to capabilities through the table's products", "[fleet][arch]") {
-  auto cc = [](const char* n) { return cc_for_gpu_name(n); };
-  CHECK(cc("a100") == Version2{8, 0});
-  CHECK(cc("NVIDIA A100-SXM4-80GB") == Version2{8, 0});
-  CHECK(cc("a10") == Version2{8, 6});
-  CHECK(cc("h100_80gb") == Version2{9, 0});
-  CHECK(cc("NVIDIA GH200 480GB") == Version2{9, 0});
-  CHECK(cc("rtx5090") == Version2{12, 0});
-  CHECK(cc("NVIDIA GeForce RTX 5090") == Version2{12, 0});
-  CHECK(cc("NVIDIA RTX 6000 Ada Generation") == Version2{8, 9});
-  CHECK(cc("Quadro RTX 6000") == Version2{7, 5});
-  CHECK(cc("NVIDIA RTX PRO 6000 Blackwell Server Edition") == Version2{12, 0});
-  CHECK(cc("Tesla V100-SXM2-16GB") == Version2{7, 0});
-  CHECK(cc("l4") == Version2{8, 9});
-  CHECK(cc("B200") == Version2{10, 0});
-  CHECK(!cc("mi250"));
-  CHECK(!cc("gpu"));
-  CHECK(!cc(""));
+  const std::pair<const char*, Version2> known[] = {
+      {"a100", {8, 0}},
+      {"NVIDIA A100-SXM4-80GB", {8, 0}},
+      {"a10", {8, 6}},
+      {"h100_80gb", {9, 0}},
+      {"NVIDIA GH200 480GB", {9, 0}},
+      {"rtx5090", {12, 0}},
+      {"NVIDIA GeForce RTX 5090", {12, 0}},
+      {"NVIDIA RTX 6000 Ada Generation", {8, 9}},
+      {"Quadro RTX 6000", {7, 5}},
+      {"NVIDIA RTX PRO 6000 Blackwell Server Edition", {12, 0}},
+      {"Tesla V100-SXM2-16GB", {7, 0}},
+      {"l4", {8, 9}},
+      {"B200", {10, 0}},
+  };
+  for (const auto& [name, cc] : known) {
+    INFO(name);
+    CHECK(cc_for_gpu_name(name) == cc);
+  }
+  for (const char* name : {"mi250", "gpu", ""}) {
+    INFO(name);
+    CHECK(!cc_for_gpu_name(name));
+  }
 }

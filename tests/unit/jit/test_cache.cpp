@@ -52,6 +52,12 @@ std::string bin_path(const std::string& dir, const Digest& k) {
   return dir + "/v1/entries/" + hex.substr(0, 2) + "/" + hex + ".bin";
 }
 
+// Stores record_of(bytes, i) under key_of(i) in `c` (opened on `dir`); returns the entry's file.
+std::string store_one(Cache& c, const std::string& dir, unsigned i, std::size_t bytes) {
+  REQUIRE(c.store(key_of(i), record_of(bytes, i), "{}").ok());
+  return bin_path(dir, key_of(i));
+}
+
 }  // namespace
 
 TEST_CASE("records round-trip and malformed ones are rejected with offsets", "[jit][cache]") {
@@ -116,8 +122,7 @@ TEST_CASE("a flipped byte or a truncation is detected, evicted and rebuilt", "[j
   TempDir t;
   const std::string dir = t.path + "/c";
   auto c = open_cache(dir);
-  REQUIRE(c->store(key_of(2), record_of(256, 2), "{}").ok());
-  const std::string bin = bin_path(dir, key_of(2));
+  const std::string bin = store_one(*c, dir, 2, 256);
   {
     std::fstream f(bin, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(200);
@@ -192,8 +197,7 @@ TEST_CASE("symbolic links inside the cache are never followed", "[jit][cache][se
   TempDir t;
   const std::string dir = t.path + "/c";
   auto c = open_cache(dir);
-  REQUIRE(c->store(key_of(3), record_of(32, 3), "{}").ok());
-  const std::string bin = bin_path(dir, key_of(3));
+  const std::string bin = store_one(*c, dir, 3, 32);
   // Plant a valid-looking entry outside and link to it.
   fs::copy_file(bin, t.path + "/planted.bin");
   fs::remove(bin);

@@ -35,14 +35,18 @@ const char* kTemplate = R"(template <typename T> __global__ void scale(T* p, T f
 Target sass(unsigned sm) { return {{sm, Suffix::none}, CodeKind::sass}; }
 Target ptx(unsigned sm) { return {{sm, Suffix::none}, CodeKind::ptx}; }
 
-std::unique_ptr<Compiler> compiler_in(const std::string& cache_dir) {
+std::unique_ptr<Compiler> compiler_with(const CacheOptions& cache) {
   CompilerOptions o;
-  CacheOptions c;
-  c.dir = cache_dir;
-  o.cache = c;
+  o.cache = cache;
   auto r = Compiler::create(o);
   REQUIRE(r.ok());
   return std::move(*r);
+}
+
+std::unique_ptr<Compiler> compiler_in(const std::string& cache_dir) {
+  CacheOptions c;
+  c.dir = cache_dir;
+  return compiler_with(c);
 }
 
 CompileRequest request(const char* src, Target t, std::string name = "saxpy.cu") {
@@ -285,14 +289,11 @@ TEST_CASE("a failed compile carries the log, the options and the numbered source
 }
 
 TEST_CASE("the cache can be disabled", "[jit]") {
-  CompilerOptions o;
   CacheOptions co;
   co.disabled = true;
-  o.cache = co;
-  auto c = Compiler::create(o);
-  REQUIRE(c.ok());
-  CHECK((*c)->cache() == nullptr);
-  auto r = (*c)->compile(request(kSaxpy, sass(90)));
+  auto c = compiler_with(co);
+  CHECK(c->cache() == nullptr);
+  auto r = c->compile(request(kSaxpy, sass(90)));
   REQUIRE(r.ok());
   CHECK_FALSE(r->from_cache);
   CHECK(r->cache_note == "cache disabled");
@@ -306,15 +307,10 @@ TEST_CASE("a cache that fails degrades to an uncached compile", "[jit][hostile]"
     const std::string dir = t.path + "/shared";
     fs::create_directories(dir);
     ::chmod(dir.c_str(), 0777);  // refused as insecure, even for root
-    CompilerOptions o;
-    CacheOptions co;
-    co.dir = dir;
-    o.cache = co;
-    auto c = Compiler::create(o);
-    REQUIRE(c.ok());
-    CHECK((*c)->cache() == nullptr);
-    CHECK((*c)->cache_problem().find("writable by group or others") != std::string::npos);
-    auto r = (*c)->compile(request(kSaxpy, sass(90)));
+    auto c = compiler_in(dir);
+    CHECK(c->cache() == nullptr);
+    CHECK(c->cache_problem().find("writable by group or others") != std::string::npos);
+    auto r = c->compile(request(kSaxpy, sass(90)));
     REQUIRE(r.ok());
     CHECK(is_elf(r->image));
     CHECK(r->cache_note.find("compiling without the cache") != std::string::npos);
@@ -354,16 +350,27 @@ void reset_fake(const device::DriverPtr& d) {
   fn();
 }
 
-}  // namespace
-
-TEST_CASE("load compiles for the device, and a refused cached image is evicted and rebuilt once", "[jit]") {
-  TempDir t;
-  auto c = compiler_in(t.path + "/cache");
-  auto drv = fake_driver();
+Result<device::Context> primary_context(const device::DriverPtr& drv) {
   reset_fake(drv);
   auto ctx = device::Context::primary(drv, 0);
   REQUIRE(ctx.ok());
-  auto k = c->load(*ctx, request(kSaxpy, sass(75)), "saxpy");
+  return ctx;
+}
+
+// A compiler whose cache is in a temporary directory, and device 0 of the fake driver (its
+// refusal counter reset).
+struct FakeDevice {
+  TempDir t;
+  std::unique_ptr<Compiler> c = compiler_in(t.path + "/cache");
+  device::DriverPtr drv = fake_driver();
+  Result<device::Context> ctx = primary_context(drv);
+};
+
+}  // namespace
+
+TEST_CASE("load compiles for the device, and a refused cached image is evicted and rebuilt once", "[jit]") {
+  FakeDevice d;
+  auto k = d.c->load(*d.ctx, request(kSaxpy, sass(75)), "saxpy");
   REQUIRE(k.ok());
   CHECK(k->compiled.target == sass(90));  // the fake device is CC 9.0
   CHECK(k->path == LaunchPath::jit);
@@ -372,8 +379,8 @@ TEST_CASE("load compiles for the device, and a refused cached image is evicted a
 
   {
     ScopedEnv reject("FAKE_CUDA_REJECT_LOADS", "1");
-    reset_fake(drv);
-    auto again = c->load(*ctx, request(kSaxpy, sass(75)), "saxpy");
+    reset_fake(d.drv);
+    auto again = d.c->load(*d.ctx, request(kSaxpy, sass(75)), "saxpy");
     REQUIRE(again.ok());
     CHECK(again->reloads == 1);
     CHECK_FALSE(again->compiled.from_cache);
@@ -381,29 +388,24 @@ TEST_CASE("load compiles for the device, and a refused cached image is evicted a
   }
   {
     ScopedEnv reject("FAKE_CUDA_REJECT_LOADS", "2");
-    reset_fake(drv);
-    auto fails = c->load(*ctx, request(kSaxpy, sass(75)), "saxpy");
+    reset_fake(d.drv);
+    auto fails = d.c->load(*d.ctx, request(kSaxpy, sass(75)), "saxpy");
     REQUIRE_FALSE(fails.ok());
     CHECK(fails.code() == device::kCuErrorNoBinaryForGpu);
     CHECK(fails.message().find("even after evicting the cached one") != std::string::npos);
     CHECK(fails.message().find("fake jit: load refused on purpose") != std::string::npos);
   }
-  reset_fake(drv);
+  reset_fake(d.drv);
 }
 
 TEST_CASE("fallback: prebuilt when it runs on the device, jit otherwise", "[jit]") {
-  TempDir t;
-  auto c = compiler_in(t.path + "/cache");
-  auto drv = fake_driver();
-  reset_fake(drv);
-  auto ctx = device::Context::primary(drv, 0);
-  REQUIRE(ctx.ok());
+  FakeDevice d;
   const std::string fake_image = "a prebuilt fatbin";
   Prebuilt pb;
   pb.image = std::span(reinterpret_cast<const std::byte*>(fake_image.data()), fake_image.size());
 
   pb.images = {Image{CodeKind::sass, {80, Suffix::none}, {}, false, false}};
-  auto jit = c->load_with_fallback(*ctx, pb, request(kSaxpy, sass(75)), "saxpy");
+  auto jit = d.c->load_with_fallback(*d.ctx, pb, request(kSaxpy, sass(75)), "saxpy");
   REQUIRE(jit.ok());
   CHECK(jit->path == LaunchPath::jit);
   CHECK(jit->compiled.target == sass(90));
@@ -411,19 +413,19 @@ TEST_CASE("fallback: prebuilt when it runs on the device, jit otherwise", "[jit]
 
   pb.images = {Image{CodeKind::sass, {80, Suffix::none}, {}, false, false},
                Image{CodeKind::sass, {90, Suffix::none}, {}, false, false}};
-  auto native = c->load_with_fallback(*ctx, pb, request(kSaxpy, sass(75)), "saxpy");
+  auto native = d.c->load_with_fallback(*d.ctx, pb, request(kSaxpy, sass(75)), "saxpy");
   REQUIRE(native.ok());
   CHECK(native->path == LaunchPath::prebuilt);
   CHECK(native->compiled.image.empty());
 
   // The engine says yes but the driver refuses: JIT, and the reason says so.
   ScopedEnv reject("FAKE_CUDA_REJECT_LOADS", "1");
-  reset_fake(drv);
-  auto refused = c->load_with_fallback(*ctx, pb, request(kSaxpy, sass(75)), "saxpy");
+  reset_fake(d.drv);
+  auto refused = d.c->load_with_fallback(*d.ctx, pb, request(kSaxpy, sass(75)), "saxpy");
   REQUIRE(refused.ok());
   CHECK(refused->path == LaunchPath::jit);
   CHECK(refused->reason.find("the driver refused the prebuilt image") != std::string::npos);
-  reset_fake(drv);
+  reset_fake(d.drv);
 }
 
 TEST_CASE("the per-process scan memo notices a same-size rewrite with the mtime put back", "[jit]") {

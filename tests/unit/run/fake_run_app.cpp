@@ -79,6 +79,24 @@ std::vector<char> read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// A driver API call `name` (callback `cbid`) with `params` that returned `result` (a number).
+template <typename Params>
+void driver_call(unsigned cbid, const char* name, Params params, const std::string& result) {
+  CUresult r = static_cast<CUresult>(std::atoi(result.c_str()));
+  api(CUPTI_CB_DOMAIN_DRIVER_API, cbid, name, &params, &r);
+}
+
+// The file `path` mapped read-only for the rest of the run; its size in `size`.
+const void* map_file(const std::string& path, size_t& size) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  struct stat sb {};
+  if (fd < 0 || ::fstat(fd, &sb) != 0) die("cannot open " + path);
+  size = static_cast<size_t>(sb.st_size);
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (m == MAP_FAILED) die("cannot map " + path);
+  return m;
+}
+
 void init() {
   if (const char* cuda = std::getenv("FAKE_LIBCUDA"))
     if (::dlopen(cuda, RTLD_NOW | RTLD_GLOBAL) == nullptr) die(std::string("cannot load ") + cuda);
@@ -148,27 +166,17 @@ int main(int argc, char** argv) {
       keep.push_back(read_file(arg(1)));
       load(keep.back().data(), nullptr, std::atoi(arg(2).c_str()));
     } else if (w == "loadmapped") {
-      const int fd = ::open(arg(1).c_str(), O_RDONLY);
-      struct stat sb {};
-      if (fd < 0 || ::fstat(fd, &sb) != 0) die("cannot open " + arg(1));
-      void* m = ::mmap(nullptr, static_cast<size_t>(sb.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (m == MAP_FAILED) die("cannot map " + arg(1));
-      load(m, nullptr, std::atoi(arg(2).c_str()));
+      size_t size = 0;
+      load(map_file(arg(1), size), nullptr, std::atoi(arg(2).c_str()));
     } else if (w == "loadfile") {
       load(nullptr, arg(1).c_str(), std::atoi(arg(2).c_str()));
     } else if (w == "getfunction") {
       CUfunction f = nullptr;
-      cuModuleGetFunction_params p{&f, static_cast<CUmodule>(g_last_module), arg(1).c_str()};
-      CUresult r = static_cast<CUresult>(std::atoi(arg(2).c_str()));
-      api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, "cuModuleGetFunction", &p, &r);
+      driver_call(CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, "cuModuleGetFunction",
+                  cuModuleGetFunction_params{&f, static_cast<CUmodule>(g_last_module), arg(1).c_str()}, arg(2));
     } else if (w == "libload") {
-      const int fd = ::open(arg(1).c_str(), O_RDONLY);
-      struct stat sb {};
-      if (fd < 0 || ::fstat(fd, &sb) != 0) die("cannot open " + arg(1));
-      const auto size = static_cast<size_t>(sb.st_size);
-      void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (m == MAP_FAILED) die("cannot map " + arg(1));
-      const auto* bytes = static_cast<const unsigned char*>(m);
+      size_t size = 0;
+      const auto* bytes = static_cast<const unsigned char*>(map_file(arg(1), size));
       const void* fatbin = nullptr;
       int skip = st.size() > 2 ? std::atoi(st[2].c_str()) : 0;
       for (size_t o = 0; o + 16 <= size && fatbin == nullptr; o += 8) {
@@ -187,9 +195,8 @@ int main(int argc, char** argv) {
       g_last_module = lib;
     } else if (w == "getkernel") {
       CUkernel k = nullptr;
-      cuLibraryGetKernel_params p{&k, static_cast<CUlibrary>(g_last_module), arg(1).c_str()};
-      CUresult r = static_cast<CUresult>(std::atoi(arg(2).c_str()));
-      api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel, "cuLibraryGetKernel", &p, &r);
+      driver_call(CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel, "cuLibraryGetKernel",
+                  cuLibraryGetKernel_params{&k, static_cast<CUlibrary>(g_last_module), arg(1).c_str()}, arg(2));
     } else if (w == "module") {
       keep.push_back(read_file(arg(1)));
       hooks();
