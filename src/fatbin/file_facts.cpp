@@ -21,6 +21,11 @@ struct Writer {
       out.push_back(static_cast<std::byte>(low | (v != 0 ? 0x80u : 0u)));
     } while (v != 0);
   }
+  /// Numbers, enumerations and flags, in order.
+  template <typename... T>
+  void nums(T... v) {
+    (num(static_cast<std::uint64_t>(v)), ...);
+  }
   void str(std::string_view s) {
     num(s.size());
     const auto* p = reinterpret_cast<const std::byte*>(s.data());  // text viewed as bytes
@@ -78,26 +83,12 @@ std::string suffix_of(const std::string& s, const std::string& path, bool& fits)
 }
 
 void put_entry(Writer& w, const FatbinEntry& e, std::uint64_t payload_at) {
-  w.num(e.index);
-  w.num(e.offset);
-  w.num(e.raw_kind);
-  w.num(static_cast<std::uint64_t>(e.kind));
-  w.num(e.arch.sm);
-  w.num(static_cast<std::uint64_t>(e.arch.suffix));
-  w.num(e.version.major);
-  w.num(e.version.minor);
-  w.num(e.header_size);
-  w.num(e.stored_size);
-  w.num(e.compressed_size);
-  w.num(e.uncompressed_size);
-  w.num(static_cast<std::uint64_t>(e.compression));
-  w.num(e.flags);
-  w.num(e.debug ? 1 : 0);
+  w.nums(e.index, e.offset, e.raw_kind, e.kind, e.arch.sm, e.arch.suffix, e.version.major, e.version.minor, e.header_size,
+         e.stored_size, e.compressed_size, e.uncompressed_size, e.compression, e.flags, e.debug);
   w.str(e.identifier);
   w.str(e.options);
   w.bytes(e.extension);
-  w.num(payload_at);
-  w.num(e.payload.size());
+  w.nums(payload_at, e.payload.size());
 }
 
 FatbinEntry get_entry(Reader& r, Bytes whole) {
@@ -158,22 +149,14 @@ std::optional<std::vector<std::byte>> encode_file_facts(const ScanReport& report
     const ObjectFatbins& o = report.objects[i];
     if (!o.archive.empty() || !o.member.empty() || !o.loaded_by.empty()) return std::nullopt;
     w.str(suffix_of(o.path, path, fits));
-    w.num(o.elf_type);
-    w.num(o.machine);
-    w.num(o.pe ? 1 : 0);
-    w.num(o.pie ? 1 : 0);
+    w.nums(o.elf_type, o.machine, o.pe, o.pie);
     w.str(o.identity);
     w.num(o.fatbins.size());
     for (const Fatbin& fb : o.fatbins) {
-      w.num(fb.index);
-      w.num(fb.offset);
-      w.num(fb.version);
-      w.num(fb.size);
-      w.num(static_cast<std::uint64_t>(fb.section));
+      w.nums(fb.index, fb.offset, fb.version, fb.size, fb.section);
       w.str(fb.section_name);
       w.str(fb.translation_unit);
-      w.num(fb.linked ? 1 : 0);
-      w.num(fb.device_link ? 1 : 0);
+      w.nums(fb.linked, fb.device_link);
       w.num(fb.entries.size());
       for (const FatbinEntry& e : fb.entries) {
         std::uint64_t at = kNoPayload;
