@@ -140,6 +140,11 @@ class KernelIndex {
   const Result<std::vector<Kernel>>& of(const FatbinEntry& entry, std::string_view name);
   /// Gives the store what was decoded since the last flush, merged with what it kept before.
   void flush();
+  /// The store and the object's identity given to the constructor (null and empty by default),
+  /// and the limits on what is derived from each image.
+  FactsStore* store() const { return store_; }
+  const std::string& identity() const { return identity_; }
+  const DerivedLimits& limits() const { return limits_; }
 
  private:
   FactsStore* store_ = nullptr;
@@ -264,6 +269,22 @@ struct ObjectJudgement {
 /// (500). `index` shares decoded kernel lists between calls (several GPUs); null: a local one.
 ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& verdict, const Device& device,
                              const DriverSettings& settings = {}, bool all = false, KernelIndex* index = nullptr);
+
+/// An object's verdict on one GPU and the judgement of its kernels.
+struct JudgedResult {
+  ObjectVerdict verdict;
+  ObjectJudgement judgement;
+};
+
+/// check_object and judge_object with `index`; or, when the index has a store (the results
+/// cache) and the object an identity, what an earlier run judged for the same object read the
+/// same way (every header field of its fatbins and entries, its kind), on the same GPU, with the
+/// same settings, `all` and derived limits. What is judged anew is kept in the store, unless its
+/// messages name the file (a fatbin whose kernels cannot be listed, an image that does not
+/// decode): those are judged again each time. A record that is damaged or does not fit the
+/// object is not used.
+JudgedResult judge_with_store(const ObjectFatbins& object, const Device& device, const DriverSettings& settings, bool all,
+                              KernelIndex& index);
 
 /// A kernel of an -rdc object missing from an image nvlink wrote: the object carries no code
 /// for that architecture, so the device link left the kernel out, without a warning. On a GPU

@@ -389,6 +389,17 @@ class FactsStore {
     (void)key;
     (void)facts;
   }
+  /// An object's verdict and judgement on one GPU, by a key of the object's identity, how it
+  /// was read, the GPU, the driver settings and the options (judge_with_store writes and reads
+  /// it; opaque here). None by default: every object is judged.
+  virtual std::optional<std::vector<std::byte>> find_judgement(const std::string& key) {
+    (void)key;
+    return std::nullopt;
+  }
+  virtual void keep_judgement(const std::string& key, std::vector<std::byte> record) {
+    (void)key;
+    (void)record;
+  }
 };
 
 /// Whether the decoded image of a SASS entry (raw kind 2) is a cubin: a 64-bit little-endian

@@ -4,13 +4,15 @@
 /// The results cache: what earlier runs of `check` and `doctor` learnt about each object they
 /// read, so that judging an unchanged environment again neither searches nor decodes.
 ///
-/// Three records per object, keyed by a SHA-256 of the object's identity (ObjectFatbins::identity:
+/// Four records per object, keyed by a SHA-256 of the object's identity (ObjectFatbins::identity:
 /// the file's device, inode, size, modification and change times with nanoseconds, or a
 /// SHA-256 of its bytes when it changed in the last seconds; and the archive member) and of the
 /// producer (the archguard version and commit): where the embedded-fatbin search found fatbins
 /// (EmbeddedFinds), the kernel lists of its images, each with its entry's fingerprint, and, for
 /// a file that is one object (an ELF file, a cubin, a fatbin file), what the scan read from it
-/// (FactsStore::find_file: every header field, so that a scan of it parses nothing). A
+/// (FactsStore::find_file: every header field, so that a scan of it parses nothing), and its
+/// verdict and judgement on each GPU and settings it was judged for (FactsStore::find_judgement,
+/// keyed by how the object was read too, so that a second run neither selects nor lists). A
 /// changed file has another identity (its change time moves whatever else is kept), and another
 /// build of archguard reads none of this one's records. Only lists that decoded are kept.
 ///
@@ -42,9 +44,10 @@ namespace archguard {
 
 /// hits/misses: images whose kernel list was found / decoded; scans_known: files whose
 /// embedded-fatbin search was skipped; files_known: files read from their record (nothing of
-/// them parsed; counted in scans_known too); stores: records written.
+/// them parsed; counted in scans_known too); judgements_known: objects whose verdict and
+/// judgement on a GPU were read from their record; stores: records written.
 struct ResultsCacheCounters {
-  std::uint64_t hits = 0, misses = 0, stores = 0, scans_known = 0, files_known = 0;
+  std::uint64_t hits = 0, misses = 0, stores = 0, scans_known = 0, files_known = 0, judgements_known = 0;
 };
 
 class ResultsCache final : public FactsStore {
@@ -68,6 +71,8 @@ class ResultsCache final : public FactsStore {
   void count(std::uint64_t hits, std::uint64_t misses) override;
   std::optional<std::vector<std::byte>> find_file(const std::string& key) override;
   void keep_file(const std::string& key, std::vector<std::byte> facts) override;
+  std::optional<std::vector<std::byte>> find_judgement(const std::string& key) override;
+  void keep_judgement(const std::string& key, std::vector<std::byte> record) override;
 
   ResultsCacheCounters counters() const;
   /// Problems met while reading or writing (at most a few, then a count).
@@ -82,7 +87,7 @@ class ResultsCache final : public FactsStore {
   std::string producer_;
   std::string dir_;
   std::unique_ptr<jit::Cache> cache_;
-  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0}, scans_known_{0}, files_known_{0};
+  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0}, scans_known_{0}, files_known_{0}, judgements_known_{0};
   mutable std::mutex mu_;
   std::vector<std::string> warnings_;
   std::uint64_t more_warnings_ = 0;

@@ -134,8 +134,9 @@ Judgements judge_all(const Session& s, const ScanReport& scan, const std::vector
     {
       KernelIndex index(s.options->results, *with_code[oi]);
       for (std::size_t ti = 0; ti < devs.size(); ++ti) {
-        all.verdicts[ti][oi] = check_object(*with_code[oi], devs[ti], settings, &index);
-        all.judgements[ti][oi] = judge_object(*with_code[oi], all.verdicts[ti][oi], devs[ti], settings, false, &index);
+        auto judged = judge_with_store(*with_code[oi], devs[ti], settings, false, index);
+        all.verdicts[ti][oi] = std::move(judged.verdict);
+        all.judgements[ti][oi] = std::move(judged.judgement);
       }
     }
     pages.release(*with_code[oi]);  // judged: its payloads' pages leave the process

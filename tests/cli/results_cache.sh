@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The results cache (issue 25): a second `check`/`doctor` of an unchanged library neither parses,
-# searches nor decodes and prints the same; --no-cache and ARCHGUARD_CACHE_DISABLE bypass it; a file
+# searches, decodes nor judges and prints the same; another GPU is judged anew without decoding; --no-cache and ARCHGUARD_CACHE_DISABLE bypass it; a file
 # changed in place (even with its modification time put back) is read and decoded again; a
 # cache directory that cannot be used is a warning, never a failure.
 # Usage: results_cache.sh ARCHGUARD [LIBRARY]. Skips (77) without a toolkit library.
@@ -16,14 +16,19 @@ ok() { echo "ok: $1"; }
 bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 export ARCHGUARD_CACHE_DIR=$tmp/cache ARCHGUARD_RESULTS_CACHE_STATS=1
 stat_of() { grep -o '[0-9]* hits, [0-9]* misses, [0-9]* stored, [0-9]* searches skipped' "$1"; }
+known_of() { grep -o '[0-9]* judgements known' "$1"; }
 
 "$ag" check --cc 7.0 "$lib" > "$tmp/1.out" 2> "$tmp/1.err"; rc1=$?
 "$ag" check --cc 7.0 "$lib" > "$tmp/2.out" 2> "$tmp/2.err"; rc2=$?
 ARCHGUARD_RESULTS_CACHE_STATS=0 "$ag" check --cc 7.0 --no-cache "$lib" > "$tmp/3.out" 2> "$tmp/3.err"; rc3=$?
 first=$(stat_of "$tmp/1.err"); second=$(stat_of "$tmp/2.err")
 [[ $first =~ ([0-9]+)\ stored && ${BASH_REMATCH[1]} -gt 0 ]] && ok "first run stores what it decoded ($first)" || bad "first run: '$first'"
-[[ $second =~ ^([0-9]+)\ hits,\ 0\ misses,\ 0\ stored,\ ([0-9]+) && ${BASH_REMATCH[1]} -gt 0 && ${BASH_REMATCH[2]} -gt 0 ]] &&
+# The second run takes the library's verdict and judgement on 7.0 from their record: it neither
+# decodes nor reads a kernel list (0 hits).
+[[ $second =~ ^0\ hits,\ 0\ misses,\ 0\ stored,\ ([0-9]+) && ${BASH_REMATCH[1]} -gt 0 ]] &&
   ok "second run decodes and searches nothing ($second)" || bad "second run: '$second'"
+[[ $(known_of "$tmp/2.err") =~ ^[1-9][0-9]*\ judgements ]] && ok "second run reads the judgement ($(known_of "$tmp/2.err"))" ||
+  bad "judgements known: '$(known_of "$tmp/2.err")'"
 # The library is one object: the second run takes what the first read of it from its record and
 # parses none of its headers.
 [[ $(grep -o '[0-9]* files known' "$tmp/2.err") == "1 files known" ]] && ok "second run reads the file from its facts" ||
@@ -31,13 +36,25 @@ first=$(stat_of "$tmp/1.err"); second=$(stat_of "$tmp/2.err")
 [[ $rc1 -eq $rc2 && $rc1 -eq $rc3 ]] && ok "same exit code ($rc1)" || bad "exit codes $rc1 $rc2 $rc3"
 cmp -s "$tmp/1.out" "$tmp/2.out" && cmp -s "$tmp/1.out" "$tmp/3.out" && ok "same output with, from and without the cache" || bad "outputs differ"
 [[ ! -s $tmp/3.err ]] && ok "--no-cache: nothing on stderr" || { bad "--no-cache stderr"; cat "$tmp/3.err"; }
-"$ag" check --cc 7.0 --json "$lib" > "$tmp/j2.out" 2>/dev/null
+# --json lists every kernel (another judgement, kept beside the first): judged, then read back.
+"$ag" check --cc 7.0 --json "$lib" > "$tmp/j1.out" 2>/dev/null
+"$ag" check --cc 7.0 --json "$lib" > "$tmp/j2.out" 2> "$tmp/j2.err"
 "$ag" check --cc 7.0 --json --no-cache "$lib" > "$tmp/j3.out" 2>/dev/null
-cmp -s "$tmp/j2.out" "$tmp/j3.out" && ok "same JSON from the cache" || bad "JSON differs"
+[[ $(known_of "$tmp/j2.err") =~ ^[1-9] ]] && ok "--json reads its judgement" || bad "--json: $(known_of "$tmp/j2.err")"
+cmp -s "$tmp/j1.out" "$tmp/j3.out" && cmp -s "$tmp/j2.out" "$tmp/j3.out" && ok "same JSON filling, from and without the cache" ||
+  bad "JSON differs"
 
-# doctor reads the same entries.
+# Another GPU is another judgement: judged anew from the kernel lists kept, nothing decoded,
+# the same output as without the cache.
+"$ag" check --cc 8.0 "$lib" > "$tmp/80.out" 2> "$tmp/80.err"
+ARCHGUARD_RESULTS_CACHE_STATS=0 "$ag" check --cc 8.0 --no-cache "$lib" > "$tmp/80n.out" 2>/dev/null
+[[ $(stat_of "$tmp/80.err") =~ ^[0-9]+\ hits,\ 0\ misses && $(known_of "$tmp/80.err") == "0 judgements known" ]] &&
+  ok "another GPU is judged anew, nothing decoded ($(stat_of "$tmp/80.err"))" || bad "cc 8.0: $(stat_of "$tmp/80.err"), $(known_of "$tmp/80.err")"
+cmp -s "$tmp/80.out" "$tmp/80n.out" && ok "another GPU: the same output as without the cache" || bad "cc 8.0: outputs differ"
+
+# doctor reads the same records: nothing decoded.
 "$ag" doctor --no-smoke --cc 7.0 "$lib" > "$tmp/d.out" 2> "$tmp/d.err"
-[[ $(stat_of "$tmp/d.err") =~ ^[1-9][0-9]*\ hits,\ 0\ misses ]] && ok "doctor finds check's entries" || bad "doctor: $(stat_of "$tmp/d.err")"
+[[ $(stat_of "$tmp/d.err") =~ ^[0-9]+\ hits,\ 0\ misses ]] && ok "doctor finds check's records" || bad "doctor: $(stat_of "$tmp/d.err")"
 ARCHGUARD_CACHE_DISABLE=1 "$ag" check --cc 7.0 "$lib" > /dev/null 2> "$tmp/off.err"
 [[ ! -s $tmp/off.err ]] && ok "ARCHGUARD_CACHE_DISABLE=1: no cache, nothing said" || bad "disabled: $(cat "$tmp/off.err")"
 
@@ -60,7 +77,8 @@ if [[ -n $off ]]; then
   sleep 2.2
   "$ag" check --cc 7.0 "$tmp/lib.so" > "$tmp/c1.out" 2> "$tmp/c1.err"
   "$ag" check --cc 7.0 "$tmp/lib.so" > /dev/null 2> "$tmp/c2.err"
-  [[ $(stat_of "$tmp/c2.err") =~ ^[1-9][0-9]*\ hits,\ 0\ misses ]] && ok "a settled copy is cached ($(stat_of "$tmp/c2.err"))" ||
+  [[ $(stat_of "$tmp/c2.err") =~ ^[0-9]+\ hits,\ 0\ misses && $(known_of "$tmp/c2.err") =~ ^[1-9] ]] &&
+    ok "a settled copy is cached ($(stat_of "$tmp/c2.err"))" ||
     bad "settled copy: $(stat_of "$tmp/c2.err")"
   # One byte of a payload changed in place, the modification time put back: the change time
   # moved, so it is another file. Read and decoded again, whatever the cache holds.

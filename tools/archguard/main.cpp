@@ -60,7 +60,8 @@ void report_results_cache() {
   if (const char* stats = std::getenv("ARCHGUARD_RESULTS_CACHE_STATS"); stats != nullptr && std::strcmp(stats, "1") == 0) {
     const auto c = g_results->counters();
     std::cerr << "archguard: results cache " << shown(g_results->dir()) << ": " << c.hits << " hits, " << c.misses << " misses, "
-              << c.stores << " stored, " << c.scans_known << " searches skipped, " << c.files_known << " files known\n";
+              << c.stores << " stored, " << c.scans_known << " searches skipped, " << c.files_known << " files known, "
+              << c.judgements_known << " judgements known\n";
   }
 }
 

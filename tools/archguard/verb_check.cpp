@@ -316,7 +316,8 @@ ObjectJudgement coarse_judgement(const ObjectFatbins& o, const ObjectVerdict& v)
 
 /// The verdict and judgement of every object of every input on every GPU: [input][gpu][object].
 /// The objects are judged in parallel; each object's images are decoded once (or found in the
-/// results cache) and shared by the GPUs, and dropped when the object is done.
+/// results cache) and shared by the GPUs, and dropped when the object is done; an object judged
+/// by an earlier run on the same GPU is read from its record (judge_with_store).
 using Judgements = std::vector<std::vector<std::vector<ObjectResult>>>;
 Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged, const std::vector<bool>& wanted,
                             const std::vector<Gpu>& gpus, const std::vector<DriverSettings>& settings, const CheckOptions& opt,
@@ -341,9 +342,14 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
       ObjectResult& res = out[ri][gi][oi];
       res.object = &o;
       res.members = judged[ri][oi].members;
-      res.verdict = check_object(o, gpus[gi].device, settings[gi], opt.no_kernels ? nullptr : &index);
-      res.judgement = opt.no_kernels ? coarse_judgement(o, res.verdict)
-                                     : judge_object(o, res.verdict, gpus[gi].device, settings[gi], opt.json, &index);
+      if (opt.no_kernels) {
+        res.verdict = check_object(o, gpus[gi].device, settings[gi]);
+        res.judgement = coarse_judgement(o, res.verdict);
+      } else {
+        auto both = judge_with_store(o, gpus[gi].device, settings[gi], opt.json, index);
+        res.verdict = std::move(both.verdict);
+        res.judgement = std::move(both.judgement);
+      }
     }
     pages.release(o);  // judged: its payloads' pages leave the process
   });

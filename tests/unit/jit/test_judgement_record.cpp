@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: Apache-2.0
+// An object's verdict and judgement kept in the results cache (judge_with_store): read back,
+// every field equals what judging again gives, on every GPU, setting and option it was judged
+// for; another GPU, setting, option or reading of the object is another record; a record cut
+// short or altered is not trusted; a judgement whose messages name the file is not kept.
+#include <archguard/container.hpp>
+#include <archguard/coverage.hpp>
+#include <archguard/results_cache.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "jit_test_util.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <thread>
+
+using namespace archguard;
+
+namespace {
+
+/// Every field of a verdict and a judgement, as text.
+std::string everything(const JudgedResult& r) {
+  std::string s;
+  auto add = [&s](const auto&... v) { ((s += std::string(v) + " "), ...); };
+  auto num = [](std::uint64_t v) { return std::to_string(v); };
+  auto verdict = [&](const Verdict& v) {
+    add("verdict", num(static_cast<unsigned>(v.outcome)), num(static_cast<std::uint32_t>(v.cuda_error)), num(v.image.has_value()),
+        num(v.image.value_or(0)), v.reason, "\n");
+  };
+  const ObjectVerdict& v = r.verdict;
+  add("object", v.object, num(static_cast<unsigned>(v.outcome)), num(static_cast<std::uint32_t>(v.cuda_error)), "\n");
+  for (const UnitVerdict& u : v.units) {
+    add(" unit", u.object, num(u.fatbin), to_string(u.section), u.identifier, u.translation_unit);
+    for (const Image& im : u.images)
+      add(nvcc_name(im.arch, im.kind), num(im.ptx_isa.major), num(im.ptx_isa.minor), num(im.relocatable), num(im.device_link));
+    verdict(u.verdict);
+  }
+  const ObjectJudgement& j = r.judgement;
+  add("judgement", j.object, to_string(j.kind), to_string(j.tier), num(static_cast<std::uint32_t>(j.cuda_error)), num(j.units),
+      num(j.kernel_units), num(j.arch_sets), num(j.native), num(j.jit), num(j.failed), num(j.failed_tagged), num(j.link_drops),
+      num(j.absent), j.dispatch_evidence, num(j.kernels_listed), "\n");
+  for (const KernelVerdict& k : j.kernels) {
+    add(" kernel", k.kernel.name, k.kernel.demangled, num(k.fatbin), k.translation_unit, k.identifier, k.arch_tag, k.other_gpus,
+        k.absent_from_image, k.link_drop, k.link_drop_object);
+    verdict(k.verdict);
+  }
+  for (const std::string& e : j.errors) add(" error", e, "\n");
+  return s;
+}
+
+/// A store that keeps judgements in memory and hands back what `edit` makes of them.
+struct JudgementStore final : FactsStore {
+  std::map<std::string, std::vector<std::byte>> judgements;
+  std::function<void(std::vector<std::byte>&)> edit;
+  std::size_t found = 0, kept = 0;
+  std::optional<EmbeddedFinds> find_embedded(const std::string&) override { return std::nullopt; }
+  void keep_embedded(const std::string&, const EmbeddedFinds&) override {}
+  StoredKernelLists find_kernels(const std::string&) override { return {}; }
+  void keep_kernels(const std::string&, const StoredKernelLists&) override {}
+  void count(std::uint64_t, std::uint64_t) override {}
+  std::optional<std::vector<std::byte>> find_judgement(const std::string& key) override {
+    auto it = judgements.find(key);
+    if (it == judgements.end()) return std::nullopt;
+    ++found;
+    auto bytes = it->second;
+    if (edit) edit(bytes);
+    return bytes;
+  }
+  void keep_judgement(const std::string& key, std::vector<std::byte> record) override {
+    ++kept;
+    judgements[key] = std::move(record);
+  }
+};
+
+/// What judging gives without any store.
+JudgedResult fresh(const ObjectFatbins& o, const Device& d, const DriverSettings& s, bool all) {
+  JudgedResult r;
+  r.verdict = check_object(o, d, s);
+  r.judgement = judge_object(o, r.verdict, d, s, all);
+  return r;
+}
+
+JudgedResult judged(FactsStore& store, const ObjectFatbins& o, const Device& d, const DriverSettings& s, bool all) {
+  KernelIndex index(&store, o);
+  return judge_with_store(o, d, s, all, index);
+}
+
+/// A scan that gives its objects an identity (only a scan with a store does).
+Result<ScanReport> scan_with(FactsStore& store, const std::string& path) {
+  ScanOptions o;
+  o.facts = &store;
+  return scan_path(path, o);
+}
+
+/// A file that changed in the last two seconds has no identity yet: nothing of it is kept.
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(2200)); }
+
+const std::string kPtx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry _Z3addPf(\n.param .u64 p)\n{ ret; }\n"
+    ".visible .entry _Z5scalePf(\n.param .u64 p)\n{ ret; }\n";
+
+/// A PTX file, and toolkit libraries where there are some: one that fails on older GPUs
+/// (libcufftw: sm_75 SASS only), one with many architectures (libcupti), one whose kernels
+/// sit in per-architecture fatbins (libcurand).
+std::vector<std::string> inputs(const TempDir& d) {
+  const std::string ptx = d.path + "/k.ptx";
+  std::ofstream(ptx) << kPtx;
+  settle();
+  std::vector<std::string> out = {ptx};
+  for (const char* lib : {"/usr/local/cuda/lib64/libcufftw.so.12", "/usr/local/cuda/lib64/libcupti.so.13",
+                          "/usr/local/cuda/lib64/libcurand.so.10"})
+    if (std::filesystem::exists(lib)) out.push_back(lib);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a judgement read back from its record gives every field, for each GPU, setting and option", "[jit][results]") {
+  TempDir d;
+  DriverSettings forced;
+  forced.force_ptx_jit = true;
+  DriverSettings old_driver;
+  old_driver.driver = DriverVersion{525, 60, 13};
+  DriverSettings no_jit;
+  no_jit.disable_ptx_jit = true;
+  const std::vector<DriverSettings> settings = {{}, forced, old_driver, no_jit};
+  Device orin = device_for_cc({8, 7});
+  orin.tegra = true;
+  const std::vector<Device> devices = {device_for_cc({7, 0}), device_for_cc({9, 0}), orin, device_for_cc({10, 0}),
+                                       device_for_cc({12, 0})};
+  for (const std::string& input : inputs(d)) {
+    INFO(input);
+    JudgementStore store;
+    auto scan = scan_with(store, input);
+    REQUIRE(scan);
+    for (const ObjectFatbins& o : scan->objects) {
+      if (o.fatbins.empty()) continue;
+      REQUIRE_FALSE(o.identity.empty());
+      store.judgements.clear();
+      store.found = store.kept = 0;
+      ObjectFatbins blank = o;
+      std::size_t largest = 0;
+      for (const Fatbin& fb : o.fatbins)
+        for (const FatbinEntry& e : fb.entries) largest = std::max(largest, e.payload.size());
+      const std::vector<std::byte> zeros(largest);
+      for (Fatbin& fb : blank.fatbins)
+        for (FatbinEntry& e : fb.entries) e.payload = Bytes(zeros.data(), e.payload.size());
+      bool differs = false;  // judged anew, the blanked object gives another judgement somewhere
+      std::size_t cases = 0;
+      for (const Device& dev : devices)
+        for (const DriverSettings& s : settings)
+          for (bool all : {false, true}) {
+            INFO("cc " << dev.cc.major << "." << dev.cc.minor << " tegra " << dev.tegra << " force " << s.force_ptx_jit
+                       << " disable " << s.disable_ptx_jit << " driver " << s.driver.has_value() << " all " << all);
+            const std::string want = everything(fresh(o, dev, s, all));
+            differs = differs || everything(fresh(blank, dev, s, all)) != want;
+            CHECK(everything(judged(store, o, dev, s, all)) == want);  // judged, and kept
+            ++cases;
+            CHECK(store.kept == cases);  // each GPU, setting and option its own record
+            // Read back, not judged again: the same object with its payloads blanked (the key
+            // holds their sizes, the identity their bytes) gives the kept judgement.
+            CHECK(everything(judged(store, blank, dev, s, all)) == want);
+            CHECK(store.found == cases);
+          }
+      CHECK(differs);
+      // The same file read another way (here: one fatbin fewer, as another scan option could
+      // give) has another key: judged again, not read back.
+      ObjectFatbins other = o;
+      other.fatbins.pop_back();
+      CHECK(everything(judged(store, other, devices[1], {}, false)) == everything(fresh(other, devices[1], {}, false)));
+      CHECK(store.found == cases);
+    }
+  }
+}
+
+TEST_CASE("a judgement record cut short or altered is not trusted", "[jit][results]") {
+  TempDir d;
+  const auto paths = inputs(d);
+  const std::string input = paths.size() > 1 ? paths[1] : paths[0];  // libcufftw fails on 9.0: kernels listed
+  INFO(input);
+  JudgementStore store;
+  auto scan = scan_with(store, input);
+  REQUIRE(scan);
+  const ObjectFatbins* o = nullptr;
+  for (const ObjectFatbins& obj : scan->objects)
+    if (!obj.fatbins.empty()) o = &obj;
+  REQUIRE(o != nullptr);
+  const Device dev = device_for_cc({9, 0});
+  const std::string want = everything(fresh(*o, dev, {}, true));
+  judged(store, *o, dev, {}, true);
+  REQUIRE(store.judgements.size() == 1);
+  const std::size_t size = store.judgements.begin()->second.size();
+  REQUIRE(size > 20);
+  // Cut short anywhere, or longer: not used, judged again, the same result.
+  for (std::size_t keep = 0; keep < size; ++keep) {
+    store.edit = [keep](std::vector<std::byte>& b) { b.resize(keep); };
+    CHECK(everything(judged(store, *o, dev, {}, true)) == want);
+  }
+  store.edit = [](std::vector<std::byte>& b) { b.push_back(std::byte{0}); };
+  CHECK(everything(judged(store, *o, dev, {}, true)) == want);
+  // Any byte altered: whatever is read stays within the object (fatbins and images it has).
+  for (std::size_t at = 0; at < size; ++at) {
+    store.edit = [at](std::vector<std::byte>& b) { b[at] ^= std::byte{0x5a}; };
+    const JudgedResult r = judged(store, *o, dev, {}, true);
+    for (const UnitVerdict& u : r.verdict.units) {
+      CHECK(u.fatbin < o->fatbins.size());
+      if (u.verdict.image) CHECK(*u.verdict.image < u.images.size());
+    }
+    for (const KernelVerdict& k : r.judgement.kernels) CHECK(k.fatbin < o->fatbins.size());
+  }
+}
+
+TEST_CASE("a judgement whose messages name the file is not kept", "[jit][results]") {
+  // A fatbin whose only image claims to be SASS and does not decode: the load fails, and the
+  // message names the path of this run.
+  const std::string text = "\xff\xfe not a cubin";
+  ObjectFatbins o;
+  o.path = "lib.so";
+  o.identity = "file 1 2 3 4 5";
+  o.elf_type = 3;
+  Fatbin fb;
+  FatbinEntry e;
+  e.raw_kind = kEntryKindElf;
+  e.kind = CodeKind::sass;
+  e.arch = Arch{90, Suffix::none};
+  e.stored_size = text.size();
+  e.compression = Compression::zstd;
+  e.compressed_size = static_cast<std::uint32_t>(text.size());
+  e.uncompressed_size = 4096;
+  e.payload = Bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
+  fb.entries.push_back(e);
+  o.fatbins.push_back(fb);
+  JudgementStore store;
+  const JudgedResult r = judged(store, o, device_for_cc({9, 0}), {}, false);
+  CHECK(r.verdict.outcome == Outcome::fail);
+  CHECK(r.verdict.cuda_error == kErrInvalidImage);
+  CHECK(store.kept == 0);
+  // Without an identity (bytes in memory, a file that just changed) nothing is looked up.
+  o.identity.clear();
+  o.fatbins.front().entries.front().compression = Compression::none;
+  o.fatbins.front().entries.front().raw_kind = kEntryKindPtx;
+  o.fatbins.front().entries.front().kind = CodeKind::ptx;
+  judged(store, o, device_for_cc({9, 0}), {}, false);
+  CHECK(store.kept == 0);
+  CHECK(store.found == 0);
+}
+
+TEST_CASE("the results cache keeps judgements by producer and counts them", "[jit][results]") {
+  TempDir d;
+  const auto paths = inputs(d);
+  auto open = [&](const std::string& producer) {
+    std::string warning;
+    auto c = ResultsCache::open(producer, warning, d.path);
+    INFO(warning);
+    REQUIRE(c != nullptr);
+    return c;
+  };
+  auto c = open("archguard test commit 1");
+  auto scan = scan_with(*c, paths.front());
+  REQUIRE(scan);
+  REQUIRE(scan->objects.size() == 1);
+  const ObjectFatbins& o = scan->objects.front();
+  const Device dev = device_for_cc({9, 0});
+  const std::string want = everything(fresh(o, dev, {}, true));
+  CHECK(everything(judged(*c, o, dev, {}, true)) == want);
+  CHECK(c->counters().judgements_known == 0);
+  CHECK(everything(judged(*c, o, dev, {}, true)) == want);
+  CHECK(c->counters().judgements_known == 1);
+  auto other = open("archguard test commit 2");
+  CHECK(everything(judged(*other, o, dev, {}, true)) == want);
+  CHECK(other->counters().judgements_known == 0);
+}
