@@ -389,6 +389,16 @@ class FactsStore {
     (void)key;
     (void)facts;
   }
+  /// The files of a directory walk found to hold no device code, by a key of the directory
+  /// (scan_path writes and reads it; opaque here). None by default: every file is peeked at.
+  virtual std::optional<std::vector<std::byte>> find_tree(const std::string& key) {
+    (void)key;
+    return std::nullopt;
+  }
+  virtual void keep_tree(const std::string& key, std::vector<std::byte> record) {
+    (void)key;
+    (void)record;
+  }
   /// An object's verdict and judgement on one GPU, by a key of the object's identity, how it
   /// was read, the GPU, the driver settings and the options (judge_with_store writes and reads
   /// it; opaque here). None by default: every object is judged.

@@ -12,7 +12,9 @@
 /// a file that is one object (an ELF file, a cubin, a fatbin file), what the scan read from it
 /// (FactsStore::find_file: every header field, so that a scan of it parses nothing), and its
 /// verdict and judgement on each GPU and settings it was judged for (FactsStore::find_judgement,
-/// keyed by how the object was read too, so that a second run neither selects nor lists). A
+/// keyed by how the object was read too, so that a second run neither selects nor lists); and
+/// per directory walked, the files found to hold no device code (by their identities), which a
+/// second walk does not open. A
 /// changed file has another identity (its change time moves whatever else is kept), and another
 /// build of archguard reads none of this one's records. Only lists that decoded are kept.
 ///
@@ -45,9 +47,10 @@ namespace archguard {
 /// hits/misses: images whose kernel list was found / decoded; scans_known: files whose
 /// embedded-fatbin search was skipped; files_known: files read from their record (nothing of
 /// them parsed; counted in scans_known too); judgements_known: objects whose verdict and
-/// judgement on a GPU were read from their record; stores: records written.
+/// judgement on a GPU were read from their record; trees_known: directory walks that found the
+/// record of their files without device code; stores: records written.
 struct ResultsCacheCounters {
-  std::uint64_t hits = 0, misses = 0, stores = 0, scans_known = 0, files_known = 0, judgements_known = 0;
+  std::uint64_t hits = 0, misses = 0, stores = 0, scans_known = 0, files_known = 0, judgements_known = 0, trees_known = 0;
 };
 
 class ResultsCache final : public FactsStore {
@@ -73,6 +76,8 @@ class ResultsCache final : public FactsStore {
   void keep_file(const std::string& key, std::vector<std::byte> facts) override;
   std::optional<std::vector<std::byte>> find_judgement(const std::string& key) override;
   void keep_judgement(const std::string& key, std::vector<std::byte> record) override;
+  std::optional<std::vector<std::byte>> find_tree(const std::string& key) override;
+  void keep_tree(const std::string& key, std::vector<std::byte> record) override;
 
   ResultsCacheCounters counters() const;
   /// Problems met while reading or writing (at most a few, then a count).
@@ -87,7 +92,7 @@ class ResultsCache final : public FactsStore {
   std::string producer_;
   std::string dir_;
   std::unique_ptr<jit::Cache> cache_;
-  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0}, scans_known_{0}, files_known_{0}, judgements_known_{0};
+  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0}, scans_known_{0}, files_known_{0}, judgements_known_{0}, trees_known_{0};
   mutable std::mutex mu_;
   std::vector<std::string> warnings_;
   std::uint64_t more_warnings_ = 0;

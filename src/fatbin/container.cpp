@@ -916,6 +916,23 @@ Status scan_whole_file(const Storage& storage, const std::string& path, const st
   return status;
 }
 
+/// Maps and scans a file of a walk whose first bytes may hold device code.
+void scan_peeked(int fd, const struct stat& st, const std::string& path, const ScanOptions& options, ScanReport& report) {
+  auto storage = map_fd(fd, path, options.max_mappings, options.read_small_files_below);
+  if (!storage) {
+    report.errors.push_back(storage.message());
+    return;
+  }
+  const std::size_t before = report.objects.size();
+  (void)scan_whole_file(**storage, path, options.facts != nullptr ? file_identity(st) : std::string(), false, 1, options, report);
+  if (drop_if_damaged(**storage, path, report, before)) return;
+  // Kept only when an object with device code points into it (else unmapped or freed here).
+  bool used = false;
+  for (std::size_t i = before; i < report.objects.size(); ++i) used = used || !report.objects[i].fatbins.empty();
+  if (used) report.storage.push_back(*storage);
+}
+
+/// Reads one file of a directory walk into `report` (its errors there too).
 void scan_file_quietly(const std::string& path, const ScanOptions& options, ScanReport& report) {
   const common::UniqueFd fd(open_nonblocking(path));
   if (!fd.valid()) {
@@ -937,18 +954,7 @@ void scan_file_quietly(const std::string& path, const ScanOptions& options, Scan
     --report.files_read;
     return;
   }
-  auto storage = map_fd(fd.get(), path, options.max_mappings, options.read_small_files_below);
-  if (!storage) {
-    report.errors.push_back(storage.message());
-    return;
-  }
-  const std::size_t before = report.objects.size();
-  (void)scan_whole_file(**storage, path, options.facts != nullptr ? file_identity(st) : std::string(), false, 1, options, report);
-  if (drop_if_damaged(**storage, path, report, before)) return;
-  // Kept only when an object with device code points into it (else unmapped or freed here).
-  bool used = false;
-  for (std::size_t i = before; i < report.objects.size(); ++i) used = used || !report.objects[i].fatbins.empty();
-  if (used) report.storage.push_back(*storage);
+  scan_peeked(fd.get(), st, path, options, report);
 }
 
 /// Lists the regular files under `root`, recursively, without following symbolic links below it
@@ -974,7 +980,14 @@ bool inside(const std::string& path, const std::string& root) {
   return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/');
 }
 
-void walk_directory(const std::string& root, std::vector<std::string>& files, std::vector<std::string>& errors,
+/// A regular file a walk found, with its identity as the walk saw it (empty unless asked for,
+/// or when it changed in the last seconds).
+struct WalkedFile {
+  std::string path;
+  std::string identity;
+};
+
+void walk_directory(const std::string& root, bool identities, std::vector<WalkedFile>& files, std::vector<std::string>& errors,
                     std::vector<std::string>& skipped) {
   std::error_code ec;
   const std::string real_root = std::filesystem::canonical(root, ec).string();
@@ -1029,7 +1042,7 @@ void walk_directory(const std::string& root, std::vector<std::string>& files, st
         pending.push_back(std::move(child));
       } else if (S_ISREG(st.st_mode)) {
         if (st.st_nlink > 1) linked.emplace_back(std::pair{st.st_dev, st.st_ino}, child);
-        files.push_back(std::move(child));
+        files.push_back(WalkedFile{std::move(child), identities ? file_identity(st) : std::string()});
       }
     }
     ::closedir(d);
@@ -1045,7 +1058,7 @@ void walk_directory(const std::string& root, std::vector<std::string>& files, st
     again.insert(linked[k].second);
     skipped.push_back(linked[k].second + ": the same file as " + linked[first].second + " (a hard link): read once, under that name");
   }
-  if (!again.empty()) std::erase_if(files, [&again](const std::string& f) { return again.count(f) != 0; });
+  if (!again.empty()) std::erase_if(files, [&again](const WalkedFile& f) { return again.count(f.path) != 0; });
 }
 
 /// ScanOptions::threads, 0 meaning the hardware concurrency.
@@ -1105,16 +1118,32 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   report.input = path;
   if (std::filesystem::is_directory(status)) {
     report.directory = true;
-    std::vector<std::string> files;
-    walk_directory(path, files, report.errors, report.skipped);
-    std::sort(files.begin(), files.end());
+    std::vector<WalkedFile> files;
+    walk_directory(path, options.facts != nullptr, files, report.errors, report.skipped);
+    std::sort(files.begin(), files.end(), [](const WalkedFile& a, const WalkedFile& b) { return a.path < b.path; });
+    // The files an earlier walk with the same options found to hold no device code (nothing
+    // reported of them: no object, note or error) are not opened again while they have the same
+    // identity (any write moves a file's change time).
+    const std::string tree = options.facts != nullptr ? detail::file_facts_key(detail::tree_key(path), options, false) : std::string();
+    std::optional<detail::NoCodeFiles> known;
+    if (options.facts != nullptr)
+      if (auto record = options.facts->find_tree(tree)) known = detail::NoCodeFiles::decode(*record);
+    std::vector<char> no_code(files.size(), 0);  // the files found to hold none (one byte each: written by several threads)
     unsigned threads = thread_count(options);
     threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, files.size())));
     std::vector<ScanReport> parts(files.size());
     std::atomic<std::size_t> next{0};
     auto work = [&] {
       for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
-        scan_file_quietly(files[i], options, parts[i]);
+        bool counted = false;
+        if (known && !files[i].identity.empty() && known->has(files[i].identity, counted)) {
+          parts[i].files_read = counted ? 1 : 0;
+          no_code[i] = 1;
+          continue;
+        }
+        scan_file_quietly(files[i].path, options, parts[i]);
+        const ScanReport& p = parts[i];
+        no_code[i] = !files[i].identity.empty() && p.objects.empty() && p.skipped.empty() && p.errors.empty() && p.files_read <= 1 ? 1 : 0;
         // Nothing more is read from the file now: its pages leave this process (the mapping
         // stays, and a later decode refetches what it needs from the page cache), so a walk's
         // peak is a few files', not the sum of every file's.
@@ -1133,6 +1162,13 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
       for (auto& s : p.storage) report.storage.push_back(std::move(s));
     }
     std::sort(report.skipped.begin(), report.skipped.end());  // in path order, as everything else
+    if (options.facts != nullptr) {
+      detail::NoCodeFiles now;  // the files of this walk only: those gone are forgotten
+      for (std::size_t i = 0; i < files.size(); ++i)
+        if (no_code[i]) now.add(files[i].identity, parts[i].files_read == 1);
+      now.finish();
+      if (now.size() > 0 && (!known || !(*known == now))) options.facts->keep_tree(tree, now.encode());
+    }
     return report;
   }
   const common::UniqueFd fd(open_nonblocking(path));

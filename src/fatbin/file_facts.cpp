@@ -3,8 +3,11 @@
 // strings, in the order of the fields of ObjectFatbins, Fatbin and FatbinEntry.
 #include "fatbin/file_facts.hpp"
 
+#include "common/endian.hpp"
 #include "common/record.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <limits>
 
 namespace archguard::detail {
@@ -153,6 +156,71 @@ bool decode_file_facts(Bytes record, Bytes whole, const std::string& path, ScanR
   for (auto& s : skipped) report.skipped.push_back(std::move(s));
   for (auto& o : objects) report.objects.push_back(std::move(o));
   return true;
+}
+
+NoCodeFiles::Digest NoCodeFiles::digest(const std::string& identity, bool counted) {
+  // Two FNV-1a hashes of different bases and a final mix each: 127 bits, against a few hundred
+  // thousand files a walk may hold. Identities are not chosen by anyone (inode and times come
+  // from the kernel), and a digest only says a file of that identity was peeked at before.
+  auto fnv = [&identity](std::uint64_t h) {
+    for (const char c : identity) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 0x100000001b3ull;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+  };
+  return Digest{fnv(0xcbf29ce484222325ull), (fnv(0x84222325cbf29ce4ull) & ~std::uint64_t{1}) | (counted ? 1u : 0u)};
+}
+
+void NoCodeFiles::add(const std::string& identity, bool counted) { digests_.push_back(digest(identity, counted)); }
+
+void NoCodeFiles::finish() {
+  std::sort(digests_.begin(), digests_.end());
+  digests_.erase(std::unique(digests_.begin(), digests_.end()), digests_.end());
+}
+
+bool NoCodeFiles::has(const std::string& identity, bool& counted) const {
+  for (const bool c : {true, false})
+    if (std::binary_search(digests_.begin(), digests_.end(), digest(identity, c))) {
+      counted = c;
+      return true;
+    }
+  return false;
+}
+
+std::vector<std::byte> NoCodeFiles::encode() const {
+  Writer w;
+  w.nums(kFormat, digests_.size());
+  for (const Digest& d : digests_) {
+    common::append_le(w.out, d.hi, 8);
+    common::append_le(w.out, d.lo, 8);
+  }
+  return std::move(w.out);
+}
+
+std::optional<NoCodeFiles> NoCodeFiles::decode(Bytes record) {
+  Reader r{record};
+  if (r.num() != kFormat) return std::nullopt;
+  const std::uint64_t n = r.num();
+  if (!r.ok || n > (record.size() - r.at) / 16 || record.size() - r.at != n * 16) return std::nullopt;
+  NoCodeFiles out;
+  out.digests_.reserve(n);
+  auto u64 = [&record](std::size_t at) {
+    std::uint64_t v = 0;
+    for (unsigned i = 0; i < 8; ++i) v |= std::to_integer<std::uint64_t>(record[at + i]) << (8 * i);
+    return v;
+  };
+  for (std::size_t at = r.at; at < record.size(); at += 16) out.digests_.push_back(Digest{u64(at), u64(at + 8)});
+  if (!std::is_sorted(out.digests_.begin(), out.digests_.end())) return std::nullopt;
+  return out;
+}
+
+std::string tree_key(const std::string& path) {
+  std::error_code ec;
+  return "tree " + path + '\0' + std::filesystem::weakly_canonical(path, ec).string();
 }
 
 }  // namespace archguard::detail

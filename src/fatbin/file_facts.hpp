@@ -9,6 +9,7 @@
 #include <archguard/container.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,5 +32,35 @@ std::optional<std::vector<std::byte>> encode_file_facts(const ScanReport& report
 /// with the same key, now at `path` with bytes `whole` (the payloads point into it). False, with
 /// `report` unchanged, when the record is damaged or does not fit `whole`.
 bool decode_file_facts(Bytes record, Bytes whole, const std::string& path, ScanReport& report);
+
+/// The files of a directory walk found to hold no device code (not an ELF file, archive, cubin,
+/// PTX or fatbin file by their first bytes), kept in a FactsStore (FactsStore::keep_tree) so
+/// that the next walk of the same directory opens none of them again: a digest (128 bits) of
+/// each file's identity (device, inode, size, modification and change times: any write moves
+/// the change time), with whether its bytes counted as read (a file of 0 bytes does not).
+class NoCodeFiles {
+ public:
+  void add(const std::string& identity, bool counted);
+  /// Sorts what was added; call before has(), encode() and comparing.
+  void finish();
+  /// Whether the file of `identity` is known to hold no device code; then `counted` is set.
+  bool has(const std::string& identity, bool& counted) const;
+  std::size_t size() const { return digests_.size(); }
+  std::vector<std::byte> encode() const;
+  /// Nothing when the record is damaged (cut short, out of order).
+  static std::optional<NoCodeFiles> decode(Bytes record);
+  friend bool operator==(const NoCodeFiles&, const NoCodeFiles&) = default;
+
+ private:
+  struct Digest {
+    std::uint64_t hi = 0, lo = 0;  ///< lo's lowest bit: counted
+    friend auto operator<=>(const Digest&, const Digest&) = default;
+  };
+  static Digest digest(const std::string& identity, bool counted);
+  std::vector<Digest> digests_;
+};
+
+/// The key of a directory's NoCodeFiles: the path as named and as resolved.
+std::string tree_key(const std::string& path);
 
 }  // namespace archguard::detail

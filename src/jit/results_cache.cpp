@@ -16,11 +16,13 @@ namespace {
 // Bumped when what a record holds, or how the scan or list_kernels reads a file, changes.
 constexpr std::string_view kFormat = "archguard-results/3";
 // Record kinds: where the embedded-fatbin search found fatbins ("EMB1"), kernel lists ("KLS2"),
-// what a scan read from a file ("FIL1"), an object's verdict and judgement on one GPU ("JDG1").
+// what a scan read from a file ("FIL1"), an object's verdict and judgement on one GPU ("JDG1"), the files of a directory that hold no
+// device code ("TRE1").
 constexpr std::uint32_t kEmbeddedKind = 0x31424d45;
 constexpr std::uint32_t kKernelListsKind = 0x32534c4b;
 constexpr std::uint32_t kFileKind = 0x314c4946;
 constexpr std::uint32_t kJudgementKind = 0x3147444a;
+constexpr std::uint32_t kTreeKind = 0x31455254;
 constexpr std::size_t kMaxWarnings = 4;
 
 jit::Digest key_of(const std::string& producer, std::string_view what, const std::string& identity) {
@@ -269,13 +271,29 @@ void ResultsCache::keep_judgement(const std::string& key, std::vector<std::byte>
   store(key_of(producer_, "judgement", key), kJudgementKind, {}, std::move(record));
 }
 
+std::optional<std::vector<std::byte>> ResultsCache::find_tree(const std::string& key) {
+  auto hit = cache_->lookup(key_of(producer_, "tree", key));
+  if (!hit) {
+    problem(hit.message());
+    return std::nullopt;
+  }
+  if (!hit->has_value() || (*hit)->record.kind != kTreeKind || !(*hit)->record.names.empty()) return std::nullopt;
+  trees_known_.fetch_add(1, std::memory_order_relaxed);
+  return std::move((*hit)->record.image);
+}
+
+void ResultsCache::keep_tree(const std::string& key, std::vector<std::byte> record) {
+  store(key_of(producer_, "tree", key), kTreeKind, {}, std::move(record));
+}
+
 void ResultsCache::count(std::uint64_t hits, std::uint64_t misses) {
   hits_.fetch_add(hits, std::memory_order_relaxed);
   misses_.fetch_add(misses, std::memory_order_relaxed);
 }
 
 ResultsCacheCounters ResultsCache::counters() const {
-  return {hits_.load(), misses_.load(), stores_.load(), scans_known_.load(), files_known_.load(), judgements_known_.load()};
+  return {hits_.load(), misses_.load(), stores_.load(), scans_known_.load(), files_known_.load(), judgements_known_.load(),
+          trees_known_.load()};
 }
 
 std::vector<std::string> ResultsCache::warnings() const {

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <thread>
@@ -260,7 +261,23 @@ struct FileFactsStore final : FactsStore {
   StoredKernelLists find_kernels(const std::string&) override { return {}; }
   void keep_kernels(const std::string&, const StoredKernelLists&) override {}
   void count(std::uint64_t, std::uint64_t) override {}
+  std::map<std::string, std::vector<std::byte>> trees;
+  std::size_t files_asked = 0, trees_found = 0, trees_kept = 0;
+  std::optional<std::vector<std::byte>> find_tree(const std::string& key) override {
+    auto it = trees.find(key);
+    if (it == trees.end()) return std::nullopt;
+    ++trees_found;
+    auto bytes = it->second;
+    if (edit_tree) edit_tree(bytes);
+    return bytes;
+  }
+  void keep_tree(const std::string& key, std::vector<std::byte> record) override {
+    ++trees_kept;
+    trees[key] = std::move(record);
+  }
+  std::function<void(std::vector<std::byte>&)> edit_tree;
   std::optional<std::vector<std::byte>> find_file(const std::string& key) override {
+    ++files_asked;
     auto it = files.find(key);
     if (it == files.end()) return std::nullopt;
     ++found;
@@ -369,4 +386,60 @@ TEST_CASE("the results cache keeps a file's facts by producer and counts them", 
   o.facts = other.get();
   REQUIRE(scan_path(ptx, o));
   CHECK(other->counters().files_known == 0);
+}
+
+TEST_CASE("a directory walk opens again only the files that may hold device code or changed", "[jit][results]") {
+  TempDir d;
+  const std::string dir = d.path + "/tree";
+  std::filesystem::create_directories(dir + "/sub");
+  std::ofstream(dir + "/k.ptx") << kPtx;
+  std::ofstream(dir + "/notes.txt") << "no device code here\n";
+  std::ofstream(dir + "/sub/empty.py");
+  std::filesystem::copy_file("/bin/true", dir + "/sub/host-only");  // an ELF file without fatbins
+  settle();
+  FileFactsStore store;
+  ScanOptions o;
+  o.facts = &store;
+  auto first = scan_path(dir, o);
+  REQUIRE(first);
+  CHECK(first->files_read == 4);
+  CHECK(store.trees_kept == 1);
+  CHECK(store.files_asked == 2);  // the PTX file and the ELF file
+  // Again: the same report, the text, empty and host-only files not opened (only the PTX file's
+  // facts are asked for), and nothing kept again.
+  auto again = scan_path(dir, o);
+  REQUIRE(again);
+  CHECK(everything(*again) == everything(*first));
+  CHECK(again->files_read == first->files_read);
+  CHECK(store.trees_found == 1);
+  CHECK(store.files_asked == 3);
+  CHECK(store.trees_kept == 1);
+  // A record cut short or altered is not used: every file is read again, the same report.
+  for (auto edit : std::vector<std::function<void(std::vector<std::byte>&)>>{
+           [](std::vector<std::byte>& b) { b.resize(b.size() / 2); }, [](std::vector<std::byte>& b) { b[0] ^= std::byte{1}; },
+           [](std::vector<std::byte>& b) { std::swap(b[b.size() - 1], b[b.size() - 17]); }}) {
+    store.edit_tree = edit;
+    const std::size_t asked = store.files_asked;
+    auto r = scan_path(dir, o);
+    REQUIRE(r);
+    CHECK(everything(*r) == everything(*first));
+    CHECK(store.files_asked >= asked + 1);
+  }
+  store.edit_tree = nullptr;
+  // The text file becomes a PTX file (another identity: its change time moved): it is read.
+  std::ofstream(dir + "/notes.txt") << kPtx;
+  settle();
+  auto changed = scan_path(dir, o);
+  REQUIRE(changed);
+  CHECK(changed->objects.size() == first->objects.size() + 1);
+  CHECK(std::any_of(changed->objects.begin(), changed->objects.end(),
+                    [&](const ObjectFatbins& obj) { return obj.path == dir + "/notes.txt" && !obj.fatbins.empty(); }));
+  // Without a store nothing is kept or skipped: the same report as with it.
+  ScanOptions plain;
+  auto bare = scan_path(dir, plain);
+  REQUIRE(bare);
+  auto cached = scan_path(dir, o);
+  REQUIRE(cached);
+  CHECK(bare->files_read == cached->files_read);
+  CHECK(bare->objects.size() == cached->objects.size());
 }
