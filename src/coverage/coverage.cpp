@@ -1214,128 +1214,162 @@ PackageMember package_member(const ObjectFatbins& object, const ObjectJudgement&
   return m;
 }
 
-PackageVerdict judge_package(std::span<const PackageMember> members, const Device& device) {
+namespace {
+
+/// What judge_package works on and builds.
+struct PackageWork {
+  std::span<const PackageMember> members;
+  const Device& device;
   PackageVerdict p;
-  p.variance.assign(members.size(), Variance::none);
-  p.excused.assign(members.size(), false);
-  std::map<std::string, std::vector<std::size_t>> groups;  // dir + key -> members
+  std::vector<bool> grouped;          // parallel to the members: in a group of variants
+  std::vector<std::string> problems;  // what the summary names as failing
+};
+
+/// The members' variant groups (dir + key -> members) and architecture-specific members, the
+/// judged objects counted into `w.p` on the way.
+struct PackageShape {
+  std::map<std::string, std::vector<std::size_t>> groups;
   std::vector<std::size_t> specific;
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    const PackageMember& m = members[i];
+};
+
+PackageShape shape_of(PackageWork& w) {
+  PackageShape s;
+  for (std::size_t i = 0; i < w.members.size(); ++i) {
+    const PackageMember& m = w.members[i];
     if (m.judgement == nullptr || m.judgement->tier == Tier::no_device_code) continue;
-    ++p.objects;
-    if (runs_here(m.judgement->tier)) ++p.run;
-    if (is_problem(m.judgement->tier)) ++p.failing;
+    ++w.p.objects;
+    if (runs_here(m.judgement->tier)) ++w.p.run;
+    if (is_problem(m.judgement->tier)) ++w.p.failing;
     if (m.dependency) continue;
-    if (const std::string key = variant_key(file_part(m.path)); !key.empty()) groups[dir_part(m.path) + key].push_back(i);
+    if (const std::string key = variant_key(file_part(m.path)); !key.empty()) s.groups[dir_part(m.path) + key].push_back(i);
     const auto tokens = variant_tokens(file_part(m.path));
     if (m.only_specific || std::any_of(tokens.begin(), tokens.end(), [](const VariantToken& t) { return t.specific; }))
-      specific.push_back(i);
+      s.specific.push_back(i);
   }
-  std::vector<bool> grouped(members.size(), false);
-  std::vector<std::string> problems;
-  for (auto& [key, list] : groups) {
-    if (list.size() < 2) continue;
-    bool cuda = false, all_specific = true, all_newer = true;
-    std::vector<std::string> serving;
-    for (std::size_t i : list) {
-      grouped[i] = true;
-      p.variance[i] = Variance::variant;
-      const auto tokens = variant_tokens(file_part(members[i].path));
-      cuda = cuda || variant_cuda(file_part(members[i].path)) != 0;
-      // Architecture-specific by its images, or by its name (Sm100f: a standalone cubin keeps no
-      // trace of "f", docs/fatbin-format.md).
-      const bool named_specific = std::any_of(tokens.begin(), tokens.end(), [](const VariantToken& t) { return t.specific; });
-      all_specific = all_specific && (members[i].only_specific || named_specific);
-      all_newer = all_newer && members[i].oldest_sm != 0 && cc_of_sm(members[i].oldest_sm) > device.cc;
-      if (runs_here(members[i].judgement->tier)) serving.emplace_back(file_part(members[i].path));
-    }
-    std::string line = std::string(file_part(key)) + ": " + count_of(list.size(), "variant") + " per " +
-                       (cuda ? "CUDA runtime" : "architecture") + "; ";
-    if (!serving.empty()) {
-      for (std::size_t i : list) p.excused[i] = is_problem(members[i].judgement->tier);
-      line += std::to_string(serving.size()) + " serve this GPU (";
-      for (std::size_t k = 0; k < serving.size() && k < 3; ++k) line += (k == 0 ? "" : ", ") + serving[k];
-      if (serving.size() > 3) line += " and " + std::to_string(serving.size() - 3) + " more";
-      line += ")";
-    } else if (all_specific || all_newer) {
-      for (std::size_t i : list) p.excused[i] = is_problem(members[i].judgement->tier);
-      line += all_specific ? "none serves this GPU: all are built for particular GPUs (architecture-specific)"
-                           : "none serves this GPU: all are built for newer GPUs";
-    } else {
-      line += "none serves this GPU";
-      problems.push_back("no variant of " + std::string(file_part(key)) + " runs here");
-    }
-    p.groups.push_back(std::move(line));
+  return s;
+}
+
+/// Judges one group of variants (`list`, two or more): excused when one serves this GPU or all
+/// are built for particular or newer GPUs; its line goes to the verdict's groups.
+void judge_group(PackageWork& w, const std::string& key, const std::vector<std::size_t>& list) {
+  PackageVerdict& p = w.p;
+  bool cuda = false, all_specific = true, all_newer = true;
+  std::vector<std::string> serving;
+  for (std::size_t i : list) {
+    const PackageMember& m = w.members[i];
+    w.grouped[i] = true;
+    p.variance[i] = Variance::variant;
+    const auto tokens = variant_tokens(file_part(m.path));
+    cuda = cuda || variant_cuda(file_part(m.path)) != 0;
+    // Architecture-specific by its images, or by its name (Sm100f: a standalone cubin keeps no
+    // trace of "f", docs/fatbin-format.md).
+    const bool named_specific = std::any_of(tokens.begin(), tokens.end(), [](const VariantToken& t) { return t.specific; });
+    all_specific = all_specific && (m.only_specific || named_specific);
+    all_newer = all_newer && m.oldest_sm != 0 && cc_of_sm(m.oldest_sm) > w.device.cc;
+    if (runs_here(m.judgement->tier)) serving.emplace_back(file_part(m.path));
   }
-  std::size_t specific_failing = 0, newer_failing = 0;
-  std::string specific_names, newer_names;
+  std::string line = std::string(file_part(key)) + ": " + count_of(list.size(), "variant") + " per " +
+                     (cuda ? "CUDA runtime" : "architecture") + "; ";
+  if (!serving.empty()) {
+    for (std::size_t i : list) p.excused[i] = is_problem(w.members[i].judgement->tier);
+    line += std::to_string(serving.size()) + " serve this GPU (";
+    for (std::size_t k = 0; k < serving.size() && k < 3; ++k) line += (k == 0 ? "" : ", ") + serving[k];
+    if (serving.size() > 3) line += " and " + std::to_string(serving.size() - 3) + " more";
+    line += ")";
+  } else if (all_specific || all_newer) {
+    for (std::size_t i : list) p.excused[i] = is_problem(w.members[i].judgement->tier);
+    line += all_specific ? "none serves this GPU: all are built for particular GPUs (architecture-specific)"
+                         : "none serves this GPU: all are built for newer GPUs";
+  } else {
+    line += "none serves this GPU";
+    w.problems.push_back("no variant of " + std::string(file_part(key)) + " runs here");
+  }
+  p.groups.push_back(std::move(line));
+}
+
+/// Failing objects a rule excused: how many, and the names of the first three.
+struct ExcusedObjects {
+  std::size_t failing = 0;
+  std::string names;
+
+  void add(const std::string& name) {
+    if (failing++ < 3) names += (names.empty() ? "" : ", ") + name;
+  }
+  /// The names, and how many more there are.
+  std::string listed() const { return names + (failing > 3 ? " and " + std::to_string(failing - 3) + " more" : ""); }
+};
+
+/// The architecture-specific objects outside groups of variants; those that fail are excused.
+ExcusedObjects excuse_specific(PackageWork& w, const std::vector<std::size_t>& specific) {
+  ExcusedObjects out;
   for (std::size_t i : specific) {
-    if (grouped[i]) continue;
-    p.variance[i] = Variance::specific;
-    if (!is_problem(members[i].judgement->tier)) continue;
-    p.excused[i] = true;
-    if (specific_failing++ < 3) specific_names += (specific_names.empty() ? "" : ", ") + std::string(file_part(members[i].path));
+    if (w.grouped[i]) continue;
+    w.p.variance[i] = Variance::specific;
+    if (!is_problem(w.members[i].judgement->tier)) continue;
+    w.p.excused[i] = true;
+    out.add(std::string(file_part(w.members[i].path)));
   }
-  // Built for newer GPUs only: every image targets an architecture above this GPU's. A stale
-  // object is one built for older GPUs than the rest; one whose oldest target is newer than the
-  // GPU is built for those GPUs on purpose (torchao's _C_mxfp8: sm_100 and compute_120). It is
-  // excused like an architecture-specific one when the package is built per GPU.
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    const PackageMember& m = members[i];
-    if (m.judgement == nullptr || m.dependency || grouped[i] || p.variance[i] != Variance::none || m.oldest_sm == 0) continue;
-    if (!is_problem(m.judgement->tier) || cc_of_sm(m.oldest_sm) <= device.cc) continue;
+  return out;
+}
+
+/// Built for newer GPUs only: every image targets an architecture above this GPU's. A stale
+/// object is one built for older GPUs than the rest; one whose oldest target is newer than the
+/// GPU is built for those GPUs on purpose (torchao's _C_mxfp8: sm_100 and compute_120). It is
+/// excused like an architecture-specific one when the package is built per GPU.
+ExcusedObjects excuse_newer(PackageWork& w) {
+  ExcusedObjects out;
+  for (std::size_t i = 0; i < w.members.size(); ++i) {
+    const PackageMember& m = w.members[i];
+    if (m.judgement == nullptr || m.dependency || w.grouped[i] || w.p.variance[i] != Variance::none || m.oldest_sm == 0) continue;
+    if (!is_problem(m.judgement->tier) || cc_of_sm(m.oldest_sm) <= w.device.cc) continue;
     // Only in a package built per GPU: another object of it targets a different range. Alone (or
     // beside builds of the same range) an object built for newer GPUs is simply not for this one.
-    const bool per_gpu = std::any_of(members.begin(), members.end(), [&](const PackageMember& o) {
+    const bool per_gpu = std::any_of(w.members.begin(), w.members.end(), [&](const PackageMember& o) {
       return &o != &m && o.judgement != nullptr && o.judgement->tier != Tier::no_device_code && !o.dependency &&
              o.oldest_sm != 0 && o.oldest_sm != m.oldest_sm;
     });
     if (!per_gpu) continue;
-    p.variance[i] = Variance::newer;
-    p.excused[i] = true;
-    if (newer_failing++ < 3)
-      newer_names += (newer_names.empty() ? "" : ", ") + std::string(file_part(m.path)) + " (sm_" + std::to_string(m.oldest_sm) + " and up)";
+    w.p.variance[i] = Variance::newer;
+    w.p.excused[i] = true;
+    out.add(std::string(file_part(m.path)) + " (sm_" + std::to_string(m.oldest_sm) + " and up)");
   }
-  // A package of per-GPU builds (at least half of its objects are architecture-specific or
-  // variants, flashinfer-cubin's cubins): its other objects without an image here are read the
-  // same way, as rule 4 reads a library built per architecture. Only for 209.
-  std::size_t shaped = 0, per_gpu_failing = 0;
-  std::string per_gpu_names;
-  for (std::size_t i = 0; i < members.size(); ++i) shaped += p.variance[i] != Variance::none ? 1 : 0;
-  if (p.objects >= 4 && 2 * shaped >= p.objects) {
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      const PackageMember& m = members[i];
-      if (m.judgement == nullptr || m.dependency || p.variance[i] != Variance::none || !is_problem(m.judgement->tier) ||
-          m.judgement->cuda_error != kErrNoKernelImage)
-        continue;
-      p.variance[i] = Variance::specific;
-      p.excused[i] = true;
-      if (per_gpu_failing++ < 3) per_gpu_names += (per_gpu_names.empty() ? "" : ", ") + std::string(file_part(m.path));
-    }
+  return out;
+}
+
+/// A package of per-GPU builds (at least half of its objects are architecture-specific or
+/// variants, flashinfer-cubin's cubins): its other objects without an image here are read the
+/// same way, as rule 4 reads a library built per architecture. Only for 209. `shaped`: how many
+/// objects are variants or architecture-specific.
+ExcusedObjects excuse_per_gpu(PackageWork& w, std::size_t shaped) {
+  ExcusedObjects out;
+  if (w.p.objects < 4 || 2 * shaped < w.p.objects) return out;
+  for (std::size_t i = 0; i < w.members.size(); ++i) {
+    const PackageMember& m = w.members[i];
+    if (m.judgement == nullptr || m.dependency || w.p.variance[i] != Variance::none || !is_problem(m.judgement->tier) ||
+        m.judgement->cuda_error != kErrNoKernelImage)
+      continue;
+    w.p.variance[i] = Variance::specific;
+    w.p.excused[i] = true;
+    out.add(std::string(file_part(m.path)));
   }
-  if (per_gpu_failing > 0)
-    p.groups.push_back(count_of(per_gpu_failing, "other object") + " of a package built per GPU (" + std::to_string(shaped) + " of " +
-                       std::to_string(p.objects) + " objects are variants or architecture-specific) without an image here: " +
-                       per_gpu_names + (per_gpu_failing > 3 ? " and " + std::to_string(per_gpu_failing - 3) + " more" : ""));
-  if (specific_failing > 0)
-    p.groups.push_back(count_of(specific_failing, "object") + " built for particular GPUs only (architecture-specific images), not for this one: " +
-                       specific_names + (specific_failing > 3 ? " and " + std::to_string(specific_failing - 3) + " more" : ""));
-  if (newer_failing > 0)
-    p.groups.push_back(count_of(newer_failing, "object") + " built for newer GPUs only: " + newer_names +
-                       (newer_failing > 3 ? " and " + std::to_string(newer_failing - 3) + " more" : ""));
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    const PackageMember& m = members[i];
+  return out;
+}
+
+/// The verdict's problem, CUDA error and summary, once every excuse is known.
+void summarize_package(PackageWork& w) {
+  PackageVerdict& p = w.p;
+  for (std::size_t i = 0; i < w.members.size(); ++i) {
+    const PackageMember& m = w.members[i];
     if (m.judgement == nullptr || !is_problem(m.judgement->tier) || p.excused[i]) continue;
     if (p.cuda_error == 0) p.cuda_error = m.judgement->cuda_error;
-    if (p.variance[i] == Variance::none) problems.push_back(std::string(file_part(m.path)) + " " + std::string(to_string(m.judgement->tier)));
+    if (p.variance[i] == Variance::none) w.problems.push_back(std::string(file_part(m.path)) + " " + std::string(to_string(m.judgement->tier)));
   }
-  p.problem = !problems.empty();
+  p.problem = !w.problems.empty();
   if (p.problem) {
     p.summary = "fails: ";
-    for (std::size_t i = 0; i < problems.size() && i < 3; ++i) p.summary += (i == 0 ? "" : "; ") + problems[i];
-    if (problems.size() > 3) p.summary += " and " + std::to_string(problems.size() - 3) + " more";
-    return p;
+    for (std::size_t i = 0; i < w.problems.size() && i < 3; ++i) p.summary += (i == 0 ? "" : "; ") + w.problems[i];
+    if (w.problems.size() > 3) p.summary += " and " + std::to_string(w.problems.size() - 3) + " more";
+    return;
   }
   const std::size_t excused = static_cast<std::size_t>(std::count(p.excused.begin(), p.excused.end(), true));
   if (p.run == 0 && p.failing > 0) {
@@ -1343,11 +1377,37 @@ PackageVerdict judge_package(std::span<const PackageMember> members, const Devic
     // this GPU, which is its makers' choice, not a broken install.
     p.summary = "holds no device code for this GPU: its " + count_of(p.objects, "object") +
                 " with device code are built for other GPUs on purpose (below)";
-    return p;
+    return;
   }
   p.summary = "runs: " + std::to_string(p.run) + " of " + count_of(p.objects, "object") + " with device code run here";
   if (excused > 0) p.summary += "; " + std::to_string(excused) + " that do not are variants for other GPUs or CUDA runtimes";
-  return p;
+}
+
+}  // namespace
+
+PackageVerdict judge_package(std::span<const PackageMember> members, const Device& device) {
+  PackageWork w{members, device, {}, std::vector<bool>(members.size(), false), {}};
+  w.p.variance.assign(members.size(), Variance::none);
+  w.p.excused.assign(members.size(), false);
+  const PackageShape shape = shape_of(w);
+  for (const auto& [key, list] : shape.groups)
+    if (list.size() >= 2) judge_group(w, key, list);
+  const ExcusedObjects specific = excuse_specific(w, shape.specific);
+  const ExcusedObjects newer = excuse_newer(w);
+  std::size_t shaped = 0;
+  for (std::size_t i = 0; i < members.size(); ++i) shaped += w.p.variance[i] != Variance::none ? 1 : 0;
+  const ExcusedObjects per_gpu = excuse_per_gpu(w, shaped);
+  if (per_gpu.failing > 0)
+    w.p.groups.push_back(count_of(per_gpu.failing, "other object") + " of a package built per GPU (" + std::to_string(shaped) +
+                         " of " + std::to_string(w.p.objects) +
+                         " objects are variants or architecture-specific) without an image here: " + per_gpu.listed());
+  if (specific.failing > 0)
+    w.p.groups.push_back(count_of(specific.failing, "object") +
+                         " built for particular GPUs only (architecture-specific images), not for this one: " + specific.listed());
+  if (newer.failing > 0)
+    w.p.groups.push_back(count_of(newer.failing, "object") + " built for newer GPUs only: " + newer.listed());
+  summarize_package(w);
+  return w.p;
 }
 
 Result<std::vector<FleetModel>> parse_fleet_csv(std::string_view text, std::string_view name) {
