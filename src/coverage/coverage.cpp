@@ -711,186 +711,237 @@ std::vector<LinkDrop> device_link_drops(const ObjectFatbins& object, KernelIndex
   return out;
 }
 
-ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& verdict, const Device& device,
-                             const DriverSettings& settings, bool all, KernelIndex* shared) {
-  KernelIndex local;
-  KernelIndex& index = shared != nullptr ? *shared : local;
-  ObjectJudgement j;
-  j.object = object.path;
-  j.kind = object_kind(object);
-  j.units = verdict.units.size();
-  if (verdict.units.empty()) return j;
-  const std::vector<Unit> units = units_of(object);
-  auto unit_for = [&](std::size_t i, const UnitVerdict& uv) -> const Unit* {
-    if (i < units.size() && units[i].fatbin->index == uv.fatbin && units[i].fatbin->section == uv.section) return &units[i];
-    for (const Unit& u : units)
-      if (u.fatbin->index == uv.fatbin && u.fatbin->section == uv.section) return &u;
-    return nullptr;
-  };
-  const bool any_fail = std::any_of(verdict.units.begin(), verdict.units.end(),
-                                    [](const UnitVerdict& u) { return u.verdict.outcome == Outcome::fail; });
-  // Kernels are judged over the images of each unit (rule 10): a unit of one SASS or PTX image
-  // cannot lack a kernel another image has, so when nothing fails and no unit has two, there is
-  // nothing to decode.
-  // Every image is decoded for -rdc links (a drop fails launches), with `all`, and for what users
-  // build themselves (executables, object files, cubins); a shared or static library's kernels
-  // left out of one architecture by their source are excused anyway (rule 10), and decoding every
-  // image of a vendor library costs several times the verdict (docs/verdicts.md).
-  const ObjectKind kind = object_kind(object);
-  const bool library = kind == ObjectKind::shared_library || kind == ObjectKind::static_library;
-  auto union_wanted = [&](const Unit& u) {
+namespace {
+
+/// What judge_object reads the units of one object with.
+struct JudgeContext {
+  const ObjectFatbins& object;
+  KernelIndex& index;
+  bool all = false;      // every kernel asked for, not only the failing ones
+  bool library = false;  // a shared or static library
+
+  /// Whether the kernels of `u` are the union of those of all its images (rule 10), rather than
+  /// those of the image the driver takes. Every image is decoded for -rdc links (a drop fails
+  /// launches), with `all`, and for what users build themselves (executables, object files,
+  /// cubins); a shared or static library's kernels left out of one architecture by their source
+  /// are excused anyway (rule 10), and decoding every image of a vendor library costs several
+  /// times the verdict (docs/verdicts.md).
+  bool union_wanted(const Unit& u) const {
     if (std::count_if(u.images.begin(), u.images.end(), [](const Image& im) { return im.kind != CodeKind::ltoir; }) < 2) return false;
     return all || u.fatbin->linked || !library;
-  };
-  const bool multi_image = std::any_of(units.begin(), units.end(), union_wanted);
-  if (!any_fail && !all && !multi_image) {
-    j.tier = Tier::all_run;
-    return j;
   }
-  j.kernels_listed = true;
-  std::map<std::string, KernelVerdict> by_name;
-  std::vector<std::string> arch_sets;
-  std::map<std::size_t, std::string> unit_set;  // fatbin index -> its image set
-  std::vector<std::size_t> specific_units;      // fatbins holding only a/f images
-  std::size_t unknown_fail = 0, unknown_run = 0;
-  int first_unknown_error = 0;
-  for (std::size_t ui = 0; ui < verdict.units.size(); ++ui) {
-    const UnitVerdict& uv = verdict.units[ui];
-    const Unit* u = unit_for(ui, uv);
-    if (u == nullptr) continue;
-    const bool fails = uv.verdict.outcome == Outcome::fail;
-    // The kernels of every image; the unit's kernels are their union.
-    std::vector<const std::vector<Kernel>*> lists(u->images.size(), nullptr);
-    std::optional<std::string> list_error;
-    std::map<std::string, std::vector<std::size_t>> defined_in;  // mangled name -> images
-    std::map<std::string, const Kernel*> kernel_of;
-    // Kernel sets differ between architectures (a source's `#if __CUDA_ARCH__`), not between the
-    // SASS and the PTX nvcc compiled for one: one decoded image per architecture, the taken one
-    // first, stands for the others of that architecture.
-    // A unit judged on its taken image alone (a library's, nothing asked) lists the kernels of
-    // that image, or, when it fails, of its first image that decodes (SASS first).
-    std::vector<std::size_t> order;
-    if (uv.verdict.image && *uv.verdict.image < u->images.size()) order.push_back(*uv.verdict.image);
-    const bool every = union_wanted(*u);
-    for (CodeKind want : {CodeKind::sass, CodeKind::ptx})
-      for (std::size_t i = 0; i < u->images.size(); ++i)
-        if (u->images[i].kind == want && std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
-    if (!every && order.size() > 1) {
-      // the first that decodes stands for the unit: try them in order, stop at the first list
-      std::size_t keep = 0;
-      for (; keep < order.size(); ++keep)
-        if (index.of(*u->entries[order[keep]], object.path)) break;
-      order = keep < order.size() ? std::vector<std::size_t>{order[keep]} : std::vector<std::size_t>{order.front()};
-    }
-    for (std::size_t i : order) {
-      if (u->images[i].kind == CodeKind::ltoir) continue;
-      bool same = false;
-      for (std::size_t k = 0; k < u->images.size() && !same; ++k)
-        if (lists[k] != nullptr && u->images[k].arch == u->images[i].arch && u->images[k].relocatable == u->images[i].relocatable) {
-          lists[i] = lists[k];
-          same = true;
-        }
-      if (same) {
-        for (const Kernel& k : *lists[i]) defined_in[k.name].push_back(i);
-        continue;
+};
+
+/// The unit of `units` that the i-th verdict `uv` judged: as a rule the i-th, else found by
+/// its fatbin; null when none is.
+const Unit* unit_for(const std::vector<Unit>& units, std::size_t i, const UnitVerdict& uv) {
+  if (i < units.size() && units[i].fatbin->index == uv.fatbin && units[i].fatbin->section == uv.section) return &units[i];
+  for (const Unit& u : units)
+    if (u.fatbin->index == uv.fatbin && u.fatbin->section == uv.section) return &u;
+  return nullptr;
+}
+
+/// Whether any kernel needs listing. Kernels are judged over the images of each unit (rule 10):
+/// a unit of one SASS or PTX image cannot lack a kernel another image has, so when nothing fails
+/// and no unit has two, there is nothing to decode.
+bool kernels_needed(const JudgeContext& c, const ObjectVerdict& verdict, const std::vector<Unit>& units) {
+  const bool any_fail = std::any_of(verdict.units.begin(), verdict.units.end(),
+                                    [](const UnitVerdict& u) { return u.verdict.outcome == Outcome::fail; });
+  const bool multi_image = std::any_of(units.begin(), units.end(), [&](const Unit& u) { return c.union_wanted(u); });
+  return any_fail || c.all || multi_image;
+}
+
+/// The kernels of the images of one unit, as far as they could be listed.
+struct UnitKernels {
+  std::vector<const std::vector<Kernel>*> lists;               // per image; null: not listed
+  std::optional<std::string> list_error;                       // why the first that failed did
+  std::map<std::string, std::vector<std::size_t>> defined_in;  // mangled name -> images
+  std::map<std::string, const Kernel*> kernel_of;              // the unit's kernels: the union
+
+  /// Nothing listed, for an error: the kernels are unknown.
+  bool unknown() const {
+    return std::all_of(lists.begin(), lists.end(), [](const auto* l) { return l == nullptr; }) && list_error;
+  }
+};
+
+/// The images of `u` to list, in order. Kernel sets differ between architectures (a source's
+/// `#if __CUDA_ARCH__`), not between the SASS and the PTX nvcc compiled for one: one decoded
+/// image per architecture, the taken one first, stands for the others of that architecture.
+/// A unit judged on its taken image alone (a library's, nothing asked) lists the kernels of
+/// that image, or, when it fails, of its first image that decodes (SASS first).
+std::vector<std::size_t> listing_order(const JudgeContext& c, const Unit& u, const UnitVerdict& uv) {
+  std::vector<std::size_t> order;
+  if (uv.verdict.image && *uv.verdict.image < u.images.size()) order.push_back(*uv.verdict.image);
+  const bool every = c.union_wanted(u);
+  for (CodeKind want : {CodeKind::sass, CodeKind::ptx})
+    for (std::size_t i = 0; i < u.images.size(); ++i)
+      if (u.images[i].kind == want && std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  if (!every && order.size() > 1) {
+    // the first that decodes stands for the unit: try them in order, stop at the first list
+    std::size_t keep = 0;
+    for (; keep < order.size(); ++keep)
+      if (c.index.of(*u.entries[order[keep]], c.object.path)) break;
+    order = keep < order.size() ? std::vector<std::size_t>{order[keep]} : std::vector<std::size_t>{order.front()};
+  }
+  return order;
+}
+
+/// The kernels of every image of `u` listing_order names; the unit's kernels are their union.
+UnitKernels unit_kernels(const JudgeContext& c, const Unit& u, const UnitVerdict& uv) {
+  UnitKernels uk;
+  uk.lists.assign(u.images.size(), nullptr);
+  for (std::size_t i : listing_order(c, u, uv)) {
+    if (u.images[i].kind == CodeKind::ltoir) continue;
+    bool same = false;
+    for (std::size_t k = 0; k < u.images.size() && !same; ++k)
+      if (uk.lists[k] != nullptr && u.images[k].arch == u.images[i].arch && u.images[k].relocatable == u.images[i].relocatable) {
+        uk.lists[i] = uk.lists[k];
+        same = true;
       }
-      const auto& r = index.of(*u->entries[i], object.path);
-      if (!r) {
-        if (!list_error) list_error = r.message();
-        continue;
-      }
-      lists[i] = &*r;
-      for (const Kernel& k : *r) {
-        defined_in[k.name].push_back(i);
-        kernel_of.try_emplace(k.name, &k);
-      }
-    }
-    if (std::all_of(lists.begin(), lists.end(), [](const auto* l) { return l == nullptr; }) && list_error) {
-      j.errors.push_back(*list_error);  // when in doubt, judge: a fatbin whose kernels cannot be listed counts
-      ++(fails ? unknown_fail : unknown_run);
-      if (fails && first_unknown_error == 0) first_unknown_error = uv.verdict.cuda_error;
+    if (same) {
+      for (const Kernel& k : *uk.lists[i]) uk.defined_in[k.name].push_back(i);
       continue;
     }
-    if (kernel_of.empty()) continue;  // defines no kernel: decides nothing
-    ++j.kernel_units;
-    std::vector<std::string> names;
-    for (const Image& im : uv.images) names.push_back(nvcc_name(im.arch, im.kind));
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    std::string set;
-    for (const auto& n : names) set += (set.empty() ? "" : " ") + n;
-    if (std::find(arch_sets.begin(), arch_sets.end(), set) == arch_sets.end()) arch_sets.push_back(set);
-    unit_set[uv.fatbin] = set;
-    if (u->fatbin->only_specific()) specific_units.push_back(uv.fatbin);
-    const std::size_t taken_at = uv.verdict.image.value_or(lists.size());
-    const std::vector<Kernel>* taken = !fails && taken_at < lists.size() ? lists[taken_at] : nullptr;
-    for (const auto& [name, kernel] : kernel_of) {
-      KernelVerdict kv;
-      kv.kernel = *kernel;
-      kv.fatbin = uv.fatbin;
-      kv.translation_unit = uv.translation_unit;
-      kv.identifier = uv.identifier;
-      kv.verdict = uv.verdict;
-      if (taken != nullptr && !std::binary_search(taken->begin(), taken->end(), *kernel,
-                                                  [](const Kernel& a, const Kernel& b) { return a.name < b.name; })) {
-        // The module loads, but the image the driver took has no code for this kernel: its
-        // lookup (and so its launch) fails with 500, named symbol not found.
-        const std::string in_image = image_label(u->images[taken_at]);
-        std::string where;
-        bool only_rel = true;
-        for (std::size_t i : defined_in[name]) {
-          where += (where.empty() ? "" : ", ") + image_label(u->images[i]);
-          only_rel = only_rel && u->images[i].relocatable;
-        }
-        kv.verdict.outcome = Outcome::fail;
-        kv.verdict.cuda_error = kErrSymbolNotFound;
-        kv.verdict.image.reset();
-        std::string owner;
-        bool linkable = false;
-        for (std::size_t i : defined_in[name])
-          if (const Fatbin* fb = owner_of(object, u->entries[i]); fb != nullptr && u->images[i].relocatable) {
-            if (owner.empty()) owner = unit_label(fb->index, fb->translation_unit, fb->identifier());
-            linkable = linkable || linkable_for(*fb, u->images[taken_at].arch);
-          }
-        if (u->fatbin->linked && only_rel && !linkable) {
-          kv.link_drop_object = owner;
-          kv.link_drop = "its -rdc object" + (owner.empty() ? std::string() : " (" + owner + ")") + " carries only " + where +
-                         ", so the device link for " + in_image + " left it out";
-          kv.verdict.reason = "device-link drop: not in the linked " + in_image + " image (" + kv.link_drop + ")";
-        } else {
-          kv.absent_from_image = "not in the " + in_image + " image the driver takes (in " + where + ")";
-          kv.verdict.reason = "named symbol not found: " + kv.absent_from_image;
-        }
-      }
-      auto it = by_name.find(name);
-      if (it != by_name.end() && severity(it->second.verdict.outcome) <= severity(kv.verdict.outcome)) continue;
-      by_name.insert_or_assign(name, std::move(kv));
+    const auto& r = c.index.of(*u.entries[i], c.object.path);
+    if (!r) {
+      if (!uk.list_error) uk.list_error = r.message();
+      continue;
+    }
+    uk.lists[i] = &*r;
+    for (const Kernel& k : *r) {
+      uk.defined_in[k.name].push_back(i);
+      uk.kernel_of.try_emplace(k.name, &k);
     }
   }
-  j.arch_sets = arch_sets.size();
-  // Which failing kernels are explained by "built for other GPUs" (docs/verdicts.md):
-  // (1) the name tags another GPU; (2) the fatbin holds only a/f images, built for particular
-  // GPUs on purpose; (3) the fatbin has the image set of a failing fatbin with tagged kernels;
-  // (4) the object is a library built per architecture; (10) the kernel's own source leaves it
-  // out of the image the driver takes while other images of its unit define it. Only failures
-  // the GPU's architecture explains are excused: 209 (rules 1-4) and a kernel left out by its
-  // source (rule 10); never 222, 223, a device-link drop, or anything under CUDA_FORCE_PTX_JIT.
+  return uk;
+}
+
+/// The unit's image set: the sorted, distinct nvcc names of its images ("compute_90 sm_80 sm_90").
+std::string image_set_of(const UnitVerdict& uv) {
+  std::vector<std::string> names;
+  for (const Image& im : uv.images) names.push_back(nvcc_name(im.arch, im.kind));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::string set;
+  for (const auto& n : names) set += (set.empty() ? "" : " ") + n;
+  return set;
+}
+
+/// Fails `kv`, a kernel of `u` that the image the driver takes (image `taken_at`) lacks while
+/// the images `defined` define it: the module loads, but the kernel's lookup (and so its
+/// launch) fails with 500, named symbol not found. A kernel only relocatable code defines, none
+/// of it linkable for the taken image, was dropped by the device link.
+void fail_not_in_taken(KernelVerdict& kv, const JudgeContext& c, const Unit& u, const std::vector<std::size_t>& defined,
+                       std::size_t taken_at) {
+  const std::string in_image = image_label(u.images[taken_at]);
+  std::string where;
+  bool only_rel = true;
+  for (std::size_t i : defined) {
+    where += (where.empty() ? "" : ", ") + image_label(u.images[i]);
+    only_rel = only_rel && u.images[i].relocatable;
+  }
+  kv.verdict.outcome = Outcome::fail;
+  kv.verdict.cuda_error = kErrSymbolNotFound;
+  kv.verdict.image.reset();
+  std::string owner;
+  bool linkable = false;
+  for (std::size_t i : defined)
+    if (const Fatbin* fb = owner_of(c.object, u.entries[i]); fb != nullptr && u.images[i].relocatable) {
+      if (owner.empty()) owner = unit_label(fb->index, fb->translation_unit, fb->identifier());
+      linkable = linkable || linkable_for(*fb, u.images[taken_at].arch);
+    }
+  if (u.fatbin->linked && only_rel && !linkable) {
+    kv.link_drop_object = owner;
+    kv.link_drop = "its -rdc object" + (owner.empty() ? std::string() : " (" + owner + ")") + " carries only " + where +
+                   ", so the device link for " + in_image + " left it out";
+    kv.verdict.reason = "device-link drop: not in the linked " + in_image + " image (" + kv.link_drop + ")";
+  } else {
+    kv.absent_from_image = "not in the " + in_image + " image the driver takes (in " + where + ")";
+    kv.verdict.reason = "named symbol not found: " + kv.absent_from_image;
+  }
+}
+
+/// What the units of one object add up to, before failures are excused.
+struct KernelTally {
+  std::map<std::string, KernelVerdict> by_name;   // each kernel's worst verdict over the units
+  std::vector<std::string> arch_sets;             // the distinct image sets of kernel-bearing units
+  std::map<std::size_t, std::string> unit_set;    // fatbin index -> its image set
+  std::vector<std::size_t> specific_units;        // fatbins holding only a/f images
+  std::size_t unknown_fail = 0, unknown_run = 0;  // units whose kernels could not be listed
+  int first_unknown_error = 0;
+};
+
+/// Adds the kernels of unit `u`, judged `uv`, to `t` (and its listing errors to `j`).
+void tally_unit(const JudgeContext& c, const Unit& u, const UnitVerdict& uv, KernelTally& t, ObjectJudgement& j) {
+  const bool fails = uv.verdict.outcome == Outcome::fail;
+  UnitKernels uk = unit_kernels(c, u, uv);
+  if (uk.unknown()) {
+    j.errors.push_back(*uk.list_error);  // when in doubt, judge: a fatbin whose kernels cannot be listed counts
+    ++(fails ? t.unknown_fail : t.unknown_run);
+    if (fails && t.first_unknown_error == 0) t.first_unknown_error = uv.verdict.cuda_error;
+    return;
+  }
+  if (uk.kernel_of.empty()) return;  // defines no kernel: decides nothing
+  ++j.kernel_units;
+  const std::string set = image_set_of(uv);
+  if (std::find(t.arch_sets.begin(), t.arch_sets.end(), set) == t.arch_sets.end()) t.arch_sets.push_back(set);
+  t.unit_set[uv.fatbin] = set;
+  if (u.fatbin->only_specific()) t.specific_units.push_back(uv.fatbin);
+  const std::size_t taken_at = uv.verdict.image.value_or(uk.lists.size());
+  const std::vector<Kernel>* taken = !fails && taken_at < uk.lists.size() ? uk.lists[taken_at] : nullptr;
+  for (const auto& [name, kernel] : uk.kernel_of) {
+    KernelVerdict kv;
+    kv.kernel = *kernel;
+    kv.fatbin = uv.fatbin;
+    kv.translation_unit = uv.translation_unit;
+    kv.identifier = uv.identifier;
+    kv.verdict = uv.verdict;
+    if (taken != nullptr && !std::binary_search(taken->begin(), taken->end(), *kernel,
+                                                [](const Kernel& a, const Kernel& b) { return a.name < b.name; }))
+      fail_not_in_taken(kv, c, u, uk.defined_in[name], taken_at);
+    auto it = t.by_name.find(name);
+    if (it != t.by_name.end() && severity(it->second.verdict.outcome) <= severity(kv.verdict.outcome)) continue;
+    t.by_name.insert_or_assign(name, std::move(kv));
+  }
+}
+
+/// The failing kernels each rule of "built for other GPUs" excused, and the first errors.
+struct Excuses {
+  std::size_t by_tag = 0, by_specific = 0, by_company = 0, by_shape = 0, by_source = 0, unexcused = 0;
+  int first_error = 0, first_unexcused = 0;
+};
+
+/// Sets the arch tag of the failing kernels (209 alone) whose names tag a GPU other than
+/// `device`; the image sets of their fatbins, one per tagged kernel.
+std::vector<std::string> tag_other_gpus(KernelTally& t, const Device& device) {
   std::vector<std::string> tagged_sets;
-  for (auto& [name, kv] : by_name) {
+  for (auto& [name, kv] : t.by_name) {
     if (kv.verdict.outcome != Outcome::fail || !kv.absent_from_image.empty() || !kv.link_drop.empty()) continue;
     std::string tag;
     const unsigned sm = arch_tag_of(kv.kernel.name, &tag);
     if (sm != 0 && !sass_runs_on(Arch{sm, Suffix::none}, device)) {
       kv.arch_tag = tag;
-      tagged_sets.push_back(unit_set[kv.fatbin]);
+      tagged_sets.push_back(t.unit_set[kv.fatbin]);
     }
   }
-  const bool environment_free = !settings.force_ptx_jit && unknown_fail == 0;
+  return tagged_sets;
+}
+
+/// Counts the verdicts of `t`'s kernels into `j`, and says which failing kernels are explained
+/// by "built for other GPUs" (docs/verdicts.md): (1) the name tags another GPU; (2) the fatbin
+/// holds only a/f images, built for particular GPUs on purpose; (3) the fatbin has the image set
+/// of a failing fatbin with tagged kernels; (4) the object is a library built per architecture;
+/// (10) the kernel's own source leaves it out of the image the driver takes while other images of
+/// its unit define it. Only failures the GPU's architecture explains are excused: 209 (rules 1-4)
+/// and a kernel left out by its source (rule 10); never 222, 223, a device-link drop, or anything
+/// under CUDA_FORCE_PTX_JIT.
+Excuses excuse_other_gpus(KernelTally& t, ObjectJudgement& j, const Device& device, const DriverSettings& settings) {
+  const std::vector<std::string> tagged_sets = tag_other_gpus(t, device);
+  const bool environment_free = !settings.force_ptx_jit && t.unknown_fail == 0;
   const bool shape = (j.kind == ObjectKind::shared_library || j.kind == ObjectKind::static_library) &&
-                     arch_sets.size() >= kDispatchArchSets;
-  std::size_t by_tag = 0, by_specific = 0, by_company = 0, by_shape = 0, by_source = 0, unexcused = 0;
-  int first_error = 0, first_unexcused = 0;
-  for (auto& [name, kv] : by_name) {
+                     t.arch_sets.size() >= kDispatchArchSets;
+  Excuses e;
+  for (auto& [name, kv] : t.by_name) {
     switch (kv.verdict.outcome) {
       case Outcome::native:
         ++j.native;
@@ -902,7 +953,7 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
         break;
     }
     ++j.failed;
-    if (first_error == 0) first_error = kv.verdict.cuda_error;
+    if (e.first_error == 0) e.first_error = kv.verdict.cuda_error;
     if (!kv.link_drop.empty()) ++j.link_drops;
     if (!kv.absent_from_image.empty()) ++j.absent;
     const bool by_arch = environment_free && kv.verdict.cuda_error == kErrNoKernelImage;
@@ -910,53 +961,91 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
       // a device-link drop is the build's doing; the environment's failures are not the GPU's
     } else if (!kv.absent_from_image.empty()) {
       kv.other_gpus = "its source leaves it out of this GPU's image (" + kv.absent_from_image + ")";
-      ++by_source;
+      ++e.by_source;
     } else if (by_arch && !kv.arch_tag.empty()) {
       kv.other_gpus = "its name tags " + kv.arch_tag;
-      ++by_tag;
-    } else if (by_arch && std::find(specific_units.begin(), specific_units.end(), kv.fatbin) != specific_units.end()) {
-      kv.other_gpus = "its fatbin holds only architecture-specific images (" + unit_set[kv.fatbin] + ")";
-      ++by_specific;
-    } else if (by_arch && std::find(tagged_sets.begin(), tagged_sets.end(), unit_set[kv.fatbin]) != tagged_sets.end()) {
-      kv.other_gpus = "its fatbin is built like those of tagged kernels (" + unit_set[kv.fatbin] + ")";
-      ++by_company;
+      ++e.by_tag;
+    } else if (by_arch && std::find(t.specific_units.begin(), t.specific_units.end(), kv.fatbin) != t.specific_units.end()) {
+      kv.other_gpus = "its fatbin holds only architecture-specific images (" + t.unit_set[kv.fatbin] + ")";
+      ++e.by_specific;
+    } else if (by_arch && std::find(tagged_sets.begin(), tagged_sets.end(), t.unit_set[kv.fatbin]) != tagged_sets.end()) {
+      kv.other_gpus = "its fatbin is built like those of tagged kernels (" + t.unit_set[kv.fatbin] + ")";
+      ++e.by_company;
     } else if (by_arch && shape) {
       kv.other_gpus = "the library is built per architecture";
-      ++by_shape;
+      ++e.by_shape;
     }
     if (kv.other_gpus.empty()) {
-      ++unexcused;
-      if (first_unexcused == 0) first_unexcused = kv.verdict.cuda_error;
+      ++e.unexcused;
+      if (e.first_unexcused == 0) e.first_unexcused = kv.verdict.cuda_error;
     }
   }
-  j.failed_tagged = by_tag;
-  for (auto& [name, kv] : by_name)
-    if (all || kv.verdict.outcome == Outcome::fail) j.kernels.push_back(std::move(kv));
-  std::stable_sort(j.kernels.begin(), j.kernels.end(),
-                   [](const KernelVerdict& a, const KernelVerdict& b) { return a.kernel.demangled < b.kernel.demangled; });
+  return e;
+}
 
-  const std::size_t failing = j.failed + unknown_fail;
-  const std::size_t running = j.native + j.jit + unknown_run;
-  j.cuda_error = first_unexcused != 0 ? first_unexcused : first_error != 0 ? first_error
-                                                                           : first_unknown_error;
-  if (j.kernel_units == 0 && unknown_fail + unknown_run == 0) j.tier = Tier::no_kernels;
+/// "3 named for another GPU, 2 in a shared library built per architecture (...)": why every
+/// failing kernel of `j` is built for other GPUs.
+std::string dispatch_evidence(const ObjectJudgement& j, const Excuses& e) {
+  std::vector<std::string> why;
+  if (e.by_tag > 0) why.push_back(std::to_string(e.by_tag) + " named for another GPU");
+  if (e.by_specific > 0) why.push_back(std::to_string(e.by_specific) + " in fatbins of architecture-specific images only");
+  if (e.by_company > 0) why.push_back(std::to_string(e.by_company) + " in fatbins built like those of the named ones");
+  if (e.by_shape > 0)
+    why.push_back(std::to_string(e.by_shape) + " in a " + std::string(j.kind == ObjectKind::static_library ? "static" : "shared") +
+                  " library built per architecture (" + std::to_string(j.arch_sets) + " image sets among " +
+                  std::to_string(j.kernel_units) + " kernel-bearing fatbins)");
+  if (e.by_source > 0) why.push_back(std::to_string(e.by_source) + " left out of this GPU's image by their source");
+  std::string out;
+  for (std::size_t i = 0; i < why.size(); ++i) out += (i == 0 ? "" : ", ") + why[i];
+  return out;
+}
+
+/// The tier of `j` and the CUDA error it stands for, from its counted kernels.
+void set_tier(ObjectJudgement& j, const KernelTally& t, const Excuses& e) {
+  const std::size_t failing = j.failed + t.unknown_fail;
+  const std::size_t running = j.native + j.jit + t.unknown_run;
+  j.cuda_error = e.first_unexcused != 0 ? e.first_unexcused : e.first_error != 0 ? e.first_error
+                                                                                 : t.first_unknown_error;
+  if (j.kernel_units == 0 && t.unknown_fail + t.unknown_run == 0) j.tier = Tier::no_kernels;
   else if (failing == 0) j.tier = Tier::all_run;
   else if (running == 0) j.tier = Tier::none_run;
-  else if (unexcused == 0 && unknown_fail == 0) {
+  else if (e.unexcused == 0 && t.unknown_fail == 0) {
     j.tier = Tier::other_gpus;
-    std::vector<std::string> why;
-    if (by_tag > 0) why.push_back(std::to_string(by_tag) + " named for another GPU");
-    if (by_specific > 0) why.push_back(std::to_string(by_specific) + " in fatbins of architecture-specific images only");
-    if (by_company > 0) why.push_back(std::to_string(by_company) + " in fatbins built like those of the named ones");
-    if (by_shape > 0)
-      why.push_back(std::to_string(by_shape) + " in a " + std::string(j.kind == ObjectKind::static_library ? "static" : "shared") +
-                    " library built per architecture (" + std::to_string(j.arch_sets) + " image sets among " +
-                    std::to_string(j.kernel_units) + " kernel-bearing fatbins)");
-    if (by_source > 0) why.push_back(std::to_string(by_source) + " left out of this GPU's image by their source");
-    for (std::size_t i = 0; i < why.size(); ++i) j.dispatch_evidence += (i == 0 ? "" : ", ") + why[i];
+    j.dispatch_evidence += dispatch_evidence(j, e);
   } else {
     j.tier = Tier::some_missing;
   }
+}
+
+}  // namespace
+
+ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& verdict, const Device& device,
+                             const DriverSettings& settings, bool all, KernelIndex* shared) {
+  KernelIndex local;
+  KernelIndex& index = shared != nullptr ? *shared : local;
+  ObjectJudgement j;
+  j.object = object.path;
+  j.kind = object_kind(object);
+  j.units = verdict.units.size();
+  if (verdict.units.empty()) return j;
+  const std::vector<Unit> units = units_of(object);
+  const JudgeContext c{object, index, all, j.kind == ObjectKind::shared_library || j.kind == ObjectKind::static_library};
+  if (!kernels_needed(c, verdict, units)) {
+    j.tier = Tier::all_run;
+    return j;
+  }
+  j.kernels_listed = true;
+  KernelTally t;
+  for (std::size_t ui = 0; ui < verdict.units.size(); ++ui)
+    if (const Unit* u = unit_for(units, ui, verdict.units[ui]); u != nullptr) tally_unit(c, *u, verdict.units[ui], t, j);
+  j.arch_sets = t.arch_sets.size();
+  const Excuses e = excuse_other_gpus(t, j, device, settings);
+  j.failed_tagged = e.by_tag;
+  for (auto& [name, kv] : t.by_name)
+    if (all || kv.verdict.outcome == Outcome::fail) j.kernels.push_back(std::move(kv));
+  std::stable_sort(j.kernels.begin(), j.kernels.end(),
+                   [](const KernelVerdict& a, const KernelVerdict& b) { return a.kernel.demangled < b.kernel.demangled; });
+  set_tier(j, t, e);
   return j;
 }
 
@@ -1125,128 +1214,162 @@ PackageMember package_member(const ObjectFatbins& object, const ObjectJudgement&
   return m;
 }
 
-PackageVerdict judge_package(std::span<const PackageMember> members, const Device& device) {
+namespace {
+
+/// What judge_package works on and builds.
+struct PackageWork {
+  std::span<const PackageMember> members;
+  const Device& device;
   PackageVerdict p;
-  p.variance.assign(members.size(), Variance::none);
-  p.excused.assign(members.size(), false);
-  std::map<std::string, std::vector<std::size_t>> groups;  // dir + key -> members
+  std::vector<bool> grouped;          // parallel to the members: in a group of variants
+  std::vector<std::string> problems;  // what the summary names as failing
+};
+
+/// The members' variant groups (dir + key -> members) and architecture-specific members, the
+/// judged objects counted into `w.p` on the way.
+struct PackageShape {
+  std::map<std::string, std::vector<std::size_t>> groups;
   std::vector<std::size_t> specific;
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    const PackageMember& m = members[i];
+};
+
+PackageShape shape_of(PackageWork& w) {
+  PackageShape s;
+  for (std::size_t i = 0; i < w.members.size(); ++i) {
+    const PackageMember& m = w.members[i];
     if (m.judgement == nullptr || m.judgement->tier == Tier::no_device_code) continue;
-    ++p.objects;
-    if (runs_here(m.judgement->tier)) ++p.run;
-    if (is_problem(m.judgement->tier)) ++p.failing;
+    ++w.p.objects;
+    if (runs_here(m.judgement->tier)) ++w.p.run;
+    if (is_problem(m.judgement->tier)) ++w.p.failing;
     if (m.dependency) continue;
-    if (const std::string key = variant_key(file_part(m.path)); !key.empty()) groups[dir_part(m.path) + key].push_back(i);
+    if (const std::string key = variant_key(file_part(m.path)); !key.empty()) s.groups[dir_part(m.path) + key].push_back(i);
     const auto tokens = variant_tokens(file_part(m.path));
     if (m.only_specific || std::any_of(tokens.begin(), tokens.end(), [](const VariantToken& t) { return t.specific; }))
-      specific.push_back(i);
+      s.specific.push_back(i);
   }
-  std::vector<bool> grouped(members.size(), false);
-  std::vector<std::string> problems;
-  for (auto& [key, list] : groups) {
-    if (list.size() < 2) continue;
-    bool cuda = false, all_specific = true, all_newer = true;
-    std::vector<std::string> serving;
-    for (std::size_t i : list) {
-      grouped[i] = true;
-      p.variance[i] = Variance::variant;
-      const auto tokens = variant_tokens(file_part(members[i].path));
-      cuda = cuda || variant_cuda(file_part(members[i].path)) != 0;
-      // Architecture-specific by its images, or by its name (Sm100f: a standalone cubin keeps no
-      // trace of "f", docs/fatbin-format.md).
-      const bool named_specific = std::any_of(tokens.begin(), tokens.end(), [](const VariantToken& t) { return t.specific; });
-      all_specific = all_specific && (members[i].only_specific || named_specific);
-      all_newer = all_newer && members[i].oldest_sm != 0 && cc_of_sm(members[i].oldest_sm) > device.cc;
-      if (runs_here(members[i].judgement->tier)) serving.emplace_back(file_part(members[i].path));
-    }
-    std::string line = std::string(file_part(key)) + ": " + count_of(list.size(), "variant") + " per " +
-                       (cuda ? "CUDA runtime" : "architecture") + "; ";
-    if (!serving.empty()) {
-      for (std::size_t i : list) p.excused[i] = is_problem(members[i].judgement->tier);
-      line += std::to_string(serving.size()) + " serve this GPU (";
-      for (std::size_t k = 0; k < serving.size() && k < 3; ++k) line += (k == 0 ? "" : ", ") + serving[k];
-      if (serving.size() > 3) line += " and " + std::to_string(serving.size() - 3) + " more";
-      line += ")";
-    } else if (all_specific || all_newer) {
-      for (std::size_t i : list) p.excused[i] = is_problem(members[i].judgement->tier);
-      line += all_specific ? "none serves this GPU: all are built for particular GPUs (architecture-specific)"
-                           : "none serves this GPU: all are built for newer GPUs";
-    } else {
-      line += "none serves this GPU";
-      problems.push_back("no variant of " + std::string(file_part(key)) + " runs here");
-    }
-    p.groups.push_back(std::move(line));
+  return s;
+}
+
+/// Judges one group of variants (`list`, two or more): excused when one serves this GPU or all
+/// are built for particular or newer GPUs; its line goes to the verdict's groups.
+void judge_group(PackageWork& w, const std::string& key, const std::vector<std::size_t>& list) {
+  PackageVerdict& p = w.p;
+  bool cuda = false, all_specific = true, all_newer = true;
+  std::vector<std::string> serving;
+  for (std::size_t i : list) {
+    const PackageMember& m = w.members[i];
+    w.grouped[i] = true;
+    p.variance[i] = Variance::variant;
+    const auto tokens = variant_tokens(file_part(m.path));
+    cuda = cuda || variant_cuda(file_part(m.path)) != 0;
+    // Architecture-specific by its images, or by its name (Sm100f: a standalone cubin keeps no
+    // trace of "f", docs/fatbin-format.md).
+    const bool named_specific = std::any_of(tokens.begin(), tokens.end(), [](const VariantToken& t) { return t.specific; });
+    all_specific = all_specific && (m.only_specific || named_specific);
+    all_newer = all_newer && m.oldest_sm != 0 && cc_of_sm(m.oldest_sm) > w.device.cc;
+    if (runs_here(m.judgement->tier)) serving.emplace_back(file_part(m.path));
   }
-  std::size_t specific_failing = 0, newer_failing = 0;
-  std::string specific_names, newer_names;
+  std::string line = std::string(file_part(key)) + ": " + count_of(list.size(), "variant") + " per " +
+                     (cuda ? "CUDA runtime" : "architecture") + "; ";
+  if (!serving.empty()) {
+    for (std::size_t i : list) p.excused[i] = is_problem(w.members[i].judgement->tier);
+    line += std::to_string(serving.size()) + " serve this GPU (";
+    for (std::size_t k = 0; k < serving.size() && k < 3; ++k) line += (k == 0 ? "" : ", ") + serving[k];
+    if (serving.size() > 3) line += " and " + std::to_string(serving.size() - 3) + " more";
+    line += ")";
+  } else if (all_specific || all_newer) {
+    for (std::size_t i : list) p.excused[i] = is_problem(w.members[i].judgement->tier);
+    line += all_specific ? "none serves this GPU: all are built for particular GPUs (architecture-specific)"
+                         : "none serves this GPU: all are built for newer GPUs";
+  } else {
+    line += "none serves this GPU";
+    w.problems.push_back("no variant of " + std::string(file_part(key)) + " runs here");
+  }
+  p.groups.push_back(std::move(line));
+}
+
+/// Failing objects a rule excused: how many, and the names of the first three.
+struct ExcusedObjects {
+  std::size_t failing = 0;
+  std::string names;
+
+  void add(const std::string& name) {
+    if (failing++ < 3) names += (names.empty() ? "" : ", ") + name;
+  }
+  /// The names, and how many more there are.
+  std::string listed() const { return names + (failing > 3 ? " and " + std::to_string(failing - 3) + " more" : ""); }
+};
+
+/// The architecture-specific objects outside groups of variants; those that fail are excused.
+ExcusedObjects excuse_specific(PackageWork& w, const std::vector<std::size_t>& specific) {
+  ExcusedObjects out;
   for (std::size_t i : specific) {
-    if (grouped[i]) continue;
-    p.variance[i] = Variance::specific;
-    if (!is_problem(members[i].judgement->tier)) continue;
-    p.excused[i] = true;
-    if (specific_failing++ < 3) specific_names += (specific_names.empty() ? "" : ", ") + std::string(file_part(members[i].path));
+    if (w.grouped[i]) continue;
+    w.p.variance[i] = Variance::specific;
+    if (!is_problem(w.members[i].judgement->tier)) continue;
+    w.p.excused[i] = true;
+    out.add(std::string(file_part(w.members[i].path)));
   }
-  // Built for newer GPUs only: every image targets an architecture above this GPU's. A stale
-  // object is one built for older GPUs than the rest; one whose oldest target is newer than the
-  // GPU is built for those GPUs on purpose (torchao's _C_mxfp8: sm_100 and compute_120). It is
-  // excused like an architecture-specific one when the package is built per GPU.
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    const PackageMember& m = members[i];
-    if (m.judgement == nullptr || m.dependency || grouped[i] || p.variance[i] != Variance::none || m.oldest_sm == 0) continue;
-    if (!is_problem(m.judgement->tier) || cc_of_sm(m.oldest_sm) <= device.cc) continue;
+  return out;
+}
+
+/// Built for newer GPUs only: every image targets an architecture above this GPU's. A stale
+/// object is one built for older GPUs than the rest; one whose oldest target is newer than the
+/// GPU is built for those GPUs on purpose (torchao's _C_mxfp8: sm_100 and compute_120). It is
+/// excused like an architecture-specific one when the package is built per GPU.
+ExcusedObjects excuse_newer(PackageWork& w) {
+  ExcusedObjects out;
+  for (std::size_t i = 0; i < w.members.size(); ++i) {
+    const PackageMember& m = w.members[i];
+    if (m.judgement == nullptr || m.dependency || w.grouped[i] || w.p.variance[i] != Variance::none || m.oldest_sm == 0) continue;
+    if (!is_problem(m.judgement->tier) || cc_of_sm(m.oldest_sm) <= w.device.cc) continue;
     // Only in a package built per GPU: another object of it targets a different range. Alone (or
     // beside builds of the same range) an object built for newer GPUs is simply not for this one.
-    const bool per_gpu = std::any_of(members.begin(), members.end(), [&](const PackageMember& o) {
+    const bool per_gpu = std::any_of(w.members.begin(), w.members.end(), [&](const PackageMember& o) {
       return &o != &m && o.judgement != nullptr && o.judgement->tier != Tier::no_device_code && !o.dependency &&
              o.oldest_sm != 0 && o.oldest_sm != m.oldest_sm;
     });
     if (!per_gpu) continue;
-    p.variance[i] = Variance::newer;
-    p.excused[i] = true;
-    if (newer_failing++ < 3)
-      newer_names += (newer_names.empty() ? "" : ", ") + std::string(file_part(m.path)) + " (sm_" + std::to_string(m.oldest_sm) + " and up)";
+    w.p.variance[i] = Variance::newer;
+    w.p.excused[i] = true;
+    out.add(std::string(file_part(m.path)) + " (sm_" + std::to_string(m.oldest_sm) + " and up)");
   }
-  // A package of per-GPU builds (at least half of its objects are architecture-specific or
-  // variants, flashinfer-cubin's cubins): its other objects without an image here are read the
-  // same way, as rule 4 reads a library built per architecture. Only for 209.
-  std::size_t shaped = 0, per_gpu_failing = 0;
-  std::string per_gpu_names;
-  for (std::size_t i = 0; i < members.size(); ++i) shaped += p.variance[i] != Variance::none ? 1 : 0;
-  if (p.objects >= 4 && 2 * shaped >= p.objects) {
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      const PackageMember& m = members[i];
-      if (m.judgement == nullptr || m.dependency || p.variance[i] != Variance::none || !is_problem(m.judgement->tier) ||
-          m.judgement->cuda_error != kErrNoKernelImage)
-        continue;
-      p.variance[i] = Variance::specific;
-      p.excused[i] = true;
-      if (per_gpu_failing++ < 3) per_gpu_names += (per_gpu_names.empty() ? "" : ", ") + std::string(file_part(m.path));
-    }
+  return out;
+}
+
+/// A package of per-GPU builds (at least half of its objects are architecture-specific or
+/// variants, flashinfer-cubin's cubins): its other objects without an image here are read the
+/// same way, as rule 4 reads a library built per architecture. Only for 209. `shaped`: how many
+/// objects are variants or architecture-specific.
+ExcusedObjects excuse_per_gpu(PackageWork& w, std::size_t shaped) {
+  ExcusedObjects out;
+  if (w.p.objects < 4 || 2 * shaped < w.p.objects) return out;
+  for (std::size_t i = 0; i < w.members.size(); ++i) {
+    const PackageMember& m = w.members[i];
+    if (m.judgement == nullptr || m.dependency || w.p.variance[i] != Variance::none || !is_problem(m.judgement->tier) ||
+        m.judgement->cuda_error != kErrNoKernelImage)
+      continue;
+    w.p.variance[i] = Variance::specific;
+    w.p.excused[i] = true;
+    out.add(std::string(file_part(m.path)));
   }
-  if (per_gpu_failing > 0)
-    p.groups.push_back(count_of(per_gpu_failing, "other object") + " of a package built per GPU (" + std::to_string(shaped) + " of " +
-                       std::to_string(p.objects) + " objects are variants or architecture-specific) without an image here: " +
-                       per_gpu_names + (per_gpu_failing > 3 ? " and " + std::to_string(per_gpu_failing - 3) + " more" : ""));
-  if (specific_failing > 0)
-    p.groups.push_back(count_of(specific_failing, "object") + " built for particular GPUs only (architecture-specific images), not for this one: " +
-                       specific_names + (specific_failing > 3 ? " and " + std::to_string(specific_failing - 3) + " more" : ""));
-  if (newer_failing > 0)
-    p.groups.push_back(count_of(newer_failing, "object") + " built for newer GPUs only: " + newer_names +
-                       (newer_failing > 3 ? " and " + std::to_string(newer_failing - 3) + " more" : ""));
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    const PackageMember& m = members[i];
+  return out;
+}
+
+/// The verdict's problem, CUDA error and summary, once every excuse is known.
+void summarize_package(PackageWork& w) {
+  PackageVerdict& p = w.p;
+  for (std::size_t i = 0; i < w.members.size(); ++i) {
+    const PackageMember& m = w.members[i];
     if (m.judgement == nullptr || !is_problem(m.judgement->tier) || p.excused[i]) continue;
     if (p.cuda_error == 0) p.cuda_error = m.judgement->cuda_error;
-    if (p.variance[i] == Variance::none) problems.push_back(std::string(file_part(m.path)) + " " + std::string(to_string(m.judgement->tier)));
+    if (p.variance[i] == Variance::none) w.problems.push_back(std::string(file_part(m.path)) + " " + std::string(to_string(m.judgement->tier)));
   }
-  p.problem = !problems.empty();
+  p.problem = !w.problems.empty();
   if (p.problem) {
     p.summary = "fails: ";
-    for (std::size_t i = 0; i < problems.size() && i < 3; ++i) p.summary += (i == 0 ? "" : "; ") + problems[i];
-    if (problems.size() > 3) p.summary += " and " + std::to_string(problems.size() - 3) + " more";
-    return p;
+    for (std::size_t i = 0; i < w.problems.size() && i < 3; ++i) p.summary += (i == 0 ? "" : "; ") + w.problems[i];
+    if (w.problems.size() > 3) p.summary += " and " + std::to_string(w.problems.size() - 3) + " more";
+    return;
   }
   const std::size_t excused = static_cast<std::size_t>(std::count(p.excused.begin(), p.excused.end(), true));
   if (p.run == 0 && p.failing > 0) {
@@ -1254,11 +1377,37 @@ PackageVerdict judge_package(std::span<const PackageMember> members, const Devic
     // this GPU, which is its makers' choice, not a broken install.
     p.summary = "holds no device code for this GPU: its " + count_of(p.objects, "object") +
                 " with device code are built for other GPUs on purpose (below)";
-    return p;
+    return;
   }
   p.summary = "runs: " + std::to_string(p.run) + " of " + count_of(p.objects, "object") + " with device code run here";
   if (excused > 0) p.summary += "; " + std::to_string(excused) + " that do not are variants for other GPUs or CUDA runtimes";
-  return p;
+}
+
+}  // namespace
+
+PackageVerdict judge_package(std::span<const PackageMember> members, const Device& device) {
+  PackageWork w{members, device, {}, std::vector<bool>(members.size(), false), {}};
+  w.p.variance.assign(members.size(), Variance::none);
+  w.p.excused.assign(members.size(), false);
+  const PackageShape shape = shape_of(w);
+  for (const auto& [key, list] : shape.groups)
+    if (list.size() >= 2) judge_group(w, key, list);
+  const ExcusedObjects specific = excuse_specific(w, shape.specific);
+  const ExcusedObjects newer = excuse_newer(w);
+  std::size_t shaped = 0;
+  for (std::size_t i = 0; i < members.size(); ++i) shaped += w.p.variance[i] != Variance::none ? 1 : 0;
+  const ExcusedObjects per_gpu = excuse_per_gpu(w, shaped);
+  if (per_gpu.failing > 0)
+    w.p.groups.push_back(count_of(per_gpu.failing, "other object") + " of a package built per GPU (" + std::to_string(shaped) +
+                         " of " + std::to_string(w.p.objects) +
+                         " objects are variants or architecture-specific) without an image here: " + per_gpu.listed());
+  if (specific.failing > 0)
+    w.p.groups.push_back(count_of(specific.failing, "object") +
+                         " built for particular GPUs only (architecture-specific images), not for this one: " + specific.listed());
+  if (newer.failing > 0)
+    w.p.groups.push_back(count_of(newer.failing, "object") + " built for newer GPUs only: " + newer.listed());
+  summarize_package(w);
+  return w.p;
 }
 
 Result<std::vector<FleetModel>> parse_fleet_csv(std::string_view text, std::string_view name) {
