@@ -236,150 +236,183 @@ bool VerifyReport::passed() const {
   return std::none_of(units.begin(), units.end(), [](const UnitFinding& u) { return u.status == UnitStatus::missing; });
 }
 
+namespace {
+
+/// A unit's finding before it is judged: where it is and which images it holds.
+UnitFinding unit_finding(const ObjectFatbins& object, const Unit& u) {
+  UnitFinding f;
+  f.object = object.path;
+  f.fatbin = u.fatbin->index;
+  f.section = u.fatbin->section;
+  f.identifier = u.fatbin->identifier();
+  f.translation_unit = u.fatbin->translation_unit;
+  for (const Image& im : u.images) {
+    if (im.kind == CodeKind::sass) f.found_sass.push_back(im.arch);
+    if (im.kind == CodeKind::ptx) f.found_ptx.push_back(im.arch);
+  }
+  sort_unique(f.found_sass);
+  sort_unique(f.found_ptx);
+  return f;
+}
+
+/// The highest architecture the requirement names, SASS or PTX.
+unsigned highest_required(const Requirement& req) {
+  unsigned highest = 0;
+  for (const Arch& a : req.sass) highest = std::max(highest, a.sm);
+  for (const Arch& a : req.ptx) highest = std::max(highest, a.sm);
+  return highest;
+}
+
+/// What the unit lacks against `req` (missing_sass, compatible, missing_ptx, missing_ptx_highest).
+void compare_with(UnitFinding& f, const Requirement& req) {
+  for (const Arch& need : req.sass) {
+    if (std::find(f.found_sass.begin(), f.found_sass.end(), need) != f.found_sass.end()) continue;
+    std::optional<Arch> lower;
+    if (req.allow_compatible && need.suffix == Suffix::none) {
+      if (const ArchRow* row = find_arch(need.sm); row != nullptr) {
+        const Device dev = device_for_cc(row->cc);
+        for (const Arch& have : f.found_sass)  // the highest compatible one, as the driver picks
+          if (have.sm < need.sm && sass_runs_on(have, dev)) lower = have;
+      }
+    }
+    if (lower) f.compatible.emplace_back(need, *lower);
+    else f.missing_sass.push_back(need);
+  }
+  for (const Arch& need : req.ptx)
+    if (std::find(f.found_ptx.begin(), f.found_ptx.end(), need) == f.found_ptx.end()) f.missing_ptx.push_back(need);
+  if (req.ptx_highest) {
+    const unsigned highest = highest_required(req);
+    f.missing_ptx_highest = std::none_of(f.found_ptx.begin(), f.found_ptx.end(), [&](const Arch& a) {
+      return a.suffix == Suffix::none && a.sm >= highest;
+    });
+  }
+}
+
+/// The message of a unit that lacks something: each lack, then the kernels, then the fix.
+std::string missing_message(const Unit& u, const UnitFinding& f, unsigned highest, const std::string& kernels_text) {
+  std::vector<std::string> parts;
+  std::string fix;
+  if (!f.missing_sass.empty()) {
+    // Split what is missing: no image at all on that GPU, or only a JIT of lower PTX.
+    std::vector<Arch> bare, jit_only;
+    std::optional<Arch> jit;
+    for (const Arch& need : f.missing_sass) {
+      std::optional<Arch> usable;  // the highest PTX the driver could JIT for that GPU
+      const Device dev = device_for_cc(cc_of_sm(need.sm));
+      for (const Arch& p : f.found_ptx)
+        if (ptx_targets(p, dev)) usable = p;
+      if (usable) {
+        jit_only.push_back(need);
+        if (!jit || *jit < *usable) jit = usable;
+      } else {
+        bare.push_back(need);
+      }
+    }
+    const std::string found = f.found_sass.empty() ? "no SASS" : join_names(f.found_sass, CodeKind::sass);
+    if (!bare.empty()) {
+      parts.push_back("has no SASS for " + join_names(bare, CodeKind::sass) + " and no PTX <= " + std::to_string(bare.front().sm) +
+                      " (found " + found + ")");
+    }
+    if (!jit_only.empty()) {
+      parts.push_back("has no SASS for " + join_names(jit_only, CodeKind::sass) + (bare.empty() ? " (found " + found + "; " : " (") +
+                      "only " + nvcc_name(*jit, CodeKind::ptx) + " PTX would be JIT-compiled at first launch)");
+    }
+    fix = "add " + join_numbers(f.missing_sass) + " to ARCH_POLICY" + (bare.empty() ? "" : " or enable PTX");
+  }
+  const std::string found_ptx = f.found_ptx.empty() ? std::string("no PTX") : join_names(f.found_ptx, CodeKind::ptx);
+  if (!f.missing_ptx.empty()) {
+    parts.push_back("has no PTX for " + join_names(f.missing_ptx, CodeKind::ptx) + " (found " + found_ptx + ")");
+    if (fix.empty()) fix = "enable PTX for " + join_numbers(f.missing_ptx);
+  }
+  if (f.missing_ptx_highest) {
+    parts.push_back("has no PTX >= " + std::to_string(highest) + " for future GPUs (found " + found_ptx + ")");
+    if (fix.empty()) fix = "enable PTX for the highest architecture (" + std::to_string(highest) + ")";
+  }
+  std::string message = unit_name(u) + " ";
+  for (std::size_t i = 0; i < parts.size(); ++i) message += (i == 0 ? "" : " and ") + parts[i];
+  return message + kernels_text + "; " + fix;
+}
+
+std::string compatible_message(const Unit& u, const UnitFinding& f) {
+  std::string message = unit_name(u) + " uses compatible lower SASS: ";
+  for (std::size_t i = 0; i < f.compatible.size(); ++i) {
+    if (i != 0) message += ", ";
+    message += nvcc_name(f.compatible[i].second, CodeKind::sass) + " for " + nvcc_name(f.compatible[i].first, CodeKind::sass);
+  }
+  return message;
+}
+
+/// A device-link drop: a kernel of an -rdc object that carries no image for an architecture the
+/// program is device-linked for is not in that linked image, and nvlink says nothing.
+void add_link_drops(UnitFinding& f, const Unit& u, const std::vector<LinkDrop>& drops) {
+  for (const LinkDrop& drop : drops) {
+    if (drop.linked_fatbin != u.fatbin->index) continue;
+    if (f.status != UnitStatus::missing) {
+      f.status = UnitStatus::missing;
+      f.message = unit_name(u) + ": ";
+    } else {
+      f.message += "; and ";
+    }
+    f.message += "device-link drop: " + drop.kernel.demangled + " is not in the linked " + image_label(drop.linked) +
+                 " image (its -rdc object, " + drop.object_label + ", carries only " + drop.defined_in +
+                 "), so its launches fail there with 500 (named symbol not found); build that object for " +
+                 nvcc_name(drop.linked.arch, CodeKind::sass) + " too";
+    f.link_drops.push_back({drop.linked.arch, drop.kernel});
+    f.kernels.push_back(drop.kernel);
+  }
+}
+
+/// One unit against `req`. `drops` holds the object's device-link drops once a linked unit
+/// asked for them (each search decodes every linked and relocatable image of the object).
+UnitFinding verify_unit(const ObjectFatbins& object, const Unit& u, const Requirement& req,
+                        std::optional<std::vector<LinkDrop>>& drops) {
+  UnitFinding f = unit_finding(object, u);
+  if (u.fatbin->only_specific() && !req.strict) {
+    f.status = UnitStatus::specific_extra;
+    f.message = unit_name(u) + " holds only architecture-specific images (" + join_names(f.found_sass, CodeKind::sass) +
+                (f.found_sass.empty() || f.found_ptx.empty() ? "" : ", ") + join_names(f.found_ptx, CodeKind::ptx) +
+                "): an extra, not judged (use --strict to judge it)";
+    return f;
+  }
+  compare_with(f, req);
+  const bool failed = !f.missing_sass.empty() || !f.missing_ptx.empty() || f.missing_ptx_highest;
+  f.status = failed ? UnitStatus::missing : !f.compatible.empty() ? UnitStatus::compatible
+                                                                  : UnitStatus::ok;
+  std::string kernels_text;
+  if (failed) {
+    // A fatbin that defines no kernel cannot fail a launch: it decides nothing. One whose
+    // kernels cannot be listed is judged (when in doubt, judge).
+    if (auto kernels = kernels_of(*u.fatbin, object.path); kernels) {
+      if (kernels->empty()) {
+        f.status = UnitStatus::no_kernels;
+        f.message = unit_name(u) + " defines no kernel: it decides nothing";
+        return f;
+      }
+      std::sort(kernels->begin(), kernels->end(), [](const Kernel& a, const Kernel& b) { return a.demangled < b.demangled; });
+      f.kernels = std::move(*kernels);
+      kernels_text = "; kernels: " + kernel_list(f.kernels);
+    }
+    f.message = missing_message(u, f, highest_required(req), kernels_text);
+  } else if (!f.compatible.empty()) {
+    f.message = compatible_message(u, f);
+  }
+  if (u.fatbin->linked) {
+    if (!drops) drops = device_link_drops(object);
+    add_link_drops(f, u, *drops);
+  }
+  return f;
+}
+
+}  // namespace
+
 VerifyReport verify(std::span<const ObjectFatbins> objects, const Requirement& req) {
   VerifyReport report;
   for (const ObjectFatbins& object : objects) {
     const auto units = units_of(object);
     if (!units.empty()) ++report.objects;
-    // The object's device-link drops, found once for all its linked units (each call decodes
-    // every linked and relocatable image of the object).
+    // The object's device-link drops, found once for all its linked units.
     std::optional<std::vector<LinkDrop>> drops;
-    for (const Unit& u : units) {
-      UnitFinding f;
-      f.object = object.path;
-      f.fatbin = u.fatbin->index;
-      f.section = u.fatbin->section;
-      f.identifier = u.fatbin->identifier();
-      f.translation_unit = u.fatbin->translation_unit;
-      for (const Image& im : u.images) {
-        if (im.kind == CodeKind::sass) f.found_sass.push_back(im.arch);
-        if (im.kind == CodeKind::ptx) f.found_ptx.push_back(im.arch);
-      }
-      sort_unique(f.found_sass);
-      sort_unique(f.found_ptx);
-      if (u.fatbin->only_specific() && !req.strict) {
-        f.status = UnitStatus::specific_extra;
-        f.message = unit_name(u) + " holds only architecture-specific images (" +
-                    join_names(f.found_sass, CodeKind::sass) + (f.found_sass.empty() || f.found_ptx.empty() ? "" : ", ") +
-                    join_names(f.found_ptx, CodeKind::ptx) + "): an extra, not judged (use --strict to judge it)";
-        report.units.push_back(std::move(f));
-        continue;
-      }
-      for (const Arch& need : req.sass) {
-        if (std::find(f.found_sass.begin(), f.found_sass.end(), need) != f.found_sass.end()) continue;
-        std::optional<Arch> lower;
-        if (req.allow_compatible && need.suffix == Suffix::none) {
-          if (const ArchRow* row = find_arch(need.sm); row != nullptr) {
-            const Device dev = device_for_cc(row->cc);
-            for (const Arch& have : f.found_sass)  // the highest compatible one, as the driver picks
-              if (have.sm < need.sm && sass_runs_on(have, dev)) lower = have;
-          }
-        }
-        if (lower) f.compatible.emplace_back(need, *lower);
-        else f.missing_sass.push_back(need);
-      }
-      for (const Arch& need : req.ptx)
-        if (std::find(f.found_ptx.begin(), f.found_ptx.end(), need) == f.found_ptx.end()) f.missing_ptx.push_back(need);
-      unsigned highest = 0;
-      for (const Arch& a : req.sass) highest = std::max(highest, a.sm);
-      for (const Arch& a : req.ptx) highest = std::max(highest, a.sm);
-      if (req.ptx_highest) {
-        f.missing_ptx_highest = std::none_of(f.found_ptx.begin(), f.found_ptx.end(), [&](const Arch& a) {
-          return a.suffix == Suffix::none && a.sm >= highest;
-        });
-      }
-      const bool failed = !f.missing_sass.empty() || !f.missing_ptx.empty() || f.missing_ptx_highest;
-      f.status = failed ? UnitStatus::missing : !f.compatible.empty() ? UnitStatus::compatible
-                                                                      : UnitStatus::ok;
-      std::string kernels_text;
-      if (failed) {
-        // A fatbin that defines no kernel cannot fail a launch: it decides nothing. One whose
-        // kernels cannot be listed is judged (when in doubt, judge).
-        if (auto kernels = kernels_of(*u.fatbin, object.path); kernels) {
-          if (kernels->empty()) {
-            f.status = UnitStatus::no_kernels;
-            f.message = unit_name(u) + " defines no kernel: it decides nothing";
-            report.units.push_back(std::move(f));
-            continue;
-          }
-          std::sort(kernels->begin(), kernels->end(), [](const Kernel& a, const Kernel& b) { return a.demangled < b.demangled; });
-          f.kernels = std::move(*kernels);
-          kernels_text = "; kernels: " + kernel_list(f.kernels);
-        }
-      }
-      if (failed) {
-        std::vector<std::string> parts;
-        std::string fix;
-        if (!f.missing_sass.empty()) {
-          // Split what is missing: no image at all on that GPU, or only a JIT of lower PTX.
-          std::vector<Arch> bare, jit_only;
-          std::optional<Arch> jit;
-          for (const Arch& need : f.missing_sass) {
-            std::optional<Arch> usable;  // the highest PTX the driver could JIT for that GPU
-            const Device dev = device_for_cc(cc_of_sm(need.sm));
-            for (const Arch& p : f.found_ptx)
-              if (ptx_targets(p, dev)) usable = p;
-            if (usable) {
-              jit_only.push_back(need);
-              if (!jit || *jit < *usable) jit = usable;
-            } else {
-              bare.push_back(need);
-            }
-          }
-          const std::string found = f.found_sass.empty() ? "no SASS" : join_names(f.found_sass, CodeKind::sass);
-          if (!bare.empty()) {
-            parts.push_back("has no SASS for " + join_names(bare, CodeKind::sass) + " and no PTX <= " +
-                            std::to_string(bare.front().sm) + " (found " + found + ")");
-          }
-          if (!jit_only.empty()) {
-            parts.push_back("has no SASS for " + join_names(jit_only, CodeKind::sass) +
-                            (bare.empty() ? " (found " + found + "; " : " (") + "only " + nvcc_name(*jit, CodeKind::ptx) +
-                            " PTX would be JIT-compiled at first launch)");
-          }
-          fix = "add " + join_numbers(f.missing_sass) + " to ARCH_POLICY" + (bare.empty() ? "" : " or enable PTX");
-        }
-        if (!f.missing_ptx.empty()) {
-          parts.push_back("has no PTX for " + join_names(f.missing_ptx, CodeKind::ptx) + " (found " +
-                          (f.found_ptx.empty() ? std::string("no PTX") : join_names(f.found_ptx, CodeKind::ptx)) + ")");
-          if (fix.empty()) fix = "enable PTX for " + join_numbers(f.missing_ptx);
-        }
-        if (f.missing_ptx_highest) {
-          parts.push_back("has no PTX >= " + std::to_string(highest) + " for future GPUs (found " +
-                          (f.found_ptx.empty() ? std::string("no PTX") : join_names(f.found_ptx, CodeKind::ptx)) + ")");
-          if (fix.empty()) fix = "enable PTX for the highest architecture (" + std::to_string(highest) + ")";
-        }
-        f.message = unit_name(u) + " ";
-        for (std::size_t i = 0; i < parts.size(); ++i) f.message += (i == 0 ? "" : " and ") + parts[i];
-        f.message += kernels_text + "; " + fix;
-      } else if (!f.compatible.empty()) {
-        f.message = unit_name(u) + " uses compatible lower SASS: ";
-        for (std::size_t i = 0; i < f.compatible.size(); ++i) {
-          if (i != 0) f.message += ", ";
-          f.message += nvcc_name(f.compatible[i].second, CodeKind::sass) + " for " + nvcc_name(f.compatible[i].first, CodeKind::sass);
-        }
-      }
-      // A device-link drop: a kernel of an -rdc object that carries no image for an architecture
-      // the program is device-linked for is not in that linked image, and nvlink says nothing.
-      if (u.fatbin->linked) {
-        if (!drops) drops = device_link_drops(object);
-        for (const LinkDrop& drop : *drops) {
-          if (drop.linked_fatbin != u.fatbin->index) continue;
-          if (f.status != UnitStatus::missing) {
-            f.status = UnitStatus::missing;
-            f.message = unit_name(u) + ": ";
-          } else {
-            f.message += "; and ";
-          }
-          f.message += "device-link drop: " + drop.kernel.demangled + " is not in the linked " + image_label(drop.linked) +
-                       " image (its -rdc object, " + drop.object_label + ", carries only " + drop.defined_in +
-                       "), so its launches fail there with 500 (named symbol not found); build that object for " +
-                       nvcc_name(drop.linked.arch, CodeKind::sass) + " too";
-          f.link_drops.push_back({drop.linked.arch, drop.kernel});
-          f.kernels.push_back(drop.kernel);
-        }
-      }
-      report.units.push_back(std::move(f));
-    }
+    for (const Unit& u : units) report.units.push_back(verify_unit(object, u, req, drops));
   }
   return report;
 }
