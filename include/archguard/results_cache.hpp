@@ -87,6 +87,9 @@ class ResultsCache final : public FactsStore {
  private:
   ResultsCache() = default;
   void problem(std::string message);
+  /// An opaque record of `kind` kept under (`what`, `key`), counted in `known` when found.
+  std::optional<std::vector<std::byte>> find_bytes(std::string_view what, std::uint32_t kind, const std::string& key,
+                                                   std::atomic<std::uint64_t>& known);
   bool store(const std::array<std::uint8_t, 32>& key, std::uint32_t kind, std::vector<std::pair<std::string, std::string>> names,
              std::vector<std::byte> bytes);
   std::string producer_;

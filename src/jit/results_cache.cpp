@@ -240,16 +240,22 @@ void ResultsCache::keep_kernels(const std::string& identity, const StoredKernelL
   store(key_of(producer_, "kernels", identity), kKernelListsKind, std::move(names), std::move(bytes));
 }
 
-std::optional<std::vector<std::byte>> ResultsCache::find_file(const std::string& key) {
-  auto hit = cache_->lookup(key_of(producer_, "file", key));
+std::optional<std::vector<std::byte>> ResultsCache::find_bytes(std::string_view what, std::uint32_t kind, const std::string& key,
+                                                               std::atomic<std::uint64_t>& known) {
+  auto hit = cache_->lookup(key_of(producer_, what, key));
   if (!hit) {
     problem(hit.message());
     return std::nullopt;
   }
-  if (!hit->has_value() || (*hit)->record.kind != kFileKind || !(*hit)->record.names.empty()) return std::nullopt;
-  files_known_.fetch_add(1, std::memory_order_relaxed);
-  scans_known_.fetch_add(1, std::memory_order_relaxed);
+  if (!hit->has_value() || (*hit)->record.kind != kind || !(*hit)->record.names.empty()) return std::nullopt;
+  known.fetch_add(1, std::memory_order_relaxed);
   return std::move((*hit)->record.image);
+}
+
+std::optional<std::vector<std::byte>> ResultsCache::find_file(const std::string& key) {
+  auto found = find_bytes("file", kFileKind, key, files_known_);
+  if (found) scans_known_.fetch_add(1, std::memory_order_relaxed);
+  return found;
 }
 
 void ResultsCache::keep_file(const std::string& key, std::vector<std::byte> facts) {
@@ -257,14 +263,7 @@ void ResultsCache::keep_file(const std::string& key, std::vector<std::byte> fact
 }
 
 std::optional<std::vector<std::byte>> ResultsCache::find_judgement(const std::string& key) {
-  auto hit = cache_->lookup(key_of(producer_, "judgement", key));
-  if (!hit) {
-    problem(hit.message());
-    return std::nullopt;
-  }
-  if (!hit->has_value() || (*hit)->record.kind != kJudgementKind || !(*hit)->record.names.empty()) return std::nullopt;
-  judgements_known_.fetch_add(1, std::memory_order_relaxed);
-  return std::move((*hit)->record.image);
+  return find_bytes("judgement", kJudgementKind, key, judgements_known_);
 }
 
 void ResultsCache::keep_judgement(const std::string& key, std::vector<std::byte> record) {
@@ -272,14 +271,7 @@ void ResultsCache::keep_judgement(const std::string& key, std::vector<std::byte>
 }
 
 std::optional<std::vector<std::byte>> ResultsCache::find_tree(const std::string& key) {
-  auto hit = cache_->lookup(key_of(producer_, "tree", key));
-  if (!hit) {
-    problem(hit.message());
-    return std::nullopt;
-  }
-  if (!hit->has_value() || (*hit)->record.kind != kTreeKind || !(*hit)->record.names.empty()) return std::nullopt;
-  trees_known_.fetch_add(1, std::memory_order_relaxed);
-  return std::move((*hit)->record.image);
+  return find_bytes("tree", kTreeKind, key, trees_known_);
 }
 
 void ResultsCache::keep_tree(const std::string& key, std::vector<std::byte> record) {

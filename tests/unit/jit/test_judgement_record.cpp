@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "jit_test_util.hpp"
+#include "memory_store.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -53,29 +54,7 @@ std::string everything(const JudgedResult& r) {
   return s;
 }
 
-/// A store that keeps judgements in memory and hands back what `edit` makes of them.
-struct JudgementStore final : FactsStore {
-  std::map<std::string, std::vector<std::byte>> judgements;
-  std::function<void(std::vector<std::byte>&)> edit;
-  std::size_t found = 0, kept = 0;
-  std::optional<EmbeddedFinds> find_embedded(const std::string&) override { return std::nullopt; }
-  void keep_embedded(const std::string&, const EmbeddedFinds&) override {}
-  StoredKernelLists find_kernels(const std::string&) override { return {}; }
-  void keep_kernels(const std::string&, const StoredKernelLists&) override {}
-  void count(std::uint64_t, std::uint64_t) override {}
-  std::optional<std::vector<std::byte>> find_judgement(const std::string& key) override {
-    auto it = judgements.find(key);
-    if (it == judgements.end()) return std::nullopt;
-    ++found;
-    auto bytes = it->second;
-    if (edit) edit(bytes);
-    return bytes;
-  }
-  void keep_judgement(const std::string& key, std::vector<std::byte> record) override {
-    ++kept;
-    judgements[key] = std::move(record);
-  }
-};
+using JudgementStore = test::MemoryStore;
 
 /// What judging gives without any store.
 JudgedResult fresh(const ObjectFatbins& o, const Device& d, const DriverSettings& s, bool all) {
@@ -142,7 +121,6 @@ TEST_CASE("a judgement read back from its record gives every field, for each GPU
       if (o.fatbins.empty()) continue;
       REQUIRE_FALSE(o.identity.empty());
       store.judgements.clear();
-      store.found = store.kept = 0;
       ObjectFatbins blank = o;
       std::size_t largest = 0;
       for (const Fatbin& fb : o.fatbins)
@@ -161,11 +139,11 @@ TEST_CASE("a judgement read back from its record gives every field, for each GPU
             differs = differs || everything(fresh(blank, dev, s, all)) != want;
             CHECK(everything(judged(store, o, dev, s, all)) == want);  // judged, and kept
             ++cases;
-            CHECK(store.kept == cases);  // each GPU, setting and option its own record
+            CHECK(store.judgements.kept == cases);  // each GPU, setting and option its own record
             // Read back, not judged again: the same object with its payloads blanked (the key
             // holds their sizes, the identity their bytes) gives the kept judgement.
             CHECK(everything(judged(store, blank, dev, s, all)) == want);
-            CHECK(store.found == cases);
+            CHECK(store.judgements.found == cases);
           }
       CHECK(differs);
       // The same file read another way (here: one fatbin fewer, as another scan option could
@@ -173,7 +151,7 @@ TEST_CASE("a judgement read back from its record gives every field, for each GPU
       ObjectFatbins other = o;
       other.fatbins.pop_back();
       CHECK(everything(judged(store, other, devices[1], {}, false)) == everything(fresh(other, devices[1], {}, false)));
-      CHECK(store.found == cases);
+      CHECK(store.judgements.found == cases);
     }
   }
 }
@@ -193,19 +171,19 @@ TEST_CASE("a judgement record cut short or altered is not trusted", "[jit][resul
   const Device dev = device_for_cc({9, 0});
   const std::string want = everything(fresh(*o, dev, {}, true));
   judged(store, *o, dev, {}, true);
-  REQUIRE(store.judgements.size() == 1);
-  const std::size_t size = store.judgements.begin()->second.size();
+  REQUIRE(store.judgements.records.size() == 1);
+  const std::size_t size = store.judgements.records.begin()->second.size();
   REQUIRE(size > 20);
   // Cut short anywhere, or longer: not used, judged again, the same result.
   for (std::size_t keep = 0; keep < size; ++keep) {
-    store.edit = [keep](std::vector<std::byte>& b) { b.resize(keep); };
+    store.judgements.edit = [keep](std::vector<std::byte>& b) { b.resize(keep); };
     CHECK(everything(judged(store, *o, dev, {}, true)) == want);
   }
-  store.edit = [](std::vector<std::byte>& b) { b.push_back(std::byte{0}); };
+  store.judgements.edit = [](std::vector<std::byte>& b) { b.push_back(std::byte{0}); };
   CHECK(everything(judged(store, *o, dev, {}, true)) == want);
   // Any byte altered: whatever is read stays within the object (fatbins and images it has).
   for (std::size_t at = 0; at < size; ++at) {
-    store.edit = [at](std::vector<std::byte>& b) { b[at] ^= std::byte{0x5a}; };
+    store.judgements.edit = [at](std::vector<std::byte>& b) { b[at] ^= std::byte{0x5a}; };
     const JudgedResult r = judged(store, *o, dev, {}, true);
     for (const UnitVerdict& u : r.verdict.units) {
       CHECK(u.fatbin < o->fatbins.size());
@@ -239,15 +217,15 @@ TEST_CASE("a judgement whose messages name the file is not kept", "[jit][results
   const JudgedResult r = judged(store, o, device_for_cc({9, 0}), {}, false);
   CHECK(r.verdict.outcome == Outcome::fail);
   CHECK(r.verdict.cuda_error == kErrInvalidImage);
-  CHECK(store.kept == 0);
+  CHECK(store.judgements.kept == 0);
   // Without an identity (bytes in memory, a file that just changed) nothing is looked up.
   o.identity.clear();
   o.fatbins.front().entries.front().compression = Compression::none;
   o.fatbins.front().entries.front().raw_kind = kEntryKindPtx;
   o.fatbins.front().entries.front().kind = CodeKind::ptx;
   judged(store, o, device_for_cc({9, 0}), {}, false);
-  CHECK(store.kept == 0);
-  CHECK(store.found == 0);
+  CHECK(store.judgements.kept == 0);
+  CHECK(store.judgements.found == 0);
 }
 
 TEST_CASE("the results cache keeps judgements by producer and counts them", "[jit][results]") {

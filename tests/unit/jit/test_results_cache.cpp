@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "jit_test_util.hpp"
+#include "memory_store.hpp"
 
 #include <sys/stat.h>
 
@@ -251,45 +252,7 @@ std::string everything(const ScanReport& r) {
   return s;
 }
 
-/// A store that keeps file facts in memory and hands back what `edit` makes of them.
-struct FileFactsStore final : FactsStore {
-  std::map<std::string, std::vector<std::byte>> files;
-  std::function<void(std::vector<std::byte>&)> edit;
-  std::size_t found = 0, kept = 0;
-  std::optional<EmbeddedFinds> find_embedded(const std::string&) override { return std::nullopt; }
-  void keep_embedded(const std::string&, const EmbeddedFinds&) override {}
-  StoredKernelLists find_kernels(const std::string&) override { return {}; }
-  void keep_kernels(const std::string&, const StoredKernelLists&) override {}
-  void count(std::uint64_t, std::uint64_t) override {}
-  std::map<std::string, std::vector<std::byte>> trees;
-  std::size_t files_asked = 0, trees_found = 0, trees_kept = 0;
-  std::optional<std::vector<std::byte>> find_tree(const std::string& key) override {
-    auto it = trees.find(key);
-    if (it == trees.end()) return std::nullopt;
-    ++trees_found;
-    auto bytes = it->second;
-    if (edit_tree) edit_tree(bytes);
-    return bytes;
-  }
-  void keep_tree(const std::string& key, std::vector<std::byte> record) override {
-    ++trees_kept;
-    trees[key] = std::move(record);
-  }
-  std::function<void(std::vector<std::byte>&)> edit_tree;
-  std::optional<std::vector<std::byte>> find_file(const std::string& key) override {
-    ++files_asked;
-    auto it = files.find(key);
-    if (it == files.end()) return std::nullopt;
-    ++found;
-    auto bytes = it->second;
-    if (edit) edit(bytes);
-    return bytes;
-  }
-  void keep_file(const std::string& key, std::vector<std::byte> facts) override {
-    ++kept;
-    files[key] = std::move(facts);
-  }
-};
+using FileFactsStore = test::MemoryStore;
 
 }  // namespace
 
@@ -310,11 +273,11 @@ TEST_CASE("a file read again from its facts gives every field, payloads in its o
     auto first = scan_path(input, o);
     REQUIRE(first);
     REQUIRE(first->errors.empty());
-    CHECK(store.kept == 1);
+    CHECK(store.files.kept == 1);
     auto again = scan_path(input, o);
     REQUIRE(again);
-    CHECK(store.found == 1);
-    CHECK(store.kept == 1);  // found, not kept again
+    CHECK(store.files.found == 1);
+    CHECK(store.files.kept == 1);  // found, not kept again
     CHECK(everything(*again) == everything(*first));
     // The payloads point into the bytes of this reading, kept alive by its storage.
     for (const ObjectFatbins& obj : again->objects)
@@ -330,8 +293,8 @@ TEST_CASE("a file read again from its facts gives every field, payloads in its o
     ScanOptions standard = o;
     standard.embedded = false;
     REQUIRE(scan_path(input, standard));
-    CHECK(store.found == 1);
-    CHECK(store.kept == 2);
+    CHECK(store.files.found == 1);
+    CHECK(store.files.kept == 2);
   }
 }
 
@@ -346,19 +309,19 @@ TEST_CASE("a file's facts cut short or altered are read anew or decoded within b
   auto first = scan_path(ptx, o);
   REQUIRE(first);
   const std::string want = everything(*first);
-  REQUIRE(store.files.size() == 1);
-  const std::size_t size = store.files.begin()->second.size();
+  REQUIRE(store.files.records.size() == 1);
+  const std::size_t size = store.files.records.begin()->second.size();
   REQUIRE(size > 20);
   // Cut short anywhere: not used, the file read again, the same result.
   for (std::size_t keep = 0; keep < size; ++keep) {
-    store.edit = [keep](std::vector<std::byte>& b) { b.resize(keep); };
+    store.files.edit = [keep](std::vector<std::byte>& b) { b.resize(keep); };
     auto r = scan_path(ptx, o);
     REQUIRE(r);
     CHECK(everything(*r) == want);
   }
   // Any byte altered: whatever decodes stays inside the file (no payload outside its bytes).
   for (std::size_t at = 0; at < size; ++at) {
-    store.edit = [at](std::vector<std::byte>& b) { b[at] ^= std::byte{0xff}; };
+    store.files.edit = [at](std::vector<std::byte>& b) { b[at] ^= std::byte{0xff}; };
     auto r = scan_path(ptx, o);
     REQUIRE(r);
     for (const ObjectFatbins& obj : r->objects)
@@ -403,29 +366,29 @@ TEST_CASE("a directory walk opens again only the files that may hold device code
   auto first = scan_path(dir, o);
   REQUIRE(first);
   CHECK(first->files_read == 4);
-  CHECK(store.trees_kept == 1);
-  CHECK(store.files_asked == 2);  // the PTX file and the ELF file
+  CHECK(store.trees.kept == 1);
+  CHECK(store.files.asked == 2);  // the PTX file and the ELF file
   // Again: the same report, the text, empty and host-only files not opened (only the PTX file's
   // facts are asked for), and nothing kept again.
   auto again = scan_path(dir, o);
   REQUIRE(again);
   CHECK(everything(*again) == everything(*first));
   CHECK(again->files_read == first->files_read);
-  CHECK(store.trees_found == 1);
-  CHECK(store.files_asked == 3);
-  CHECK(store.trees_kept == 1);
+  CHECK(store.trees.found == 1);
+  CHECK(store.files.asked == 3);
+  CHECK(store.trees.kept == 1);
   // A record cut short or altered is not used: every file is read again, the same report.
   for (auto edit : std::vector<std::function<void(std::vector<std::byte>&)>>{
            [](std::vector<std::byte>& b) { b.resize(b.size() / 2); }, [](std::vector<std::byte>& b) { b[0] ^= std::byte{1}; },
            [](std::vector<std::byte>& b) { std::swap(b[b.size() - 1], b[b.size() - 17]); }}) {
-    store.edit_tree = edit;
-    const std::size_t asked = store.files_asked;
+    store.trees.edit = edit;
+    const std::size_t asked = store.files.asked;
     auto r = scan_path(dir, o);
     REQUIRE(r);
     CHECK(everything(*r) == everything(*first));
-    CHECK(store.files_asked >= asked + 1);
+    CHECK(store.files.asked >= asked + 1);
   }
-  store.edit_tree = nullptr;
+  store.trees.edit = nullptr;
   // The text file becomes a PTX file (another identity: its change time moved): it is read.
   std::ofstream(dir + "/notes.txt") << kPtx;
   settle();
