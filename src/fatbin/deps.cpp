@@ -291,6 +291,116 @@ bool may_have_device_code(const ElfFile& elf) {
   return false;
 }
 
+namespace {
+
+/// The input, as the first node of the walk.
+Result<Node> root_node(const std::string& path, const ElfFile& root_elf) {
+  AG_TRY(auto info, read_dynamic(root_elf));
+  Node n;
+  // $ORIGIN of the executable is where the kernel found it, symlinks resolved (ld.so reads
+  // /proc/self/exe); a library's is the directory of the path it was found under.
+  std::error_code ec;
+  const auto canon = std::filesystem::weakly_canonical(path, ec);
+  const bool executable = root_elf.type() == kElfTypeExec || info.pie;
+  n.path = ec || !executable ? path : canon.string();
+  n.machine = root_elf.machine();
+  n.info = std::move(info);
+  return n;
+}
+
+/// What ld.so searches after the DT_RPATH chain, the same for every object of the walk: read
+/// once, so that a damaged ld.so.cache is reported once.
+struct SearchPath {
+  std::uint16_t machine = 0;          ///< candidates of another machine are skipped
+  std::vector<std::string> env;       ///< LD_LIBRARY_PATH
+  std::vector<LdCacheEntry> cache;    ///< ld.so.cache
+  std::vector<std::string> defaults;  ///< the directories searched last
+  std::string lib, platform;          ///< what $LIB and $PLATFORM expand to
+};
+
+SearchPath make_search_path(const DependencyOptions& options, std::uint16_t machine,
+                            std::vector<std::string>& problems) {
+  SearchPath s;
+  s.machine = machine;
+  if (options.ld_library_path) {
+    s.env = *options.ld_library_path;
+  } else if (const char* e = std::getenv("LD_LIBRARY_PATH"); e != nullptr && *e != '\0') {
+    s.env = split_path(e, ":;");
+  }
+  if (!options.ld_so_cache.empty()) {
+    std::error_code ec;
+    if (std::filesystem::exists(options.ld_so_cache, ec)) {
+      auto m = map_file(options.ld_so_cache);
+      if (m) {
+        auto c = parse_ld_so_cache((*m)->bytes(), options.ld_so_cache);
+        if (c) s.cache = std::move(*c);
+        else problems.push_back(c.message());
+      } else {
+        problems.push_back(m.message());
+      }
+    }
+  }
+  const std::string triplet(machine_triplet(machine));
+  if (options.default_dirs) {
+    s.defaults = *options.default_dirs;
+  } else {
+    if (!triplet.empty()) s.defaults = {"/lib/" + triplet, "/usr/lib/" + triplet};
+    for (const char* d : {"/lib64", "/usr/lib64", "/lib", "/usr/lib"}) s.defaults.emplace_back(d);
+  }
+  s.lib = options.lib;
+  if (s.lib.empty()) s.lib = !triplet.empty() && is_dir("/lib/" + triplet) ? "lib/" + triplet : "lib64";
+  s.platform = options.platform.empty() ? std::string(machine_platform(machine)) : options.platform;
+  return s;
+}
+
+/// A DT_NEEDED name resolved: the file (kept open), the path it was found under, and how.
+struct Found {
+  Opened opened;
+  std::string path, how;
+};
+
+/// Resolves `needed` for nodes[idx] in ld.so's order; the first match wins.
+std::optional<Found> find_needed(const std::string& needed, const std::vector<Node>& nodes, std::size_t idx,
+                                 const SearchPath& search) {
+  const Node& node = nodes[idx];
+  const std::string origin = dirname_of(node.path);
+  std::optional<Found> found;
+  auto try_path = [&](const std::string& candidate, std::string_view why) {
+    if (found) return;
+    if (auto o = open_matching(candidate, search.machine)) found = Found{std::move(*o), candidate, std::string(why)};
+  };
+  auto try_dir = [&](const std::string& dir, std::string_view why) {
+    if (!found) try_path(join(dir, needed), why);
+  };
+  if (needed.find('/') != std::string::npos) {
+    // A name with a slash is a path (relative to the current directory, as for ld.so).
+    try_path(needed, "path");
+    return found;
+  }
+  if (!node.info.has_runpath) {
+    // DT_RPATH of the object, then of each loader up to the executable (glibc stops
+    // using a loader's DT_RPATH only when that loader has DT_RUNPATH).
+    for (int at = static_cast<int>(idx); at >= 0 && !found; at = nodes[static_cast<std::size_t>(at)].parent) {
+      const Node& l = nodes[static_cast<std::size_t>(at)];
+      if (l.info.has_runpath) continue;
+      for (const auto& e : l.info.rpath) try_dir(expand_dst(e, dirname_of(l.path), search.lib, search.platform), "rpath");
+    }
+  }
+  for (const auto& e : search.env) try_dir(expand_dst(e, origin, search.lib, search.platform), "LD_LIBRARY_PATH");
+  for (const auto& e : node.info.runpath) try_dir(expand_dst(e, origin, search.lib, search.platform), "runpath");
+  if (!node.info.nodefaultlib) {
+    for (const auto& c : search.cache) {
+      if (found) break;
+      if (c.name != needed || !ld_cache_entry_matches(c, search.machine)) continue;
+      try_path(c.path, "ld.so.cache");
+    }
+    for (const auto& d : search.defaults) try_dir(d, "default");
+  }
+  return found;
+}
+
+}  // namespace
+
 Result<DependencyWalk> walk_dependencies(const std::string& path, const DependencyOptions& options) {
   AG_TRY(auto root_map, map_file(path));
   AG_TRY(auto root_elf, ElfFile::parse(root_map->bytes(), path));
@@ -299,50 +409,10 @@ Result<DependencyWalk> walk_dependencies(const std::string& path, const Dependen
   DependencyWalk walk;
   std::vector<Node> nodes;
   {
-    AG_TRY(auto info, read_dynamic(root_elf));
-    Node n;
-    // $ORIGIN of the executable is where the kernel found it, symlinks resolved (ld.so reads
-    // /proc/self/exe); a library's is the directory of the path it was found under.
-    std::error_code ec;
-    const auto canon = std::filesystem::weakly_canonical(path, ec);
-    const bool executable = root_elf.type() == kElfTypeExec || info.pie;
-    n.path = ec || !executable ? path : canon.string();
-    n.machine = machine;
-    n.info = std::move(info);
-    nodes.push_back(std::move(n));
+    AG_TRY(auto root, root_node(path, root_elf));
+    nodes.push_back(std::move(root));
   }
-
-  std::vector<std::string> env_path;
-  if (options.ld_library_path) {
-    env_path = *options.ld_library_path;
-  } else if (const char* e = std::getenv("LD_LIBRARY_PATH"); e != nullptr && *e != '\0') {
-    env_path = split_path(e, ":;");
-  }
-  std::vector<LdCacheEntry> cache;
-  if (!options.ld_so_cache.empty()) {
-    std::error_code ec;
-    if (std::filesystem::exists(options.ld_so_cache, ec)) {
-      auto m = map_file(options.ld_so_cache);
-      if (m) {
-        auto c = parse_ld_so_cache((*m)->bytes(), options.ld_so_cache);
-        if (c) cache = std::move(*c);
-        else walk.problems.push_back(c.message());
-      } else {
-        walk.problems.push_back(m.message());
-      }
-    }
-  }
-  const std::string triplet(machine_triplet(machine));
-  std::vector<std::string> defaults;
-  if (options.default_dirs) {
-    defaults = *options.default_dirs;
-  } else {
-    if (!triplet.empty()) defaults = {"/lib/" + triplet, "/usr/lib/" + triplet};
-    for (const char* d : {"/lib64", "/usr/lib64", "/lib", "/usr/lib"}) defaults.emplace_back(d);
-  }
-  std::string lib = options.lib;
-  if (lib.empty()) lib = !triplet.empty() && is_dir("/lib/" + triplet) ? "lib/" + triplet : "lib64";
-  std::string platform = options.platform.empty() ? std::string(machine_platform(machine)) : options.platform;
+  const SearchPath search = make_search_path(options, machine, walk.problems);
 
   std::set<std::string> seen_paths;  // real paths already loaded
   std::set<std::string> seen_names;  // DT_NEEDED strings and sonames already satisfied
@@ -362,52 +432,9 @@ Result<DependencyWalk> walk_dependencies(const std::string& path, const Dependen
       walk.problems.push_back(node.path + ": dependencies deeper than " + std::to_string(options.max_depth) + " levels are not followed");
       continue;
     }
-    const std::string origin = dirname_of(node.path);
     for (const std::string& needed : node.info.needed) {
       if (seen_names.count(needed) != 0) continue;
-      std::optional<Opened> found;
-      std::string found_path, how;
-      auto try_dir = [&](const std::string& dir, std::string_view why) {
-        if (found) return;
-        const std::string candidate = join(dir, needed);
-        if (auto o = open_matching(candidate, machine)) {
-          found = std::move(o);
-          found_path = candidate;
-          how = why;
-        }
-      };
-      if (needed.find('/') != std::string::npos) {
-        // A name with a slash is a path (relative to the current directory, as for ld.so).
-        if (auto o = open_matching(needed, machine)) {
-          found = std::move(o);
-          found_path = needed;
-          how = "path";
-        }
-      } else {
-        if (!node.info.has_runpath) {
-          // DT_RPATH of the object, then of each loader up to the executable (glibc stops
-          // using a loader's DT_RPATH only when that loader has DT_RUNPATH).
-          for (int at = static_cast<int>(idx); at >= 0 && !found; at = nodes[static_cast<std::size_t>(at)].parent) {
-            const Node& l = nodes[static_cast<std::size_t>(at)];
-            if (l.info.has_runpath) continue;
-            for (const auto& e : l.info.rpath) try_dir(expand_dst(e, dirname_of(l.path), lib, platform), "rpath");
-          }
-        }
-        for (const auto& e : env_path) try_dir(expand_dst(e, origin, lib, platform), "LD_LIBRARY_PATH");
-        for (const auto& e : node.info.runpath) try_dir(expand_dst(e, origin, lib, platform), "runpath");
-        if (!node.info.nodefaultlib) {
-          for (const auto& c : cache) {
-            if (found) break;
-            if (c.name != needed || !ld_cache_entry_matches(c, machine)) continue;
-            if (auto o = open_matching(c.path, machine)) {
-              found = std::move(o);
-              found_path = c.path;
-              how = "ld.so.cache";
-            }
-          }
-          for (const auto& d : defaults) try_dir(d, "default");
-        }
-      }
+      std::optional<Found> found = find_needed(needed, nodes, idx, search);
       seen_names.insert(needed);
       if (!found) {
         if (reported_missing.insert(needed).second)
@@ -415,15 +442,15 @@ Result<DependencyWalk> walk_dependencies(const std::string& path, const Dependen
         continue;
       }
       std::error_code ec;
-      const std::string real = std::filesystem::weakly_canonical(found_path, ec).string();
-      auto dyn = read_dynamic(*found->elf);
+      const std::string real = std::filesystem::weakly_canonical(found->path, ec).string();
+      auto dyn = read_dynamic(*found->opened.elf);
       if (!dyn) {
         walk.problems.push_back(dyn.message());
         dyn = DynamicInfo{};
       }
       if (!dyn->soname.empty()) seen_names.insert(dyn->soname);
-      if (!seen_paths.insert(ec ? found_path : real).second) continue;  // the same file under another name
-      walk.libraries.push_back(Dependency{needed, found_path, node.path, how, node.depth + 1});
+      if (!seen_paths.insert(ec ? found->path : real).second) continue;  // the same file under another name
+      walk.libraries.push_back(Dependency{needed, found->path, node.path, found->how, node.depth + 1});
       if (walk.libraries.size() >= options.max_libraries) {
         walk.problems.push_back(path + ": more than " + std::to_string(options.max_libraries) +
                                 " libraries; the rest are not followed");
@@ -431,7 +458,7 @@ Result<DependencyWalk> walk_dependencies(const std::string& path, const Dependen
         break;
       }
       Node n;
-      n.path = found_path;
+      n.path = found->path;
       n.machine = machine;
       n.info = std::move(*dyn);
       n.parent = static_cast<int>(idx);

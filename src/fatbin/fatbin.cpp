@@ -635,6 +635,47 @@ std::optional<std::vector<std::vector<Fatbin>>> known_embedded(const std::vector
   return out;
 }
 
+/// The addresses of the pointers of the version-2 wrappers in .nvFatBinSegment (none in a
+/// relocatable object or a file without .nv_fatbin); an unreadable segment has none.
+std::vector<std::uint64_t> wrapper_slots(const ElfFile& elf) {
+  std::vector<std::uint64_t> slots;
+  if (const ElfSection* seg = elf.find(".nvFatBinSegment");
+      seg != nullptr && elf.type() != kElfTypeRel && elf.find(".nv_fatbin") != nullptr) {
+    if (auto seg_bytes = elf.section_bytes(*seg)) {
+      ByteReader w(*seg_bytes, elf.name(), seg->offset);
+      for (std::uint64_t o = 0; o + 24 <= w.size(); o += 24) {
+        auto magic = w.u32(o, "fatbin wrapper");
+        auto version = w.u32(o + 4, "fatbin wrapper");
+        if (magic && version && *magic == kFatbinWrapperMagic && *version == 2) slots.push_back(seg->addr + o + 8);
+      }
+    }
+  }
+  return slots;
+}
+
+/// Where the wrappers' pointers at `slots` point, sorted: the relocations indexed once.
+std::vector<std::uint64_t> wrapper_pointers(const ElfFile& elf, const std::vector<std::uint64_t>& slots) {
+  const PointerIndex index(elf, slots);
+  std::vector<std::uint64_t> pointers;
+  for (std::uint64_t slot : slots)
+    if (auto ptr = index.at(slot)) pointers.push_back(*ptr);
+  std::sort(pointers.begin(), pointers.end());
+  return pointers;
+}
+
+/// What this read found, for a later read of the same file (`known`).
+void record_finds(EmbeddedFinds& finds, const std::vector<ScanRegion>& regions,
+                  const std::vector<std::vector<Fatbin>>& embedded_found,
+                  std::vector<std::pair<std::uint64_t, bool>> answers) {
+  finds.no_kernels = std::move(answers);
+  finds.sections.clear();
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    EmbeddedFinds::Section sec{regions[i].section_name, regions[i].base, regions[i].bytes.size(), {}};
+    for (const Fatbin& fb : embedded_found[i]) sec.fatbins.push_back(fb.offset);
+    finds.sections.push_back(std::move(sec));
+  }
+}
+
 }  // namespace
 
 Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHook& release, const ReleaseHook& prefetch,
@@ -660,18 +701,7 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
   // cuBLASLt has 375,000, sorting them took a tenth of the run), once for every .nv_fatbin
   // section, fatbins found by offset (a crafted file with many wrappers and relocations took
   // quadratic time here).
-  std::vector<std::uint64_t> slots;  // addresses of the pointers of version-2 wrappers
-  if (const ElfSection* seg = elf.find(".nvFatBinSegment");
-      seg != nullptr && elf.type() != kElfTypeRel && elf.find(".nv_fatbin") != nullptr) {
-    if (auto seg_bytes = elf.section_bytes(*seg)) {
-      ByteReader w(*seg_bytes, elf.name(), seg->offset);
-      for (std::uint64_t o = 0; o + 24 <= w.size(); o += 24) {
-        auto magic = w.u32(o, "fatbin wrapper");
-        auto version = w.u32(o + 4, "fatbin wrapper");
-        if (magic && version && *magic == kFatbinWrapperMagic && *version == 2) slots.push_back(seg->addr + o + 8);
-      }
-    }
-  }
+  const std::vector<std::uint64_t> slots = wrapper_slots(elf);
   std::optional<std::vector<std::uint64_t>> pointers;  // where they point, sorted (built on first use)
   // The device-link probe, answered from `known` where it was answered before.
   std::vector<std::pair<std::uint64_t, bool>> answers;
@@ -699,13 +729,7 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
       AG_TRY(std::vector<Fatbin> fbs, Fatbin::parse_all(bytes, elf.name(), kind, s->offset, release, next_data));
       if (kind == FatbinSection::nv_fatbin && elf.type() != kElfTypeRel) {
         // Wrappers of version 2 point at the device-link fatbin (rule 9).
-        if (!pointers && !slots.empty()) {
-          const PointerIndex index(elf, slots);
-          pointers.emplace();
-          for (std::uint64_t slot : slots)
-            if (auto ptr = index.at(slot)) pointers->push_back(*ptr);
-          std::sort(pointers->begin(), pointers->end());
-        }
+        if (!pointers && !slots.empty()) pointers = wrapper_pointers(elf, slots);
         if (pointers) {
           // The pointers into this section, matched with its fatbins by offset.
           std::vector<std::pair<std::uint64_t, std::size_t>> by_offset;  // fbs is in offset order
@@ -735,15 +759,7 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
   attribute_translation_units(elf, out);
   auto embedded_found = from_known ? std::move(*from_known) : embedded.finish();
   if (!embedded.problem().empty()) return Error{ErrorKind::limit, embedded.problem()};
-  if (finds_out != nullptr) {
-    finds_out->no_kernels = std::move(answers);
-    finds_out->sections.clear();
-    for (std::size_t i = 0; i < regions.size(); ++i) {
-      EmbeddedFinds::Section sec{regions[i].section_name, regions[i].base, regions[i].bytes.size(), {}};
-      for (const Fatbin& fb : embedded_found[i]) sec.fatbins.push_back(fb.offset);
-      finds_out->sections.push_back(std::move(sec));
-    }
-  }
+  if (finds_out != nullptr) record_finds(*finds_out, regions, embedded_found, std::move(answers));
   std::size_t count = out.size();
   for (const auto& found : embedded_found) count += found.size();
   out.reserve(count);
