@@ -585,16 +585,22 @@ struct Scanner {
     add(std::move(*o));
   }
 
+  /// An object without fatbins yet, named as the report names it.
+  static ObjectFatbins named_object(const std::string& display, const std::string& archive, const std::string& member) {
+    ObjectFatbins obj;
+    obj.path = display;
+    obj.archive = archive;
+    obj.member = member;
+    return obj;
+  }
+
   void add_standalone(Bytes bytes, const std::string& display, const std::string& archive, const std::string& member) {
     auto fb = read_standalone(bytes, display);
     if (!fb) {
       report.errors.push_back(fb.message());
       return;
     }
-    ObjectFatbins obj;
-    obj.path = display;
-    obj.archive = archive;
-    obj.member = member;
+    ObjectFatbins obj = named_object(display, archive, member);
     if (looks_like_elf(bytes)) {
       constexpr std::size_t at = offsetof(Elf64_Ehdr, e_type);  // read_standalone took it as a 64-bit little-endian cubin
       obj.elf_type = static_cast<std::uint16_t>(std::to_integer<unsigned>(bytes[at]) | std::to_integer<unsigned>(bytes[at + 1]) << 8);
@@ -610,10 +616,7 @@ struct Scanner {
       report.errors.push_back(fatbins.message());
       return;
     }
-    ObjectFatbins obj;
-    obj.path = display;
-    obj.archive = archive;
-    obj.member = member;
+    ObjectFatbins obj = named_object(display, archive, member);
     obj.fatbins = std::move(*fatbins);
     add(std::move(obj));
   }
@@ -713,6 +716,89 @@ struct Scanner {
     }
   }
 
+  /// A libarchive reader for every format and filter an input may use, opened on `file` (read
+  /// through read()) or on `bytes`; null when the bytes are no readable archive (an error unless
+  /// `quiet`).
+  archive* open_archive(Bytes bytes, const std::string& display, bool quiet, const std::string* file) {
+    archive* a = archive_read_new();
+    archive_read_support_filter_gzip(a);
+    archive_read_support_filter_zstd(a);
+    archive_read_support_filter_xz(a);
+    archive_read_support_filter_bzip2(a);
+    archive_read_support_format_ar(a);
+    archive_read_support_format_zip(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_gnutar(a);
+    const int opened = file != nullptr ? archive_read_open_filename(a, file->c_str(), std::size_t{1} << 16)
+                                       : archive_read_open_memory(a, bytes.data(), bytes.size());
+    if (opened == ARCHIVE_OK) return a;
+    if (!quiet) report.errors.push_back(display + ": not a readable archive: " + archive_text(a));
+    archive_read_free(a);
+    return nullptr;
+  }
+
+  /// Inside a layer every entry counts (directories, whiteouts, links): kept for apply_layers.
+  void add_layer_entry(archive_entry* entry, const std::string& display) {
+    const char* lp = archive_entry_pathname_utf8(entry);
+    if (lp == nullptr) lp = archive_entry_pathname(entry);
+    LayerEntry le;
+    le.path = layer_path(lp != nullptr ? lp : "");
+    le.display = display + ":" + le.path;
+    le.directory = archive_entry_filetype(entry) == AE_IFDIR;
+    le.objects_begin = le.objects_end = report.objects.size();
+    le.errors_begin = le.errors_end = report.errors.size();
+    if (!le.path.empty()) layer->push_back(std::move(le));
+  }
+
+  /// The current entry's bytes: whole for the small JSON members of a container image at the
+  /// top (`image_json`, their text kept in `facts`), else as read_member reads any member.
+  Result<std::shared_ptr<const Storage>> read_entry(archive* a, const std::string& member_display, const std::string& top_path,
+                                                    std::int64_t size, bool image_json, ImageFacts& facts) {
+    if (!image_json) return read_member(a, member_display, size);
+    AG_TRY(auto whole, read_whole(a, member_display, static_cast<std::uint64_t>(size)));
+    if (!whole.empty() && (static_cast<char>(whole[0]) == '{' || static_cast<char>(whole[0]) == '['))
+      facts.json[top_path].assign(reinterpret_cast<const char*>(whole.data()), whole.size());  // bytes as text
+    return std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::move(whole)));
+  }
+
+  /// Reads one member's bytes by their kind: an object, or an archive read one level deeper (at
+  /// the top, perhaps a layer of a container image: its entries are kept in `facts`).
+  void scan_member(const std::shared_ptr<const Storage>& storage, archive* a, const std::string& display, const std::string& member,
+                   unsigned depth, bool top, const std::string& top_path, bool image_json, ImageFacts& facts) {
+    const std::string member_display = display + ":" + member;
+    const Bytes mb = storage->bytes();
+    const Kind k = classify(mb);
+    if (k == Kind::unsupported && (mb.size() < 264 || image_json))  // classified here, not in read_member
+      report.skipped.push_back(member_display + ": " + std::string(unsupported_kind(mb)));
+    if (k == Kind::other || k == Kind::unsupported) return;
+    const std::size_t before = report.objects.size();
+    // Static libraries: every object is listed (as cuobjdump does), with device code or not.
+    const bool ar = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_AR;
+    if (k == Kind::elf) {
+      add_elf(mb, member_display, display, member, ar, storage.get());
+    } else if (k == Kind::pe) {
+      add_pe(mb, member_display, display, member, false);
+    } else if (k == Kind::fatbin) {
+      add_fatbin(mb, member_display, display, member);
+    } else if (k == Kind::device) {
+      add_standalone(mb, member_display, display, member);
+    } else if (top) {  // a layer, perhaps: its entries are kept for apply_layers
+      std::vector<LayerEntry>* outer = layer;
+      const unsigned outer_depth = layer_depth;
+      layer = &facts.layers[top_path];
+      layer_depth = depth + 1;
+      scan_archive(mb, member_display, depth + 1, true);
+      layer = outer;
+      layer_depth = outer_depth;
+    } else {
+      scan_archive(mb, member_display, depth + 1, true);
+    }
+    // Keep the member's bytes only when an object with device code points into them.
+    bool used = false;
+    for (std::size_t i = before; i < report.objects.size(); ++i) used = used || !report.objects[i].fatbins.empty();
+    if (used) report.storage.push_back(storage);
+  }
+
   /// `quiet`: bytes that only looked like an archive (a gzip file that is no tar) are skipped
   /// without a message, as in directory walks and inside other archives.
   /// `file`: read the archive through read() from this path rather than from `bytes`, so that a
@@ -726,22 +812,8 @@ struct Scanner {
       return;
     }
     const Utf8NamesLocale names;
-    archive* a = archive_read_new();
-    archive_read_support_filter_gzip(a);
-    archive_read_support_filter_zstd(a);
-    archive_read_support_filter_xz(a);
-    archive_read_support_filter_bzip2(a);
-    archive_read_support_format_ar(a);
-    archive_read_support_format_zip(a);
-    archive_read_support_format_tar(a);
-    archive_read_support_format_gnutar(a);
-    const int opened = file != nullptr ? archive_read_open_filename(a, file->c_str(), std::size_t{1} << 16)
-                                       : archive_read_open_memory(a, bytes.data(), bytes.size());
-    if (opened != ARCHIVE_OK) {
-      if (!quiet) report.errors.push_back(display + ": not a readable archive: " + archive_text(a));
-      archive_read_free(a);
-      return;
-    }
+    archive* a = open_archive(bytes, display, quiet, file);
+    if (a == nullptr) return;
     archive_entry* entry = nullptr;
     // The top level of an input may be a container image: its small JSON members and the
     // entries of each archive member (a layer) are kept, and the layers applied at the end.
@@ -764,17 +836,7 @@ struct Scanner {
         break;
       }
       const auto type = archive_entry_filetype(entry);
-      if (in_layer) {  // every entry of a layer counts: directories, whiteouts, links
-        const char* lp = archive_entry_pathname_utf8(entry);
-        if (lp == nullptr) lp = archive_entry_pathname(entry);
-        LayerEntry le;
-        le.path = layer_path(lp != nullptr ? lp : "");
-        le.display = display + ":" + le.path;
-        le.directory = type == AE_IFDIR;
-        le.objects_begin = le.objects_end = report.objects.size();
-        le.errors_begin = le.errors_end = report.errors.size();
-        if (!le.path.empty()) layer->push_back(std::move(le));
-      }
+      if (in_layer) add_layer_entry(entry, display);
       // Deterministic `ar` (the default of GNU ar) stores mode 644 without a file type: 0.
       if (type != AE_IFREG && type != 0) continue;
       // The name as stored in UTF-8 when the archive says it is (zip's flag, pax headers):
@@ -783,63 +845,19 @@ struct Scanner {
       if (path == nullptr) path = archive_entry_pathname(entry);
       std::string member = path != nullptr ? path : "?";
       if (member == "/" || member == "//" || member.empty()) continue;  // ar symbol/name tables
-      const std::string member_display = display + ":" + member;
       id = archive_id.empty() ? std::string() : archive_id + "\n" + std::to_string(ordinal++) + " " + member;
       const std::string top_path = top ? layer_path(member) : std::string();
       const std::int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1;
       constexpr std::int64_t kImageJsonLimit = std::int64_t{1} << 20;
       const bool image_json = top && size >= 0 && size <= kImageJsonLimit &&
                               (top_path == "manifest.json" || top_path == "index.json" || top_path.starts_with("blobs/"));
-      Result<std::shared_ptr<const Storage>> storage = std::shared_ptr<const Storage>{};
-      if (image_json) {
-        auto whole = read_whole(a, member_display, static_cast<std::uint64_t>(size));
-        if (!whole) {
-          report.errors.push_back(whole.message());
-          break;
-        }
-        if (!whole->empty() && (static_cast<char>((*whole)[0]) == '{' || static_cast<char>((*whole)[0]) == '['))
-          image_facts.json[top_path].assign(reinterpret_cast<const char*>(whole->data()), whole->size());  // bytes as text
-        storage = std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::move(*whole)));
-      } else {
-        storage = read_member(a, member_display, size);
-      }
+      auto storage = read_entry(a, display + ":" + member, top_path, size, image_json, image_facts);
       if (!storage) {
         report.errors.push_back(storage.message());
         if (in_layer && !layer->empty()) layer->back().unreadable = true;
         break;
       }
-      if (!*storage) continue;  // neither ELF, fatbin nor archive: not inflated
-      const Bytes mb = (*storage)->bytes();
-      const Kind k = classify(mb);
-      if (k == Kind::unsupported && (mb.size() < 264 || image_json))  // classified here, not in read_member
-        report.skipped.push_back(member_display + ": " + std::string(unsupported_kind(mb)));
-      if (k == Kind::other || k == Kind::unsupported) continue;
-      const std::size_t before = report.objects.size();
-      // Static libraries: every object is listed (as cuobjdump does), with device code or not.
-      const bool ar = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_AR;
-      if (k == Kind::elf)
-        add_elf(mb, member_display, display, member, ar, storage->get());
-      else if (k == Kind::pe)
-        add_pe(mb, member_display, display, member, false);
-      else if (k == Kind::fatbin)
-        add_fatbin(mb, member_display, display, member);
-      else if (k == Kind::device)
-        add_standalone(mb, member_display, display, member);
-      else if (top) {  // a layer, perhaps: its entries are kept for apply_layers
-        std::vector<LayerEntry>* outer = layer;
-        const unsigned outer_depth = layer_depth;
-        layer = &image_facts.layers[top_path];
-        layer_depth = depth + 1;
-        scan_archive(mb, member_display, depth + 1, true);
-        layer = outer;
-        layer_depth = outer_depth;
-      } else {
-        scan_archive(mb, member_display, depth + 1, true);
-      }
-      // Keep the member's bytes only when an object with device code points into them.
-      bool used = false;
-      for (std::size_t i = before; i < report.objects.size(); ++i) used = used || !report.objects[i].fatbins.empty();
-      if (used) report.storage.push_back(*storage);
+      if (*storage) scan_member(*storage, a, display, member, depth, top, top_path, image_json, image_facts);  // else not inflated
     }
     close_entry();
     id = archive_id;
