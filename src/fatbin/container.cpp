@@ -21,6 +21,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -28,7 +30,9 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -1005,65 +1009,123 @@ struct WalkedFile {
   std::string identity;
 };
 
-void walk_directory(const std::string& root, bool identities, std::vector<WalkedFile>& files, std::vector<std::string>& errors,
-                    std::vector<std::string>& skipped) {
+/// What a walk found in one directory, in the order readdir() gave it.
+struct WalkedDir {
+  std::string path;
+  bool named = false;                     ///< the directory the user named: a symbolic link to it is followed
+  std::vector<std::string> subdirs = {};  ///< read by read_directory, then made nodes
+  std::vector<std::size_t> children;      ///< the nodes of `subdirs`
+  std::vector<WalkedFile> files;
+  std::vector<std::string> errors;
+  std::vector<std::string> skipped;
+  std::vector<std::pair<std::pair<dev_t, ino_t>, std::string>> linked;  ///< files with several names
+};
+
+/// Lists one directory: its regular files (with their identities when asked for) and its
+/// subdirectories; symbolic links are not followed.
+void read_directory(WalkedDir& node, const std::string& real_root, bool identities) {
+  const std::string& dir = node.path;
+  const int follow = node.named ? 0 : O_NOFOLLOW;
+  common::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | follow | O_NONBLOCK));
+  DIR* d = fd.valid() ? ::fdopendir(fd.get()) : nullptr;
+  if (d == nullptr) {
+    const int err = errno;
+    node.errors.push_back(dir + ": cannot read the directory: " + errno_text(err) + "; its files were not checked");
+    return;
+  }
+  fd.release();  // closedir() closes it
   std::error_code ec;
-  const std::string real_root = std::filesystem::canonical(root, ec).string();
-  std::vector<std::pair<std::pair<dev_t, ino_t>, std::string>> linked;  // files with several names
-  std::vector<std::string> pending{root};
-  bool named = true;  // the directory the user named
-  while (!pending.empty()) {
-    const std::string dir = std::move(pending.back());
-    pending.pop_back();
-    const int follow = named ? 0 : O_NOFOLLOW;
-    named = false;
-    common::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | follow | O_NONBLOCK));
-    DIR* d = fd.valid() ? ::fdopendir(fd.get()) : nullptr;
-    if (d == nullptr) {
-      const int err = errno;
-      errors.push_back(dir + ": cannot read the directory: " + errno_text(err) + "; its files were not checked");
+  for (;;) {
+    errno = 0;
+    const dirent* ent = ::readdir(d);
+    if (ent == nullptr) {
+      if (errno != 0)
+        node.errors.push_back(dir + ": cannot read the directory: " + errno_text(errno) + "; some of its files were not checked");
+      break;
+    }
+    const std::string_view leaf = ent->d_name;
+    if (leaf == "." || leaf == "..") continue;
+    std::string child = dir;
+    if (child.empty() || child.back() != '/') child += '/';
+    child += leaf;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      node.errors.push_back(child + ": cannot stat: " + errno_text(errno) + "; not checked");
       continue;
     }
-    fd.release();  // closedir() closes it
-    for (;;) {
-      errno = 0;
-      const dirent* ent = ::readdir(d);
-      if (ent == nullptr) {
-        if (errno != 0)
-          errors.push_back(dir + ": cannot read the directory: " + errno_text(errno) + "; some of its files were not checked");
-        break;
-      }
-      const std::string_view leaf = ent->d_name;
-      if (leaf == "." || leaf == "..") continue;
-      std::string child = dir;
-      if (child.empty() || child.back() != '/') child += '/';
-      child += leaf;
-      struct stat st {};
-      if (::fstatat(::dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        errors.push_back(child + ": cannot stat: " + errno_text(errno) + "; not checked");
-        continue;
-      }
-      // Symbolic links are not followed: libfoo.so -> libfoo.so.1 would list the same code twice.
-      // One that leads out of the tree leads to code that is not read otherwise: named, when
-      // what it points at could hold device code.
-      if (S_ISLNK(st.st_mode)) {
-        const std::string target = std::filesystem::canonical(child, ec).string();
-        if (ec || real_root.empty() || inside(target, real_root)) continue;  // dangling, or read under its own name
-        if (std::filesystem::is_directory(target, ec))
-          skipped.push_back(child + ": a symbolic link to the directory " + target +
-                            " outside the tree: not followed (name it to check it)");
-        else if (peek_kind(target, nullptr) != Kind::other)
-          skipped.push_back(child + ": a symbolic link to " + target + " outside the tree: not followed (name it to check it)");
-        continue;
-      }
-      if (S_ISDIR(st.st_mode)) {
-        pending.push_back(std::move(child));
-      } else if (S_ISREG(st.st_mode)) {
-        if (st.st_nlink > 1) linked.emplace_back(std::pair{st.st_dev, st.st_ino}, child);
-        files.push_back(WalkedFile{std::move(child), identities ? file_identity(st) : std::string()});
-      }
+    // Symbolic links are not followed: libfoo.so -> libfoo.so.1 would list the same code twice.
+    // One that leads out of the tree leads to code that is not read otherwise: named, when
+    // what it points at could hold device code.
+    if (S_ISLNK(st.st_mode)) {
+      const std::string target = std::filesystem::canonical(child, ec).string();
+      if (ec || real_root.empty() || inside(target, real_root)) continue;  // dangling, or read under its own name
+      if (std::filesystem::is_directory(target, ec))
+        node.skipped.push_back(child + ": a symbolic link to the directory " + target +
+                               " outside the tree: not followed (name it to check it)");
+      else if (peek_kind(target, nullptr) != Kind::other)
+        node.skipped.push_back(child + ": a symbolic link to " + target + " outside the tree: not followed (name it to check it)");
+      continue;
     }
-    ::closedir(d);
+    if (S_ISDIR(st.st_mode)) {
+      node.subdirs.push_back(std::move(child));
+    } else if (S_ISREG(st.st_mode)) {
+      if (st.st_nlink > 1) node.linked.emplace_back(std::pair{st.st_dev, st.st_ino}, child);
+      node.files.push_back(WalkedFile{std::move(child), identities ? file_identity(st) : std::string()});
+    }
+  }
+  ::closedir(d);
+}
+
+/// Lists the directories below `root` on `threads` threads (a tree of many small directories
+/// costs one readdir and one fstatat per entry: on an overlay file system most of a cached
+/// run's time). The result does not depend on the scheduling: files, errors and notes come out
+/// as a walk on one thread gives them.
+void walk_directory(const std::string& root, bool identities, unsigned threads, std::vector<WalkedFile>& files,
+                    std::vector<std::string>& errors, std::vector<std::string>& skipped) {
+  std::error_code ec;
+  const std::string real_root = std::filesystem::canonical(root, ec).string();
+  std::deque<WalkedDir> nodes;  // grows while read: references to its elements stay valid
+  nodes.emplace_back().path = root;
+  nodes.back().named = true;
+  std::vector<std::size_t> ready{0};
+  std::mutex mutex;
+  std::condition_variable changed;
+  unsigned busy = 0;
+  auto work = [&] {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      changed.wait(lock, [&] { return !ready.empty() || busy == 0; });
+      if (ready.empty()) return;  // nothing left to read, and no reader that could add any
+      WalkedDir& node = nodes[ready.back()];
+      ready.pop_back();
+      ++busy;
+      lock.unlock();
+      read_directory(node, real_root, identities);
+      lock.lock();
+      for (auto& sub : node.subdirs) {
+        node.children.push_back(nodes.size());
+        ready.push_back(nodes.size());
+        nodes.emplace_back().path = std::move(sub);
+      }
+      node.subdirs.clear();
+      --busy;
+      changed.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  // In the order of a depth-first walk that reads the last subdirectory first.
+  std::vector<std::pair<std::pair<dev_t, ino_t>, std::string>> linked;
+  for (std::vector<std::size_t> order{0}; !order.empty();) {
+    WalkedDir& node = nodes[order.back()];
+    order.pop_back();
+    std::move(node.errors.begin(), node.errors.end(), std::back_inserter(errors));
+    std::move(node.skipped.begin(), node.skipped.end(), std::back_inserter(skipped));
+    std::move(node.files.begin(), node.files.end(), std::back_inserter(files));
+    std::move(node.linked.begin(), node.linked.end(), std::back_inserter(linked));
+    order.insert(order.end(), node.children.begin(), node.children.end());
   }
   // Hard links: each file read once, under the first of its names in path order.
   std::sort(linked.begin(), linked.end());
@@ -1137,7 +1199,7 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   if (std::filesystem::is_directory(status)) {
     report.directory = true;
     std::vector<WalkedFile> files;
-    walk_directory(path, options.facts != nullptr, files, report.errors, report.skipped);
+    walk_directory(path, options.facts != nullptr, std::min(thread_count(options), 16u), files, report.errors, report.skipped);
     std::sort(files.begin(), files.end(), [](const WalkedFile& a, const WalkedFile& b) { return a.path < b.path; });
     // The files an earlier walk with the same options found to hold no device code (nothing
     // reported of them: no object, note or error) are not opened again while they have the same

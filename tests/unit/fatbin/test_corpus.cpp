@@ -10,12 +10,16 @@
 
 #include "corpus_lines.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace archguard;
@@ -120,4 +124,68 @@ TEST_CASE("a directory named through a symbolic link is walked; links below it a
   for (const auto& e : linked->errors) CHECK(e.find("cannot read the directory") == std::string::npos);
   CHECK(tree->objects.empty());  // not followed: the same files would be listed twice
   CHECK(tree->errors.empty());
+}
+
+TEST_CASE("a directory walk on several threads reports what a walk on one thread reports", "[fatbin][corpus]") {
+  // 40 directories in 4 levels, each holding copies of corpus files (objects, errors and notes),
+  // hard links between levels and symbolic links out of the tree: on 1, 2, 3 and 16 threads the
+  // report is the same, entry by entry and in the same order.
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("archguard-pwalk-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  const std::vector<std::string> samples = {"valid.a", "elf32.o", "bad-magic.fatbin", "truncated-15.fatbin", "README.md"};
+  unsigned n = 0;
+  for (unsigned a = 0; a < 4; ++a)
+    for (unsigned b = 0; b < 3; ++b)
+      for (unsigned c = 0; c < 3; ++c) {
+        const fs::path dir = tmp / ("a" + std::to_string(a)) / ("b" + std::to_string(b)) / ("c" + std::to_string(c));
+        fs::create_directories(dir);
+        const std::string& s = samples[n++ % samples.size()];
+        fs::copy_file(kDir + s, dir / s);
+        if (n % 4 == 0) fs::create_hard_link(dir / s, tmp / ("a" + std::to_string(a)) / ("link" + std::to_string(n) + "-" + s));
+        if (n % 5 == 0) fs::create_symlink(kDir + "valid.a", dir / "out.a");
+        if (n % 7 == 0) fs::create_directory_symlink(kDir, dir / "outdir");
+      }
+  // Directories whose paths grow past PATH_MAX cannot be opened (a walk error each, in walk
+  // order, even for root): made with mkdirat from a descriptor of the parent.
+  for (const char* top : {"a0/b1", "a2/b0/c2", "a3"}) {
+    int fd = ::open((tmp / top).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    for (unsigned depth = 0; depth < 24; ++depth) {
+      const std::string leaf(200, static_cast<char>('k' + depth % 10));
+      REQUIRE(::mkdirat(fd, leaf.c_str(), 0755) == 0);
+      const int next = ::openat(fd, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      ::close(fd);
+      REQUIRE(next >= 0);
+      fd = next;
+    }
+    ::close(fd);
+  }
+  auto walk = [&](unsigned threads) {
+    ScanOptions options;
+    options.threads = threads;
+    return scan_path(tmp.string(), options);
+  };
+  const auto one = walk(1);
+  REQUIRE(one.ok());
+  CHECK(one->objects.size() > 5);
+  CHECK(one->errors.size() > 5);
+  CHECK(std::count_if(one->errors.begin(), one->errors.end(), [](const std::string& e) {
+          return e.find("cannot read the directory: File name too long") != std::string::npos;
+        }) == 3);
+  CHECK(one->skipped.size() > 5);
+  for (unsigned threads : {2u, 3u, 16u}) {
+    INFO(threads << " threads");
+    const auto many = walk(threads);
+    REQUIRE(many.ok());
+    CHECK(many->files_read == one->files_read);
+    CHECK(many->errors == one->errors);
+    CHECK(many->skipped == one->skipped);
+    REQUIRE(many->objects.size() == one->objects.size());
+    for (std::size_t i = 0; i < one->objects.size(); ++i) CHECK(many->objects[i].path == one->objects[i].path);
+  }
+  // remove_all cannot name paths past PATH_MAX: rm can
+  CHECK(std::system(("rm -rf '" + tmp.string() + "'").c_str()) == 0);
+  std::error_code ec;
+  CHECK(!fs::exists(tmp, ec));
 }
