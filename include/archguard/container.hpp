@@ -134,6 +134,8 @@ class PayloadPages {
  public:
   explicit PayloadPages(std::span<const ScanReport> reports);
   void release(const ObjectFatbins& object) const;
+  /// The whole pages inside `bytes` (one image's payload, say), when they lie in one storage.
+  void release(Bytes bytes) const;
 
  private:
   struct Range {

@@ -1167,7 +1167,13 @@ void PayloadPages::release(const ObjectFatbins& object) const {
       if (lo == nullptr || e.payload.data() < lo) lo = e.payload.data();
       if (hi == nullptr || e.payload.data() + e.payload.size() > hi) hi = e.payload.data() + e.payload.size();
     }
-  if (lo == nullptr) return;
+  if (lo != nullptr) release(Bytes{lo, static_cast<std::size_t>(hi - lo)});
+}
+
+void PayloadPages::release(Bytes bytes) const {
+  const std::byte* lo = bytes.data();
+  const std::byte* hi = lo + bytes.size();
+  if (bytes.empty()) return;
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), lo, [](const std::byte* p, const Range& r) { return p < r.begin; });
   if (it == ranges_.begin()) return;
   --it;
