@@ -51,3 +51,16 @@ for i in 1 2 3; do echo -n "hit $i: "; tm $ag check --no-deps $sp; done; cp /tmp
 for i in 1 2; do echo -n "no-cache $i: "; tm $ag check --no-deps --no-cache $sp; done; cp /tmp/o $OUT/check-3.txt
 echo "check rc files:"; tail -3 $OUT/check-2.txt; cmp $OUT/check-1.txt $OUT/check-2.txt && cmp $OUT/check-2.txt $OUT/check-3.txt && echo "check outputs identical"
 grep -E "fails with|some kernels have no image|none of its kernels" $OUT/check-2.txt | head -5
+echo "== the directory walk on threads: cache hits at the default threads against --threads 1 (interleaved)"
+for i in 1 2 3; do
+  echo -n "check --cc 9.0 hit: "; tm $ag check --no-deps --cc 9.0 $sp; cp /tmp/o $OUT/check-cc-threads.txt
+  echo -n "check --cc 9.0 hit, ARCHGUARD_MAX_THREADS=1: "; ARCHGUARD_MAX_THREADS=1 tm $ag check --no-deps --cc 9.0 $sp; cp /tmp/o $OUT/check-cc-one.txt
+  echo -n "inspect --summary: "; tm $ag inspect --summary $sp
+  echo -n "inspect --summary --threads 1: "; tm $ag inspect --summary --threads 1 $sp
+done
+cmp $OUT/check-cc-threads.txt $OUT/check-cc-one.txt && echo "check outputs identical on 1 and all threads"
+echo "== bench: inspect and inspect --kernels against cuobjdump and the C floors (bench/bench_inspect.sh)"
+tl=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))' 2>/dev/null)
+lt=/usr/local/cuda/lib64/libcublasLt.so.13
+CUOBJDUMP=$(command -v cuobjdump) LIBS="$tl $lt" KERNELS_LIB=$lt timeout ${BENCH_LIMIT:-200} bash bench/bench_inspect.sh --suite --sections inspect,kernels --reps 3 --archguard $ag > $OUT/bench.txt 2>&1
+echo "bench rc=$?"; sed -n '/^## summary/,$p' $OUT/bench.txt
