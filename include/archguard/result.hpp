@@ -7,6 +7,7 @@
 /// kind, the number the failing API gave (errno, CUresult, nvrtcResult) when there was one.
 
 #include <cerrno>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,28 +31,12 @@ enum class ErrorKind : unsigned char {
 
 /// The kind's name as written here ("not_found"), for logs and tests.
 constexpr std::string_view to_string(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::io:
-      return "io";
-    case ErrorKind::not_found:
-      return "not_found";
-    case ErrorKind::corrupt:
-      return "corrupt";
-    case ErrorKind::limit:
-      return "limit";
-    case ErrorKind::unsupported:
-      return "unsupported";
-    case ErrorKind::usage:
-      return "usage";
-    case ErrorKind::process:
-      return "process";
-    case ErrorKind::driver:
-      return "driver";
-    case ErrorKind::nvrtc:
-      return "nvrtc";
-  }
-  return "unknown";
+  // One name per enumerator, in their order.
+  constexpr std::string_view names[] = {"io", "not_found", "corrupt", "limit", "unsupported", "usage", "process", "driver", "nvrtc"};
+  const auto i = static_cast<std::size_t>(kind);
+  return i < sizeof names / sizeof names[0] ? names[i] : "unknown";
 }
+static_assert(to_string(ErrorKind::nvrtc) == "nvrtc", "to_string(ErrorKind): a name for every enumerator, in order");
 
 /// An error: a lower-case message without a final period that names file, offset and values,
 /// its kind, and the native status of the failing call.

@@ -110,4 +110,11 @@ std::vector<std::string> list_dir(int dirfd) {
   return names;
 }
 
+std::string dir_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
 }  // namespace archguard::common

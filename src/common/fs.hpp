@@ -37,6 +37,10 @@ Result<std::vector<std::byte>> read_all(int fd, std::size_t size, const std::str
 /// errno), "<path>: not a regular file".
 Result<std::string> read_file(const std::string& path, bool regular_only = false);
 
+/// The directory part of `path` as dirname(1) gives it for a path without a trailing slash:
+/// "." for a bare name, "/" for "/name", else everything before the last '/'.
+std::string dir_of(const std::string& path);
+
 /// The names in an open directory, without "." and ".."; empty when it cannot be read. The
 /// descriptor stays open and usable.
 std::vector<std::string> list_dir(int dirfd);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/text.hpp"
 
+#include <ctime>
+
 namespace archguard::common {
 namespace {
 
@@ -107,6 +109,15 @@ std::string terminal_text(std::string_view s) {
   out.reserve(s.size());
   append_escaped(s, out, unsafe_for_terminal);
   return out;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace archguard::common

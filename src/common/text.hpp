@@ -9,8 +9,23 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace archguard::common {
+
+/// The pieces of `text` between the characters of `separators`, empty ones included: "a::b"
+/// split at ":" is {"a", "", "b"}, "" is {""}. The views point into `text`.
+inline std::vector<std::string_view> split(std::string_view text, std::string_view separators) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || separators.find(text[i]) != std::string_view::npos) {
+      out.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
 
 /// The length of the well-formed UTF-8 sequence at the start of `s` (1 to 4 bytes), or 0 when
 /// it is not one (a stray continuation byte, an overlong form, a surrogate, a code point past
@@ -29,5 +44,9 @@ std::string utf8_escaped(std::string_view s);
 /// points that reorder or break lines (U+2028, U+2029, the bidirectional embeddings, overrides
 /// and isolates) are written as \xNN per byte; the rest, non-ASCII letters included, passes.
 std::string terminal_text(std::string_view s);
+
+/// The current time in UTC as ISO 8601 text to the second: "2025-06-01T12:00:00Z" (the time
+/// reports and cache metadata are stamped with).
+std::string utc_now();
 
 }  // namespace archguard::common

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <archguard/coverage.hpp>
 
+#include "common/names.hpp"
 #include "common/nearest.hpp"
 
 #include <algorithm>
@@ -217,19 +218,8 @@ Result<Requirement> parse_requirement(std::string_view require, std::string_view
 }
 
 std::string_view to_string(UnitStatus s) {
-  switch (s) {
-    case UnitStatus::ok:
-      return "ok";
-    case UnitStatus::compatible:
-      return "compatible";
-    case UnitStatus::specific_extra:
-      return "specific-extra";
-    case UnitStatus::no_kernels:
-      return "no-kernels";
-    case UnitStatus::missing:
-      return "missing";
-  }
-  return "?";
+  static constexpr common::Named<UnitStatus> names[] = {{UnitStatus::ok, "ok"}, {UnitStatus::compatible, "compatible"}, {UnitStatus::specific_extra, "specific-extra"}, {UnitStatus::no_kernels, "no-kernels"}, {UnitStatus::missing, "missing"}};
+  return common::name_in(names, s);
 }
 
 bool VerifyReport::passed() const {
@@ -238,14 +228,20 @@ bool VerifyReport::passed() const {
 
 namespace {
 
+/// Where unit `u` of `object` is, into the fields a UnitFinding and a UnitVerdict share.
+template <class Out>
+void set_place(Out& out, const ObjectFatbins& object, const Unit& u) {
+  out.object = object.path;
+  out.fatbin = u.fatbin->index;
+  out.section = u.fatbin->section;
+  out.identifier = u.fatbin->identifier();
+  out.translation_unit = u.fatbin->translation_unit;
+}
+
 /// A unit's finding before it is judged: where it is and which images it holds.
 UnitFinding unit_finding(const ObjectFatbins& object, const Unit& u) {
   UnitFinding f;
-  f.object = object.path;
-  f.fatbin = u.fatbin->index;
-  f.section = u.fatbin->section;
-  f.identifier = u.fatbin->identifier();
-  f.translation_unit = u.fatbin->translation_unit;
+  set_place(f, object, u);
   for (const Image& im : u.images) {
     if (im.kind == CodeKind::sass) f.found_sass.push_back(im.arch);
     if (im.kind == CodeKind::ptx) f.found_ptx.push_back(im.arch);
@@ -423,11 +419,7 @@ ObjectVerdict check_object(const ObjectFatbins& object, const Device& device, co
   v.object = object.path;
   for (const Unit& u : units_of(object)) {
     UnitVerdict uv;
-    uv.object = object.path;
-    uv.fatbin = u.fatbin->index;
-    uv.section = u.fatbin->section;
-    uv.identifier = u.fatbin->identifier();
-    uv.translation_unit = u.fatbin->translation_unit;
+    set_place(uv, object, u);
     uv.images = u.images;
     uv.verdict = select_image(uv.images, device, settings);
     if (uv.verdict.outcome != Outcome::fail && uv.verdict.image && *uv.verdict.image < u.entries.size()) {
@@ -491,19 +483,8 @@ Result<std::vector<KernelFinding>> kernels_without_image(const ObjectFatbins& ob
 }
 
 std::string_view to_string(ObjectKind k) {
-  switch (k) {
-    case ObjectKind::executable:
-      return "executable";
-    case ObjectKind::shared_library:
-      return "shared-library";
-    case ObjectKind::static_library:
-      return "static-library";
-    case ObjectKind::relocatable:
-      return "relocatable";
-    case ObjectKind::other:
-      return "other";
-  }
-  return "?";
+  static constexpr common::Named<ObjectKind> names[] = {{ObjectKind::executable, "executable"}, {ObjectKind::shared_library, "shared-library"}, {ObjectKind::static_library, "static-library"}, {ObjectKind::relocatable, "relocatable"}, {ObjectKind::other, "other"}};
+  return common::name_in(names, k);
 }
 
 ObjectKind object_kind(const ObjectFatbins& object) {
@@ -530,21 +511,8 @@ ObjectKind object_kind(const ObjectFatbins& object) {
 }
 
 std::string_view to_string(Tier t) {
-  switch (t) {
-    case Tier::no_device_code:
-      return "no-device-code";
-    case Tier::no_kernels:
-      return "no-kernels";
-    case Tier::all_run:
-      return "all-run";
-    case Tier::other_gpus:
-      return "other-gpus";
-    case Tier::some_missing:
-      return "some-missing";
-    case Tier::none_run:
-      return "none-run";
-  }
-  return "?";
+  static constexpr common::Named<Tier> names[] = {{Tier::no_device_code, "no-device-code"}, {Tier::no_kernels, "no-kernels"}, {Tier::all_run, "all-run"}, {Tier::other_gpus, "other-gpus"}, {Tier::some_missing, "some-missing"}, {Tier::none_run, "none-run"}};
+  return common::name_in(names, t);
 }
 
 bool is_problem(Tier t) { return t == Tier::some_missing || t == Tier::none_run; }

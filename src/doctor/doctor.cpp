@@ -2,13 +2,13 @@
 // run(): the steps in order, then the final verdict.
 #include "doctor/steps.hpp"
 
+#include "common/text.hpp"
 #include "common/version.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <future>
 #include <set>
@@ -222,15 +222,6 @@ std::string node_name(const Options& options, const EnvLookup& env) {
   return "localhost";
 }
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 Report run(const Options& options) {
@@ -254,7 +245,7 @@ Report run(const Options& options) {
   auto nvrtc = std::async(std::launch::async, detail::probe_nvrtc);
   auto cudart = std::async(std::launch::async, detail::probe_cudart);
   report.node = node_name(options, s.env);
-  report.time = utc_now();
+  report.time = common::utc_now();
   timed([&] {
     s.smi = smi.get();
     s.nvml = nvml.get();

@@ -3,6 +3,7 @@
 #include <archguard/doctor.hpp>
 
 #include "common/driver_env.hpp"
+#include "common/names.hpp"
 #include "common/version.hpp"
 
 #include <cstdlib>
@@ -11,31 +12,13 @@
 namespace archguard::doctor {
 
 std::string_view to_string(Level level) {
-  switch (level) {
-    case Level::pass:
-      return "pass";
-    case Level::warn:
-      return "warn";
-    case Level::fail:
-      return "fail";
-    case Level::skip:
-      return "skip";
-  }
-  return "?";
+  static constexpr common::Named<Level> names[] = {{Level::pass, "pass"}, {Level::warn, "warn"}, {Level::fail, "fail"}, {Level::skip, "skip"}};
+  return common::name_in(names, level);
 }
 
 std::string_view to_string(FixKind kind) {
-  switch (kind) {
-    case FixKind::rebuild:
-      return "rebuild";
-    case FixKind::driver:
-      return "driver";
-    case FixKind::environment:
-      return "environment";
-    case FixKind::other:
-      return "other";
-  }
-  return "?";
+  static constexpr common::Named<FixKind> names[] = {{FixKind::rebuild, "rebuild"}, {FixKind::driver, "driver"}, {FixKind::environment, "environment"}, {FixKind::other, "other"}};
+  return common::name_in(names, kind);
 }
 
 namespace {

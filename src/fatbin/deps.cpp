@@ -6,6 +6,9 @@
 #include <archguard/container.hpp>
 #include <archguard/fatbin.hpp>
 
+#include "common/fs.hpp"
+#include "common/text.hpp"
+
 #include <elf.h>
 
 #include <algorithm>
@@ -33,48 +36,28 @@ constexpr std::uint64_t kMaxCacheEntries = 1u << 20;
 
 std::vector<std::string> split_path(std::string_view text, std::string_view separators) {
   std::vector<std::string> out;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= text.size(); ++i) {
-    if (i == text.size() || separators.find(text[i]) != std::string_view::npos) {
-      out.emplace_back(text.substr(start, i - start));
-      start = i + 1;
-    }
-  }
+  for (std::string_view piece : common::split(text, separators)) out.emplace_back(piece);
   return out;
 }
 
-std::string_view machine_triplet(std::uint16_t machine) {
-  switch (machine) {
-    case kElfMachineX86_64:
-      return "x86_64-linux-gnu";
-    case kElfMachineAarch64:
-      return "aarch64-linux-gnu";
-    default:
-      return "";
-  }
-}
+/// How a machine's libraries are found: its multiarch triplet and its platform name (both ""
+/// for a machine not listed).
+struct MachineNames {
+  std::uint16_t machine;
+  std::string_view triplet;
+  std::string_view platform;
+};
 
-std::string_view machine_platform(std::uint16_t machine) {
-  switch (machine) {
-    case kElfMachineX86_64:
-      return "x86_64";
-    case kElfMachineAarch64:
-      return "aarch64";
-    default:
-      return "";
-  }
+MachineNames machine_names(std::uint16_t machine) {
+  static constexpr MachineNames known[] = {{kElfMachineX86_64, "x86_64-linux-gnu", "x86_64"}, {kElfMachineAarch64, "aarch64-linux-gnu", "aarch64"}};
+  for (const MachineNames& m : known)
+    if (m.machine == machine) return m;
+  return {machine, "", ""};
 }
 
 bool is_dir(const std::string& p) {
   std::error_code ec;
   return std::filesystem::is_directory(p, ec);
-}
-
-std::string dirname_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
 }
 
 std::string join(const std::string& dir, const std::string& name) {
@@ -340,7 +323,8 @@ SearchPath make_search_path(const DependencyOptions& options, std::uint16_t mach
       }
     }
   }
-  const std::string triplet(machine_triplet(machine));
+  const MachineNames names = machine_names(machine);
+  const std::string triplet(names.triplet);
   if (options.default_dirs) {
     s.defaults = *options.default_dirs;
   } else {
@@ -349,7 +333,7 @@ SearchPath make_search_path(const DependencyOptions& options, std::uint16_t mach
   }
   s.lib = options.lib;
   if (s.lib.empty()) s.lib = !triplet.empty() && is_dir("/lib/" + triplet) ? "lib/" + triplet : "lib64";
-  s.platform = options.platform.empty() ? std::string(machine_platform(machine)) : options.platform;
+  s.platform = options.platform.empty() ? std::string(names.platform) : options.platform;
   return s;
 }
 
@@ -363,7 +347,7 @@ struct Found {
 std::optional<Found> find_needed(const std::string& needed, const std::vector<Node>& nodes, std::size_t idx,
                                  const SearchPath& search) {
   const Node& node = nodes[idx];
-  const std::string origin = dirname_of(node.path);
+  const std::string origin = common::dir_of(node.path);
   std::optional<Found> found;
   auto try_path = [&](const std::string& candidate, std::string_view why) {
     if (found) return;
@@ -383,7 +367,7 @@ std::optional<Found> find_needed(const std::string& needed, const std::vector<No
     for (int at = static_cast<int>(idx); at >= 0 && !found; at = nodes[static_cast<std::size_t>(at)].parent) {
       const Node& l = nodes[static_cast<std::size_t>(at)];
       if (l.info.has_runpath) continue;
-      for (const auto& e : l.info.rpath) try_dir(expand_dst(e, dirname_of(l.path), search.lib, search.platform), "rpath");
+      for (const auto& e : l.info.rpath) try_dir(expand_dst(e, common::dir_of(l.path), search.lib, search.platform), "rpath");
     }
   }
   for (const auto& e : search.env) try_dir(expand_dst(e, origin, search.lib, search.platform), "LD_LIBRARY_PATH");

@@ -11,6 +11,13 @@ namespace {
 
 constexpr std::uint64_t kMaxSections = 1u << 20;
 
+/// The first of `sections` of `type` (SHT_SYMTAB, SHT_DYNAMIC, ...), or nullptr.
+const ElfSection* first_of_type(const std::vector<ElfSection>& sections, std::uint32_t type) {
+  for (const auto& s : sections)
+    if (s.type == type) return &s;
+  return nullptr;
+}
+
 }  // namespace
 
 bool looks_like_elf(Bytes bytes) {
@@ -109,12 +116,7 @@ Result<std::vector<ElfSymbol>> ElfFile::dynamic_symbols() const {
 
 Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::string_view what, std::string_view strings) const {
   std::vector<ElfSymbol> out;
-  const ElfSection* symtab = nullptr;
-  for (const auto& s : sections_)
-    if (s.type == type) {
-      symtab = &s;
-      break;
-    }
+  const ElfSection* symtab = first_of_type(sections_, type);
   if (symtab == nullptr) return out;
   if (symtab->link >= sections_.size())
     return reader_.error_at(symtab->offset, what, "string table index " + hex(symtab->link) + " is out of range");
@@ -150,12 +152,7 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::stri
 
 Result<std::vector<std::string>> ElfFile::needed() const {
   std::vector<std::string> out;
-  const ElfSection* dynamic = nullptr;
-  for (const auto& s : sections_)
-    if (s.type == SHT_DYNAMIC) {
-      dynamic = &s;
-      break;
-    }
+  const ElfSection* dynamic = first_of_type(sections_, SHT_DYNAMIC);
   if (dynamic == nullptr) return out;
   if (dynamic->link >= sections_.size())
     return reader_.error_at(dynamic->offset, "dynamic section", "string table index " + hex(dynamic->link) + " is out of range");

@@ -2,6 +2,8 @@
 // Fatbin and entry-header parsing. Field offsets: docs/fatbin-format.md.
 #include <archguard/fatbin.hpp>
 
+#include "common/names.hpp"
+
 #include <elf.h>
 
 #include <algorithm>
@@ -155,31 +157,13 @@ Result<ObjectFatbins> read_region(Bytes bytes, std::string name) {
 }
 
 std::string_view to_string(Compression c) {
-  switch (c) {
-    case Compression::none:
-      return "none";
-    case Compression::lz4:
-      return "lz4";
-    case Compression::zstd:
-      return "zstd";
-  }
-  return "?";
+  static constexpr common::Named<Compression> names[] = {{Compression::none, "none"}, {Compression::lz4, "lz4"}, {Compression::zstd, "zstd"}};
+  return common::name_in(names, c);
 }
 
 std::string_view to_string(FatbinSection s) {
-  switch (s) {
-    case FatbinSection::nv_fatbin:
-      return ".nv_fatbin";
-    case FatbinSection::nv_relfatbin:
-      return "__nv_relfatbin";
-    case FatbinSection::memory:
-      return "memory";
-    case FatbinSection::embedded:
-      return "embedded";
-    case FatbinSection::standalone:
-      return "standalone";
-  }
-  return "?";
+  static constexpr common::Named<FatbinSection> names[] = {{FatbinSection::nv_fatbin, ".nv_fatbin"}, {FatbinSection::nv_relfatbin, "__nv_relfatbin"}, {FatbinSection::memory, "memory"}, {FatbinSection::embedded, "embedded"}, {FatbinSection::standalone, "standalone"}};
+  return common::name_in(names, s);
 }
 
 Result<Fatbin> Fatbin::parse(const ByteReader& r, std::uint64_t offset, std::size_t index) {

@@ -109,6 +109,22 @@ std::string string_field(const json& j, std::string_view key) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
+/// Calls `fn` on each element of the array `j[key]` (on none when it is absent or no array).
+template <class Fn>
+void for_each_in(const json& j, std::string_view key, Fn&& fn) {
+  if (const json* a = field(j, key); a != nullptr && a->is_array())
+    for (const json& e : *a) fn(e);
+}
+
+/// Calls `fn` on each finding of the steps numbered `number` of a doctor report.
+template <class Fn>
+void for_each_finding(const json& doc, int number, Fn&& fn) {
+  for_each_in(doc, "steps", [&](const json& st) {
+    const json* num = field(st, "number");
+    if (num != nullptr && num->is_number_integer() && num->get<int>() == number) for_each_in(st, "findings", fn);
+  });
+}
+
 std::optional<Version2> version_field(const json& j, std::string_view key) {
   const json* v = field(j, key);
   if (v == nullptr || !v->is_string()) return std::nullopt;
@@ -216,23 +232,13 @@ std::optional<Node> node_from_report(const json& doc, std::string& error) {
   }
   if (node.gpus.empty() && node.problem.empty()) {
     // The devices step says why (cuInit failed, CUDA_VISIBLE_DEVICES hides them, ...).
-    if (const json* steps = field(doc, "steps"); steps != nullptr && steps->is_array())
-      for (const json& st : *steps) {
-        const json* num = field(st, "number");
-        if (num == nullptr || !num->is_number_integer() || num->get<int>() != 1) continue;
-        if (const json* fs = field(st, "findings"); fs != nullptr && fs->is_array())
-          for (const json& f : *fs)
-            if (string_field(f, "status") == "fail" && node.problem.empty()) node.problem = string_field(f, "message");
-      }
+    for_each_finding(doc, 1, [&node](const json& f) {
+      if (string_field(f, "status") == "fail" && node.problem.empty()) node.problem = string_field(f, "message");
+    });
   }
-  if (const json* steps = field(doc, "steps"); steps != nullptr && steps->is_array())
-    for (const json& st : *steps) {
-      const json* num = field(st, "number");
-      if (num == nullptr || !num->is_number_integer() || num->get<int>() != 3) continue;
-      if (const json* fs = field(st, "findings"); fs != nullptr && fs->is_array())
-        for (const json& f : *fs)
-          node.files.push_back({string_field(f, "subject"), string_field(f, "status"), string_field(f, "message")});
-    }
+  for_each_finding(doc, 3, [&node](const json& f) {
+    node.files.push_back({string_field(f, "subject"), string_field(f, "status"), string_field(f, "message")});
+  });
   return node;
 }
 
@@ -287,13 +293,7 @@ void slurm_gpus(Node& node, std::string_view gres, const NameMap& names, const s
   if (gres.empty() || gres == "(null)") return;
   for (std::string_view item : gres_items(gres)) {
     if (const auto paren = item.find('('); paren != std::string_view::npos) item = item.substr(0, paren);
-    std::vector<std::string_view> parts;
-    for (std::size_t start = 0;;) {
-      const std::size_t colon = item.find(':', start);
-      parts.push_back(item.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
-      if (colon == std::string_view::npos) break;
-      start = colon + 1;
-    }
+    const std::vector<std::string_view> parts = common::split(item, ":");
     if (parts.empty() || lower(parts[0]) != "gpu") continue;  // mps, shard, nic, ...
     std::string_view type, count_text = "1";
     if (parts.size() == 2) {

@@ -6,6 +6,7 @@
 
 #include "common/driver_env.hpp"
 #include "common/fs.hpp"
+#include "common/text.hpp"
 #include "common/version.hpp"
 
 #include <archguard/fatbin.hpp>
@@ -21,7 +22,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 
 namespace archguard::jit {
 namespace {
@@ -54,15 +54,6 @@ Status check_options(const CompileRequest& request) {
 }
 
 std::uint32_t kind_code(CodeKind k) { return static_cast<std::uint32_t>(k); }
-
-std::string iso_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // A refusal that a fresh compile may cure (the cached bytes are wrong or stale for this driver).
 bool reload_worthy(int cu) {
@@ -252,7 +243,7 @@ Result<Compiled> Compiler::compile(const CompileRequest& request) {
     meta["key"] = key->hex;
     meta["compile_options"] = options;
     meta["compile_ms"] = r->ms;
-    meta["created"] = iso_now();
+    meta["created"] = common::utc_now();
     meta["log"] = r->log;
     meta["image_bytes"] = r->image.size();
     meta["kind"] = request.target.kind == CodeKind::sass ? "cubin" : request.target.kind == CodeKind::ptx ? "ptx"

@@ -310,13 +310,6 @@ TextScanPtr scan_file(const std::string& path, std::uint64_t max_bytes) {
   return scan;
 }
 
-std::string dir_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 std::string join(const std::string& dir, const std::string& name) {
   if (!name.empty() && name.front() == '/') return name;
   if (dir.empty() || dir == ".") return name;
@@ -388,7 +381,7 @@ namespace {
 class IncludeWalk {
  public:
   IncludeWalk(const CompileRequest& request, std::uint64_t max_header_bytes)
-      : inc_(parse_include_options(request.options)), main_dir_(dir_of(request.name)), max_header_bytes_(max_header_bytes) {
+      : inc_(parse_include_options(request.options)), main_dir_(common::dir_of(request.name)), max_header_bytes_(max_header_bytes) {
     for (const Header& h : request.headers) provided_.emplace(h.name, &h);
     work_.push_back({scan_content(request.source), main_dir_, request.name});
   }
@@ -484,7 +477,7 @@ class IncludeWalk {
         continue;
       }
       deps_.insert({spelling, path, t->digest});
-      work_.push_back({std::move(t), dir_of(path), path});
+      work_.push_back({std::move(t), common::dir_of(path), path});
     }
     if (!found) deps_.insert({spelling, "", ""});
   }

@@ -12,6 +12,7 @@
 #include <archguard/arch.hpp>
 #include <archguard/fatbin.hpp>
 
+#include "common/names.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 
@@ -36,15 +37,8 @@ inline std::string version_or_dash(Version2 v) { return v.empty() ? "-" : versio
 
 /// The kind of an image as the JSON and text outputs spell it: "sass", "ptx", "ltoir".
 inline std::string_view kind_text(CodeKind k) {
-  switch (k) {
-    case CodeKind::sass:
-      return "sass";
-    case CodeKind::ptx:
-      return "ptx";
-    case CodeKind::ltoir:
-      return "ltoir";
-  }
-  return "?";
+  static constexpr common::Named<CodeKind> names[] = {{CodeKind::sass, "sass"}, {CodeKind::ptx, "ptx"}, {CodeKind::ltoir, "ltoir"}};
+  return common::name_in(names, k);
 }
 
 /// The archguard version and the commit it was built from ("archguard 0.1.0 commit abc..."):

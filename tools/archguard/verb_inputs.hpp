@@ -254,15 +254,8 @@ inline void print_errors(const std::vector<std::string>& errors) {
 }
 
 inline std::string_view outcome_text(Outcome o) {
-  switch (o) {
-    case Outcome::native:
-      return "native";
-    case Outcome::jit:
-      return "jit";
-    case Outcome::fail:
-      return "fail";
-  }
-  return "?";
+  static constexpr common::Named<Outcome> names[] = {{Outcome::native, "native"}, {Outcome::jit, "jit"}, {Outcome::fail, "fail"}};
+  return common::name_in(names, o);
 }
 
 inline std::string image_name(const Image& im) {

@@ -82,29 +82,15 @@ KernelMap collect_kernels(const Inputs& in, unsigned threads, const ScanOptions&
 }
 
 std::string elf_type_text(std::uint16_t t) {
-  switch (t) {
-    case kElfTypeRel:
-      return "relocatable";
-    case kElfTypeExec:
-      return "executable";
-    case kElfTypeDyn:
-      return "shared";
-    default:
-      return "type " + std::to_string(t);
-  }
+  static constexpr common::Named<std::uint16_t> names[] = {{kElfTypeRel, "relocatable"}, {kElfTypeExec, "executable"}, {kElfTypeDyn, "shared"}};
+  const std::string_view name = common::name_in(names, t, "");
+  return name.empty() ? "type " + std::to_string(t) : std::string(name);
 }
 
 std::string machine_text(std::uint16_t m) {
-  switch (m) {
-    case kElfMachineX86_64:
-      return "x86-64";
-    case kElfMachineAarch64:
-      return "aarch64";
-    case kElfMachineCuda:
-      return "cuda";
-    default:
-      return "machine " + std::to_string(m);
-  }
+  static constexpr common::Named<std::uint16_t> names[] = {{kElfMachineX86_64, "x86-64"}, {kElfMachineAarch64, "aarch64"}, {kElfMachineCuda, "cuda"}};
+  const std::string_view name = common::name_in(names, m, "");
+  return name.empty() ? "machine " + std::to_string(m) : std::string(name);
 }
 
 std::string entry_arch(const FatbinEntry& e) {

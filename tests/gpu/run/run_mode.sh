@@ -163,20 +163,26 @@ plain() {
   prc=$?
   pcode=$(grep -o 'code=[0-9]*' "$c.plain.out" | head -1 | cut -d= -f2)
 }
+# take_opts <options...> -- <command...>: sets opts to the words before "--" and cmd to the
+# command after it (the caller declares both local).
+take_opts() {
+  opts=()
+  while [[ $# -gt 0 && $1 != -- ]]; do opts+=("$1"); shift; done
+  shift
+  cmd=("$@")
+}
 # under <case> [run options] -- <command...>: runs it under `archguard run --json <case>.json`;
 # sets arc (status) and ams (wall milliseconds).
 under() {
-  local c=$1
+  local c=$1 opts cmd
   shift
-  local opts=()
-  while [[ $# -gt 0 && $1 != -- ]]; do opts+=("$1"); shift; done
-  shift
+  take_opts "$@"
   # ARCHGUARD_RUN_TEST_KEEP=<dir>: keep each case's recording (event files) in <dir>/<case>
   [[ -n ${ARCHGUARD_RUN_TEST_KEEP:-} ]] && opts+=(--keep "$ARCHGUARD_RUN_TEST_KEEP/$c")
   rm -f "$c.json"
   local t0 t1
   t0=$(date +%s%N)
-  timeout "$limit" "$ag" run "${opts[@]}" --json "$c.json" -- "$@" > "$c.run.out" 2>&1
+  timeout "$limit" "$ag" run "${opts[@]}" --json "$c.json" -- "${cmd[@]}" > "$c.run.out" 2>&1
   arc=$?
   t1=$(date +%s%N)
   ams=$(((t1 - t0) / 1000000))
@@ -193,12 +199,10 @@ check() {
 }
 # failure_case <case> <expected code or "any"> <check options...> -- <command...>
 failure_case() {
-  local c=$1 want=$2
+  local c=$1 want=$2 opts cmd
   shift 2
-  local copts=()
-  while [[ $# -gt 0 && $1 != -- ]]; do copts+=("$1"); shift; done
-  shift
-  plain "$c" "$@"
+  take_opts "$@"
+  plain "$c" "${cmd[@]}"
   if [[ $prc -ne 1 || -z $pcode || $pcode == 0 ]]; then
     fail "$c" "plain run did not fail the expected way: status $prc, code=${pcode:-none} ($(tail -2 "$c.plain.out" | tr '\n' ' '))"
     return
@@ -207,22 +211,20 @@ failure_case() {
     fail "$c" "plain run failed with code=$pcode, not the expected $want"
     return
   fi
-  under "$c" -- "$@"
+  under "$c" -- "${cmd[@]}"
   if [[ $arc -ne $prc ]]; then
     fail "$c" "archguard run exited $arc, the program itself $prc ($(tail -2 "$c.run.out" | tr '\n' ' '))"
     return
   fi
-  check "$c" --mode fail --exit "$prc" --error "$pcode" "${copts[@]}"
+  check "$c" --mode fail --exit "$prc" --error "$pcode" "${opts[@]}"
 }
 # working_case <case> <check options...> -- <command...>: exit 0 plain and under
 # `archguard run --predict`, no architecture failure, no disagreement. Plain status 77: skip.
 working_case() {
-  local c=$1
+  local c=$1 opts cmd
   shift
-  local copts=()
-  while [[ $# -gt 0 && $1 != -- ]]; do copts+=("$1"); shift; done
-  shift
-  plain "$c" "$@"
+  take_opts "$@"
+  plain "$c" "${cmd[@]}"
   if [[ $prc -eq 77 ]]; then
     skip "$c" "$(grep -m1 '^skip:' "$c.plain.out" | cut -c7-)"
     return
@@ -232,13 +234,13 @@ working_case() {
     return
   fi
   local ropts=(--predict)
-  [[ " ${copts[*]} " == *" --min-launches "* ]] && ropts+=(--watch-launches)  # launches are counted only when watched
-  under "$c" "${ropts[@]}" -- "$@"
+  [[ " ${opts[*]} " == *" --min-launches "* ]] && ropts+=(--watch-launches)  # launches are counted only when watched
+  under "$c" "${ropts[@]}" -- "${cmd[@]}"
   if [[ $arc -ne 0 ]]; then
     fail "$c" "archguard run --predict exited $arc, the program itself 0 ($(tail -2 "$c.run.out" | tr '\n' ' '))"
     return
   fi
-  check "$c" --mode work --exit 0 --predict "${copts[@]}"
+  check "$c" --mode work --exit 0 --predict "${opts[@]}"
 }
 
 pic=(-shared -Xcompiler -fPIC)

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +21,11 @@ inline void put(Buf& b, std::uint64_t v, int n) {
 /// Writes the `n` low bytes of `v` at `at`, least significant first.
 inline void put_at(Buf& b, std::size_t at, std::uint64_t v, int n) {
   for (int i = 0; i < n; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+}
+/// `b` with the `n` low bytes of `v` written at `at` (put_at on a copy).
+inline Buf patched(Buf b, std::size_t at, std::uint64_t v, int n) {
+  put_at(b, at, v, n);
+  return b;
 }
 /// Appends zeros up to a multiple of `align`.
 inline void pad_to(Buf& b, std::size_t align) {
@@ -72,6 +79,19 @@ inline Buf bytes_of(std::string_view s) {
   return b;
 }
 
+/// Appends `name` and its terminating zero to a string table; returns where the name starts
+/// (the offset a section header or symbol names it by).
+inline std::uint32_t add_name(Buf& strtab, std::string_view name) {
+  const auto at = static_cast<std::uint32_t>(strtab.size());
+  for (char c : name) strtab.push_back(static_cast<std::byte>(c));
+  strtab.push_back(std::byte{0});
+  return at;
+}
+/// Writes `b` to the file `path` (created or replaced).
+inline void write_bytes(const std::filesystem::path& path, const Buf& b) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));  // bytes as chars
+}
 /// A section of the ELF file make_elf builds; `name` is an offset in .shstrtab.
 struct Sec {
   std::uint32_t name = 0, type = 0;

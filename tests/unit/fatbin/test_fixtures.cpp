@@ -29,6 +29,13 @@ ScanReport load(const std::string& name) {
   return std::move(*r);
 }
 
+/// The fatbins of the one object of `r`, which must be `n`.
+const std::vector<Fatbin>& fatbins_of(const ScanReport& r, std::size_t n) {
+  REQUIRE(r.objects.size() == 1);
+  REQUIRE(r.objects[0].fatbins.size() == n);
+  return r.objects[0].fatbins;
+}
+
 /// "sass sm_80 none; ptx compute_90 zstd": kind, arch, compression of every image.
 std::string describe(const Fatbin& fb) {
   std::string s;
@@ -86,9 +93,7 @@ TEST_CASE("rdc objects and executables, LTO-IR", "[fatbin][nvcc]") {
   CHECK(only_fatbin("lto.o", FatbinSection::nv_relfatbin) == "ltoir lto_80; sass sm_90 zstd");
 
   const ScanReport x = load("rdc.exe");
-  REQUIRE(x.objects.size() == 1);
-  const auto& fbs = x.objects[0].fatbins;
-  REQUIRE(fbs.size() == 3);
+  const auto& fbs = fatbins_of(x, 3);
   CHECK(fbs[0].section == FatbinSection::nv_fatbin);
   CHECK(fbs[0].linked);             // written by nvlink ...
   CHECK_FALSE(fbs[0].device_link);  // ... and it holds the kernels: it decides
@@ -100,9 +105,7 @@ TEST_CASE("rdc objects and executables, LTO-IR", "[fatbin][nvcc]") {
 
 TEST_CASE("shared library: the device-link fatbin comes first and is marked", "[fatbin][nvcc]") {
   const ScanReport r = load("libplain.so");
-  REQUIRE(r.objects.size() == 1);
-  const auto& fbs = r.objects[0].fatbins;
-  REQUIRE(fbs.size() == 2);
+  const auto& fbs = fatbins_of(r, 2);
   CHECK(fbs[0].linked);
   CHECK(fbs[0].device_link);
   CHECK(describe(fbs[0]) == "sass sm_75 none");
@@ -193,9 +196,7 @@ const std::vector<std::string> kFixtureKernels{"fixture_fill", "void fixture::sc
 
 TEST_CASE("translation units of an executable built from three, one of them sm_80 only", "[fatbin][nvcc][tu]") {
   const ScanReport r = load("multi_tu.exe");
-  REQUIRE(r.objects.size() == 1);
-  const auto& fbs = r.objects[0].fatbins;
-  REQUIRE(fbs.size() == 5);
+  const auto& fbs = fatbins_of(r, 5);
   CHECK(fbs[0].device_link);
   CHECK(fbs[0].translation_unit.empty());  // link.stub: no translation unit
   std::vector<std::string> tus;
@@ -257,9 +258,7 @@ TEST_CASE("a fatbin whose code defines no kernel", "[fatbin][nvcc]") {
 
 TEST_CASE("fatbins embedded as data are found; near misses are not", "[fatbin][nvcc][embedded]") {
   const ScanReport r = load("libembedded.so");
-  REQUIRE(r.objects.size() == 1);
-  const auto& fbs = r.objects[0].fatbins;
-  REQUIRE(fbs.size() == 3);  // the device-link stub, .rodata, .fixture_fatbins; not the two near misses
+  const auto& fbs = fatbins_of(r, 3);  // the device-link stub, .rodata, .fixture_fatbins; not the two near misses
   CHECK(fbs[0].section == FatbinSection::nv_fatbin);
   CHECK(fbs[1].section == FatbinSection::embedded);
   CHECK(fbs[1].section_name == ".rodata");

@@ -112,13 +112,7 @@ TEST_CASE("a kernel-name bomb in one image is stopped by the name budget", "[fat
   // A cubin with 100 entry symbols sharing one name of 1 MiB less 16: 200 MiB of names once
   // copied and demangled, past the 64 MiB per image (the reviewed image had 20,000 of 4 MiB).
   Buf shstr(1, std::byte{0});
-  auto add_name = [&shstr](const char* n) {
-    const auto at = static_cast<std::uint32_t>(shstr.size());
-    for (const char* p = n; *p != 0; ++p) shstr.push_back(static_cast<std::byte>(*p));
-    shstr.push_back(std::byte{0});
-    return at;
-  };
-  const auto n_symtab = add_name(".symtab"), n_strtab = add_name(".strtab");
+  const auto n_symtab = add_name(shstr, ".symtab"), n_strtab = add_name(shstr, ".strtab");
   Buf strtab(1, std::byte{0});
   strtab.insert(strtab.end(), kMaxNameLength - 16, std::byte{'k'});
   strtab.push_back(std::byte{0});
@@ -177,9 +171,7 @@ TEST_CASE("the embedded-fatbin search of a crafted entry chain is bounded", "[fa
   CHECK(problem.find("chain.so: embedded-fatbin search of section .rodata at 0x1000") != std::string::npos);
   // Through the ELF reader: the file is an error (limit), with the same message.
   Buf shstr(1, std::byte{0});
-  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
-  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
-  shstr.push_back(std::byte{0});
+  const std::uint32_t n_ro = add_name(shstr, ".rodata");
   const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x10000, region}});
   auto elf = ElfFile::parse(file, "chain.so");
   REQUIRE(elf.ok());
@@ -212,9 +204,7 @@ TEST_CASE("real embedded fatbins stay within the search budget", "[fatbin][hosti
 
 TEST_CASE("a second .nv_fatbin section is read, not dropped", "[fatbin][hostile][issue22]") {
   Buf shstr(1, std::byte{0});
-  const auto n_fb = static_cast<std::uint32_t>(shstr.size());
-  for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
-  shstr.push_back(std::byte{0});
+  const std::uint32_t n_fb = add_name(shstr, ".nv_fatbin");
   const Buf first = fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n"));
   const Buf second = fatbin_of(kEntryKindPtx, 90, bytes_of(".version 8.0\n.target sm_90\n"));
   const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, first}, Sec{n_fb, 1, 2, 0x20000, second}});
@@ -260,16 +250,11 @@ TEST_CASE("a file truncated under its mapping before the headers are read: an er
   // (18 of 40 runs of the review). Here it shrinks before anything is read: every header read
   // faults.
   Buf shstr(1, std::byte{0});
-  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
-  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
-  shstr.push_back(std::byte{0});
+  const std::uint32_t n_ro = add_name(shstr, ".rodata");
   Buf region(std::size_t{3} << 20, std::byte{0x5a});
   const Buf file = make_elf(shstr, {Sec{n_ro, 1, 2, 0x10000, region}});
   const std::string path = (std::filesystem::temp_directory_path() / ("archguard-bus-" + std::to_string(::getpid()) + ".so")).string();
-  {
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));  // bytes as chars
-  }
+  write_bytes(path, file);
   auto storage = map_file(path);
   REQUIRE(storage.ok());
   std::filesystem::resize_file(path, 4096);              // the section table and .rodata are gone
@@ -290,14 +275,9 @@ TEST_CASE("small files of a tree are read, not mapped; the mappings held are bou
   const auto dir = std::filesystem::temp_directory_path() / ("archguard-maps-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   Buf shstr(1, std::byte{0});
-  const auto n_fb = static_cast<std::uint32_t>(shstr.size());
-  for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
-  shstr.push_back(std::byte{0});
+  const std::uint32_t n_fb = add_name(shstr, ".nv_fatbin");
   const Buf file = make_elf(shstr, {Sec{n_fb, 1, 2, 0x10000, fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n"))}});
-  for (int i = 0; i < 4; ++i) {
-    std::ofstream f(dir / ("lib" + std::to_string(i) + ".so"), std::ios::binary);
-    f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));  // bytes as chars
-  }
+  for (int i = 0; i < 4; ++i) write_bytes(dir / ("lib" + std::to_string(i) + ".so"), file);
   ScanOptions o;
   o.threads = 1;
   o.max_mappings = 0;  // no mapping may be held: small files need none
@@ -318,9 +298,7 @@ TEST_CASE("many section headers over one region: searched once, each fatbin foun
   // 5,000 headers naming the same 1 MiB of .rodata: the search read it 5,000 times and listed
   // the one fatbin in it 5,000 times.
   Buf shstr(1, std::byte{0});
-  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
-  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
-  shstr.push_back(std::byte{0});
+  const std::uint32_t n_ro = add_name(shstr, ".rodata");
   Buf region(std::size_t{1} << 20, std::byte{0x11});
   const Buf fb = fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n"));
   std::copy(fb.begin(), fb.end(), region.begin() + 4096);
@@ -338,9 +316,7 @@ namespace {
 /// with non-fatbin bytes around them.
 Buf elf_with_embedded(std::uint64_t& section_offset) {
   Buf shstr(1, std::byte{0});
-  const auto n_ro = static_cast<std::uint32_t>(shstr.size());
-  for (char c : std::string(".rodata")) shstr.push_back(static_cast<std::byte>(c));
-  shstr.push_back(std::byte{0});
+  const std::uint32_t n_ro = add_name(shstr, ".rodata");
   Buf ro(0x100, std::byte{0x11});
   const Buf a = fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n"));
   ro.insert(ro.end(), a.begin(), a.end());
@@ -407,10 +383,7 @@ TEST_CASE("a judged object's payload pages are dropped, its bytes stay readable"
   std::uint64_t at = 0;
   const Buf file = elf_with_embedded(at);
   const auto path = std::filesystem::temp_directory_path() / ("archguard-pages-" + std::to_string(::getpid()) + ".so");
-  {
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));  // bytes as chars
-  }
+  write_bytes(path, file);
   auto r = scan_path(path.string());
   REQUIRE(r.ok());
   REQUIRE(r->objects.size() == 1);
@@ -428,9 +401,7 @@ TEST_CASE("a judged object's payload pages are dropped, its bytes stay readable"
 
 TEST_CASE("the device-link probe's answers are kept and used again", "[fatbin][results]") {
   Buf shstr(1, std::byte{0});
-  const auto n_fb = static_cast<std::uint32_t>(shstr.size());
-  for (char c : std::string(".nv_fatbin")) shstr.push_back(static_cast<std::byte>(c));
-  shstr.push_back(std::byte{0});
+  const std::uint32_t n_fb = add_name(shstr, ".nv_fatbin");
   Buf both = fatbin_of(kEntryKindPtx, 80, bytes_of(".version 8.0\n.target sm_80\n.visible .entry k()\n{ ret; }\n"));
   const Buf second = fatbin_of(kEntryKindPtx, 90, bytes_of(".version 8.0\n.target sm_90\n"));
   both.insert(both.end(), second.begin(), second.end());

@@ -188,44 +188,28 @@ TEST_CASE("fatbins back to back with zero padding", "[fatbin]") {
 TEST_CASE("malformed headers give errors naming file, offset and value", "[fatbin]") {
   Buf good = make_fatbin({EntrySpec{}});
   SECTION("bad magic") {
-    Buf b = good;
-    put_at(b, 0, 0xdeadbeef, 4);
-    CHECK(first_error(b) == "t.fatbin: fatbin 0 at 0x0: bad magic 0xdeadbeef (expected 0xba55ed50)");
+    CHECK(first_error(patched(good, 0, 0xdeadbeef, 4)) == "t.fatbin: fatbin 0 at 0x0: bad magic 0xdeadbeef (expected 0xba55ed50)");
   }
   SECTION("fat size past the section") {
-    Buf b = good;
-    put_at(b, 8, 0x1000, 8);
-    CHECK(first_error(b).find("size 0x1000 runs past the section end") != std::string::npos);
+    CHECK(first_error(patched(good, 8, 0x1000, 8)).find("size 0x1000 runs past the section end") != std::string::npos);
   }
   SECTION("fat size overflowing 64 bits") {
-    Buf b = good;
-    put_at(b, 8, UINT64_MAX - 4, 8);
-    CHECK(first_error(b).find("runs past the section end") != std::string::npos);
+    CHECK(first_error(patched(good, 8, UINT64_MAX - 4, 8)).find("runs past the section end") != std::string::npos);
   }
   SECTION("entry header size below 0x40") {
-    Buf b = good;
-    put_at(b, 16 + 4, 0x20, 4);
-    CHECK(first_error(b) == "t.fatbin: fatbin 0 entry 0 at 0x14: entry header size 0x20 is below the minimum 0x40");
+    CHECK(first_error(patched(good, 16 + 4, 0x20, 4)) == "t.fatbin: fatbin 0 entry 0 at 0x14: entry header size 0x20 is below the minimum 0x40");
   }
   SECTION("payload past the fatbin end") {
-    Buf b = good;
-    put_at(b, 16 + 8, 0x200, 8);
-    CHECK(first_error(b) == "t.fatbin: fatbin 0 entry 0 at 0x18: payload size 0x200 runs past the fatbin end 0x58");
+    CHECK(first_error(patched(good, 16 + 8, 0x200, 8)) == "t.fatbin: fatbin 0 entry 0 at 0x18: payload size 0x200 runs past the fatbin end 0x58");
   }
   SECTION("payload size overflowing 64 bits") {
-    Buf b = good;
-    put_at(b, 16 + 8, UINT64_MAX, 8);
-    CHECK(first_error(b).find("runs past the fatbin end") != std::string::npos);
+    CHECK(first_error(patched(good, 16 + 8, UINT64_MAX, 8)).find("runs past the fatbin end") != std::string::npos);
   }
   SECTION("unknown kind") {
-    Buf b = good;
-    put_at(b, 16, 0x33, 2);
-    CHECK(first_error(b).find("unknown image kind 0x33") != std::string::npos);
+    CHECK(first_error(patched(good, 16, 0x33, 2)).find("unknown image kind 0x33") != std::string::npos);
   }
   SECTION("compressed without an uncompressed size") {
-    Buf b = good;
-    put_at(b, 16 + 0x28, 0x8011, 8);
-    CHECK(first_error(b).find("uncompressed size of 0") != std::string::npos);
+    CHECK(first_error(patched(good, 16 + 0x28, 0x8011, 8)).find("uncompressed size of 0") != std::string::npos);
   }
   SECTION("identifier outside the entry") {
     Buf b = good;
@@ -353,11 +337,6 @@ TEST_CASE("scan_bytes reads raw fatbins and rejects other bytes", "[fatbin]") {
 
 TEST_CASE("embedded fatbins: found only after strict validation, at 8-aligned addresses", "[fatbin][embedded]") {
   const Buf good = make_fatbin({EntrySpec{}, spec(1, 90, 0x11, 9, 0, bytes_of(".version 9.0\n"))});
-  auto near_miss = [&good](std::size_t at, std::uint64_t value, int n) {
-    Buf b = good;
-    put_at(b, at, value, n);
-    return b;
-  };
   Buf region(40, std::byte{0x5a});  // unrelated data
   auto append = [&region](const Buf& b) {
     while (region.size() % 8 != 0) region.push_back(std::byte{0x5a});
@@ -365,15 +344,15 @@ TEST_CASE("embedded fatbins: found only after strict validation, at 8-aligned ad
     region.insert(region.end(), b.begin(), b.end());
     return at;
   };
-  append(good);                          // found
-  append(near_miss(4, 2, 2));            // fatbin version 2
-  append(near_miss(6, 0x20, 2));         // header size 0x20
-  append(near_miss(16, 0x33, 2));        // unknown entry kind
-  append(near_miss(18, 0x0102, 2));      // entry version
-  append(near_miss(8, good.size(), 8));  // fat size: entries do not fill it
-  append(near_miss(20, 0x44, 4));        // entry header size not a multiple of 8
-  append(near_miss(16 + 0x1c, 0, 4));    // architecture 0: passes the quick test, refused by the parser
-  region.push_back(std::byte{0x5a});     // an unaligned copy (offset % 8 == 1)
+  append(good);                              // found
+  append(patched(good, 4, 2, 2));            // fatbin version 2
+  append(patched(good, 6, 0x20, 2));         // header size 0x20
+  append(patched(good, 16, 0x33, 2));        // unknown entry kind
+  append(patched(good, 18, 0x0102, 2));      // entry version
+  append(patched(good, 8, good.size(), 8));  // fat size: entries do not fill it
+  append(patched(good, 20, 0x44, 4));        // entry header size not a multiple of 8
+  append(patched(good, 16 + 0x1c, 0, 4));    // architecture 0: passes the quick test, refused by the parser
+  region.push_back(std::byte{0x5a});         // an unaligned copy (offset % 8 == 1)
   region.insert(region.end(), good.begin(), good.end());
   const std::size_t second = append(good);  // found
   const Buf tail = {std::byte{0x50}, std::byte{0xed}, std::byte{0x55}, std::byte{0xba}, std::byte{1}};
