@@ -102,6 +102,15 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
   // times); a larger claim is believed only as far as output is really produced.
   const bool plausible = content == claim && claim <= std::uint64_t{in_size} * 64 + (std::uint64_t{1} << 16);
   std::vector<std::byte> out(static_cast<std::size_t>(plausible ? claim : std::min<std::uint64_t>(claim, std::uint64_t{1} << 16)));
+  if (plausible) {
+    // Single-shot into the right-sized buffer: the decoder needs no window buffer of its own
+    // (several MB per thread when streamed). A frame it refuses is decoded again by the
+    // streaming loop below, whose messages say what is wrong with it.
+    const std::size_t n = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), in.data(), frame);
+    if (ZSTD_isError(n) == 0 && n == claim) return out;
+    if (ZSTD_isError(ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only)) != 0)
+      return Error{ErrorKind::io, where + ": cannot reset the zstd decoder"};
+  }
   ZSTD_inBuffer src{in.data(), frame, 0};
   std::size_t produced = 0;
   for (;;) {
