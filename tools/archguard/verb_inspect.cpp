@@ -7,8 +7,6 @@
 #include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -43,8 +41,9 @@ struct KernelList {
 using KernelMap = std::map<const FatbinEntry*, KernelList>;
 
 /// The bytes of images being decoded at once (their payloads and decoded sizes): a thread waits
-/// while its image does not fit beside those of the others, unless none is being decoded. On 16
-/// threads each holding a large image of libcublasLt the peak was 390 MB (78 MB on one).
+/// while its image does not fit beside those of the others, unless none is being decoded. Each
+/// image may claim up to the image limit: without a bound, 16 threads decoding hostile images
+/// would hold 16 of them.
 class DecodeBudget {
  public:
   explicit DecodeBudget(std::uint64_t most) : most_(most) {}
@@ -92,7 +91,7 @@ KernelMap collect_kernels(const Inputs& in, unsigned threads, const ScanOptions&
     else out.error = k.message();
     return out;
   };
-  DecodeBudget budget(std::uint64_t{64} << 20);
+  DecodeBudget budget(std::uint64_t{256} << 20);
   auto run = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < work.size();) {
       const FatbinEntry& e = *work[i].first;
@@ -107,11 +106,6 @@ KernelMap collect_kernels(const Inputs& in, unsigned threads, const ScanOptions&
   };
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min(threads, std::max(1u, scan.max_threads));
-#ifdef M_MMAP_THRESHOLD
-  // Decoded images of 4 MB and more go back to the system when freed: with glibc's moving
-  // threshold each thread's arena kept its largest images (390 MB to 257 MB on 16 threads).
-  if (threads > 1) ::mallopt(M_MMAP_THRESHOLD, 4 << 20);
-#endif
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads && t < work.size(); ++t) pool.emplace_back(run);
   run();
