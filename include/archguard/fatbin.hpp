@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -329,8 +330,60 @@ bool defines_no_kernel(const Fatbin& fatbin, std::string_view name);
 
 // ---- payloads (on demand) --------------------------------------------------------------
 
+/// The most bytes of payload copies and decoded images held by decoders at once in a process
+/// (DecodeBudget::process()): each image may claim up to kMaxImageSize, so that without a bound
+/// 16 threads decoding hostile images would hold 16 of them.
+inline constexpr std::uint64_t kDecodeBytesAtOnce = std::uint64_t{256} << 20;
+
+/// A bound on the bytes being decoded at once across threads. take() waits while its bytes do
+/// not fit beside those already taken, unless none are taken (an image larger than the bound
+/// is decoded alone). A thread that already holds a ticket of a budget gets an empty ticket
+/// from it without waiting: a decode nested in another (decode_kernels calls decompress) is
+/// counted once and cannot wait for itself.
+class DecodeBudget {
+ public:
+  explicit DecodeBudget(std::uint64_t most);
+  DecodeBudget(const DecodeBudget&) = delete;
+  DecodeBudget& operator=(const DecodeBudget&) = delete;
+
+  /// Bytes taken from a budget, given back when the ticket is destroyed.
+  class Ticket {
+   public:
+    Ticket() = default;
+    Ticket(Ticket&& other) noexcept;
+    Ticket& operator=(Ticket&& other) noexcept;
+    ~Ticket();
+    /// The bytes this ticket holds (0 for a nested or empty ticket).
+    std::uint64_t bytes() const { return bytes_; }
+
+   private:
+    friend class DecodeBudget;
+    Ticket(DecodeBudget* budget, std::uint64_t bytes) : budget_(budget), bytes_(bytes) {}
+    void give_back();
+    DecodeBudget* budget_ = nullptr;
+    std::uint64_t bytes_ = 0;
+  };
+
+  /// Takes `bytes`, waiting for room (see the class comment).
+  Ticket take(std::uint64_t bytes);
+  /// The bytes taken now, and the most ever taken at once (for tests and benchmarks).
+  std::uint64_t in_use() const;
+  std::uint64_t peak() const;
+  /// The budget every decoder of the library takes from (kDecodeBytesAtOnce).
+  static DecodeBudget& process();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+/// The bytes decoding `entry` holds at its peak: the copy of its payload and, compressed, the
+/// decoded image (the claim, at most `limit`).
+std::uint64_t decode_footprint(const FatbinEntry& entry, std::uint64_t limit = kMaxImageSize);
+
 /// The decompressed image. Refuses sizes above `limit` or inconsistent with the header.
-/// `name` names the file in messages.
+/// `name` names the file in messages. Takes decode_footprint() from DecodeBudget::process()
+/// while it decodes (nothing more when the calling thread already holds a ticket).
 Result<std::vector<std::byte>> decompress(const FatbinEntry& entry, std::string_view name,
                                           std::uint64_t limit = kMaxImageSize);
 
@@ -345,6 +398,12 @@ struct Kernel {
 /// an error (ErrorKind::limit); a cubin's names are read up to `limits.max_name_length`.
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
                                          std::string_view name, const DerivedLimits& limits = {});
+
+/// decompress() then list_kernels(), the image held under one ticket of DecodeBudget::process()
+/// until its kernels are listed: what every verb that lists kernels calls (inspect --kernels,
+/// the kernel index of check, doctor and verify).
+Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& entry, std::string_view name,
+                                           const DerivedLimits& limits = {});
 
 /// The header fields of an entry that identify its image within its object: offset, kind,
 /// architecture, flags and sizes ("<offset> <kind> <sm> ..."). A kernel list kept for an

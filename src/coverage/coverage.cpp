@@ -454,12 +454,7 @@ Result<std::vector<Kernel>> kernels_of(const Fatbin& fatbin, std::string_view na
   for (CodeKind want : {CodeKind::sass, CodeKind::ptx}) {
     for (const auto& e : fatbin.entries) {
       if (e.kind != want) continue;
-      auto image = decompress(e, name);
-      if (!image) {
-        if (!first_error) first_error = image.error();
-        continue;
-      }
-      auto kernels = list_kernels(e, *image, name);
+      auto kernels = decode_kernels(e, name);
       if (kernels) return kernels;
       if (!first_error) first_error = kernels.error();
     }
@@ -617,8 +612,7 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
         return std::move(kept->second.kernels);
       }
     }
-    AG_TRY(auto image, decompress(entry, name));
-    AG_TRY(auto kernels, list_kernels(entry, image, name, limits_));
+    AG_TRY(auto kernels, decode_kernels(entry, name, limits_));
     std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
     kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
                   kernels.end());

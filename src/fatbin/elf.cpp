@@ -110,11 +110,16 @@ Result<Bytes> ElfFile::section_bytes(const ElfSection& section) const {
 
 Result<std::vector<ElfSymbol>> ElfFile::symbols() const { return symbols_of(SHT_SYMTAB, "symbol table", "symbol string table"); }
 
+Result<std::vector<ElfSymbol>> ElfFile::symbols_where(SymbolFilter keep, const void* context) const {
+  return symbols_of(SHT_SYMTAB, "symbol table", "symbol string table", keep, context);
+}
+
 Result<std::vector<ElfSymbol>> ElfFile::dynamic_symbols() const {
   return symbols_of(SHT_DYNSYM, "dynamic symbol table", "dynamic symbol string table");
 }
 
-Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::string_view what, std::string_view strings) const {
+Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::string_view what, std::string_view strings,
+                                                   SymbolFilter keep, const void* context) const {
   std::vector<ElfSymbol> out;
   const ElfSection* symtab = first_of_type(sections_, type);
   if (symtab == nullptr) return out;
@@ -127,7 +132,7 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::stri
   if (!strs) return strs.error();
   StringTable names(std::move(*strs), max_name_length_);
   const std::uint64_t count = symtab->size / 24;
-  out.reserve(static_cast<std::size_t>(count));
+  if (keep == nullptr) out.reserve(static_cast<std::size_t>(count));
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t o = i * 24;
     AG_TRY(auto nm, syms->u32(o, "symbol"));
@@ -137,14 +142,15 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::stri
     AG_TRY(auto value, syms->u64(o + 8, "symbol"));
     AG_TRY(auto size, syms->u64(o + 16, "symbol"));
     ElfSymbol sym;
-    if (nm != 0) {
-      AG_TRY(sym.name, names.at(nm, "symbol name"));
-    }
     sym.info = info;
     sym.other = other;
     sym.shndx = shndx;
     sym.value = value;
     sym.size = size;
+    if (keep != nullptr && !keep(sym, context)) continue;
+    if (nm != 0) {
+      AG_TRY(sym.name, names.at(nm, "symbol name"));
+    }
     out.push_back(sym);
   }
   return out;

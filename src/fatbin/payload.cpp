@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 
 namespace archguard {
 namespace {
@@ -40,7 +42,88 @@ std::string demangle(std::string_view name) {
   return out.get();
 }
 
+struct DecodeBudget::State {
+  std::uint64_t most;
+  std::uint64_t used = 0;
+  std::uint64_t peak = 0;
+  mutable std::mutex mutex;
+  std::condition_variable room;
+};
+
+namespace {
+// The budgets whose tickets this thread holds: a nested take() returns an empty ticket.
+thread_local std::vector<const DecodeBudget*> held_here;
+}  // namespace
+
+DecodeBudget::DecodeBudget(std::uint64_t most) : state_(std::make_shared<State>()) { state_->most = most; }
+
+DecodeBudget::Ticket DecodeBudget::take(std::uint64_t bytes) {
+  if (std::find(held_here.begin(), held_here.end(), this) != held_here.end()) return Ticket{};
+  State& s = *state_;
+  {
+    std::unique_lock lock(s.mutex);
+    s.room.wait(lock, [&] { return s.used == 0 || (s.used + bytes >= s.used && s.used + bytes <= s.most); });
+    s.used += bytes;
+    s.peak = std::max(s.peak, s.used);
+  }
+  held_here.push_back(this);
+  return Ticket{this, bytes};
+}
+
+std::uint64_t DecodeBudget::in_use() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->used;
+}
+
+std::uint64_t DecodeBudget::peak() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->peak;
+}
+
+DecodeBudget& DecodeBudget::process() {
+  static DecodeBudget budget(kDecodeBytesAtOnce);
+  return budget;
+}
+
+DecodeBudget::Ticket::Ticket(Ticket&& other) noexcept : budget_(other.budget_), bytes_(other.bytes_) {
+  other.budget_ = nullptr;
+  other.bytes_ = 0;
+}
+
+DecodeBudget::Ticket& DecodeBudget::Ticket::operator=(Ticket&& other) noexcept {
+  if (this != &other) {
+    give_back();
+    budget_ = other.budget_;
+    bytes_ = other.bytes_;
+    other.budget_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+DecodeBudget::Ticket::~Ticket() { give_back(); }
+
+void DecodeBudget::Ticket::give_back() {
+  if (budget_ == nullptr) return;
+  State& s = *budget_->state_;
+  {
+    const std::lock_guard lock(s.mutex);
+    s.used -= bytes_;
+  }
+  s.room.notify_all();
+  // Tickets are given back on the thread that took them (they are not handed between threads).
+  if (auto it = std::find(held_here.begin(), held_here.end(), budget_); it != held_here.end()) held_here.erase(it);
+  budget_ = nullptr;
+  bytes_ = 0;
+}
+
+std::uint64_t decode_footprint(const FatbinEntry& e, std::uint64_t limit) {
+  if (e.compression == Compression::none) return std::min(e.stored_size, limit);
+  return e.payload.size() + std::min(e.uncompressed_size, limit);
+}
+
 Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view name, std::uint64_t limit) {
+  const DecodeBudget::Ticket ticket = DecodeBudget::process().take(decode_footprint(e, limit));
   const std::string where = entry_where(name, e);
   // The payload is copied out of the file's mapping first, with the copy guarded: a file that
   // someone truncates while we read it gives an error here instead of SIGBUS in a decoder.
@@ -163,6 +246,13 @@ Status check_cubin_image(const FatbinEntry& e, Bytes image, std::string_view nam
   }
   if (why.empty()) return Ok{};
   return Error{ErrorKind::corrupt, entry_where(name, e) + ": the sass image decodes to " + hex(image.size()) + " bytes that are no cubin: " + why};
+}
+
+Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& e, std::string_view name, const DerivedLimits& limits) {
+  if (e.kind == CodeKind::ltoir) return std::vector<Kernel>{};  // LTO-IR is not decoded
+  const DecodeBudget::Ticket ticket = DecodeBudget::process().take(decode_footprint(e));
+  AG_TRY(auto image, decompress(e, name));
+  return list_kernels(e, image, name, limits);
 }
 
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std::string_view name, const DerivedLimits& limits) {

@@ -9,13 +9,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 namespace archguard::cli {
@@ -40,33 +38,6 @@ struct KernelList {
 
 using KernelMap = std::map<const FatbinEntry*, KernelList>;
 
-/// The bytes of images being decoded at once (their payloads and decoded sizes): a thread waits
-/// while its image does not fit beside those of the others, unless none is being decoded. Each
-/// image may claim up to the image limit: without a bound, 16 threads decoding hostile images
-/// would hold 16 of them.
-class DecodeBudget {
- public:
-  explicit DecodeBudget(std::uint64_t most) : most_(most) {}
-  void take(std::uint64_t n) {
-    std::unique_lock lock(mutex_);
-    room_.wait(lock, [&] { return used_ == 0 || used_ + n <= most_; });
-    used_ += n;
-  }
-  void give(std::uint64_t n) {
-    {
-      const std::lock_guard lock(mutex_);
-      used_ -= n;
-    }
-    room_.notify_all();
-  }
-
- private:
-  std::uint64_t most_;
-  std::uint64_t used_ = 0;
-  std::mutex mutex_;
-  std::condition_variable room_;
-};
-
 /// Decodes every image's kernels on a few threads: decompression dominates for large files.
 KernelMap collect_kernels(const Inputs& in, unsigned threads, const ScanOptions& scan) {
   std::vector<std::pair<const FatbinEntry*, const std::string*>> work;
@@ -79,28 +50,14 @@ KernelMap collect_kernels(const Inputs& in, unsigned threads, const ScanOptions&
   // A payload's pages leave this process once decoded: the peak is the decoded images', not
   // the whole file's (libcublasLt: 220 MB of resident payload pages before).
   const PayloadPages pages(in.reports);
-  auto list = [&](const FatbinEntry& e, const std::string& path) {
-    KernelList out;
-    auto image = decompress(e, path);
-    if (!image) {
-      out.error = image.message();
-      return out;
-    }
-    auto k = list_kernels(e, *image, path, scan.limits);
-    if (k) out.kernels = std::move(*k);
-    else out.error = k.message();
-    return out;
-  };
-  DecodeBudget budget(std::uint64_t{256} << 20);
   auto run = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < work.size();) {
       const FatbinEntry& e = *work[i].first;
       if (e.kind == CodeKind::ltoir) continue;  // LTO-IR is not decoded
-      const std::uint64_t bytes =
-          e.payload.size() + std::min<std::uint64_t>(e.compression == Compression::none ? 0 : e.uncompressed_size, kMaxImageSize);
-      budget.take(bytes);
-      results[i] = list(e, *work[i].second);
-      budget.give(bytes);
+      // Decoded under the library's bound on the bytes decoded at once (DecodeBudget).
+      auto k = decode_kernels(e, *work[i].second, scan.limits);
+      if (k) results[i].kernels = std::move(*k);
+      else results[i].error = k.message();
       pages.release(e.payload);
     }
   };

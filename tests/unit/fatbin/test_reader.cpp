@@ -6,6 +6,7 @@
 #include <archguard/fatbin.hpp>
 
 #include <catch2/catch.hpp>
+#include <elf.h>
 #include <lz4.h>
 #include <zstd.h>
 
@@ -584,4 +585,44 @@ TEST_CASE("errors carry a kind, and the native number beside it", "[fatbin][erro
 
   CHECK(to_string(ErrorKind::not_found) == "not_found");
   CHECK(to_string(ErrorKind::nvrtc) == "nvrtc");
+}
+
+TEST_CASE("symbols_where reads only the names of the symbols it keeps", "[fatbin][elf]") {
+  // .symtab (section 2) names .strtab (section 3): a file symbol, a local object, and a global
+  // function whose name offset runs past the string table (a damaged entry).
+  Buf shstr(1, std::byte{0});
+  const std::uint32_t n_symtab = add_name(shstr, ".symtab");
+  const std::uint32_t n_strtab = add_name(shstr, ".strtab");
+  Buf strtab(1, std::byte{0});
+  const std::uint32_t n_file = add_name(strtab, "kernels.cu");
+  const std::uint32_t n_data = add_name(strtab, "fatbinData");
+  Buf symtab(24, std::byte{0});
+  auto sym = [&](std::uint32_t name, std::uint8_t info, std::uint16_t shndx, std::uint64_t value) {
+    put(symtab, name, 4);
+    put(symtab, info, 1);
+    put(symtab, 0, 1);
+    put(symtab, shndx, 2);
+    put(symtab, value, 8);
+    put(symtab, 0, 8);
+  };
+  sym(n_file, STT_FILE, SHN_ABS, 0);
+  sym(n_data, STT_OBJECT, 1, 0x40);
+  sym(0x7fff, (STB_GLOBAL << 4) | STT_FUNC, 1, 0x80);
+  const Buf file = make_elf(shstr, {Sec{n_symtab, SHT_SYMTAB, 0, 0, symtab, 3, 24}, Sec{n_strtab, SHT_STRTAB, 0, 0, strtab}});
+  auto elf = ElfFile::parse(file, "syms.o");
+  REQUIRE(elf.ok());
+  auto all = elf->symbols();
+  REQUIRE_FALSE(all.ok());  // the damaged name is read, and refused
+  CHECK_THAT(all.message(), Catch::Contains("syms.o: symbol name") && Catch::Contains("runs past the string table end"));
+  auto local = elf->symbols_where([](const ElfSymbol& s, const void*) { return (s.info >> 4) == STB_LOCAL; }, nullptr);
+  REQUIRE(local.ok());
+  REQUIRE(local->size() == 3);  // the null symbol, the file, the object
+  CHECK(local->at(0).name.empty());
+  CHECK(local->at(1).name == "kernels.cu");
+  CHECK(local->at(1).type() == STT_FILE);
+  CHECK(local->at(2).name == "fatbinData");
+  CHECK(local->at(2).value == 0x40);
+  auto none = elf->symbols_where([](const ElfSymbol&, const void*) { return false; }, nullptr);
+  REQUIRE(none.ok());
+  CHECK(none->empty());
 }

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// The bound on bytes decoded at once (DecodeBudget): it lives in the library, so every verb that
+// decodes images (inspect --kernels, check, doctor, verify, run) is bounded, not only the one
+// that first had it. The checks count bytes and who waited, never time: a thread that must wait
+// is shown to wait by a flag it sets only after take() returns.
+#include <archguard/fatbin.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "byte_builder.hpp"
+
+using namespace archguard;
+using namespace fatbin_test;
+
+namespace {
+
+/// A PTX entry of `text`, uncompressed, parsed from a fatbin built here; `keep` holds its bytes.
+FatbinEntry ptx_entry(const std::string& text, Buf& keep) {
+  Buf p = bytes_of(text);
+  pad_to(p, 8);
+  Buf e;
+  put_entry_header(e, {.kind = 1, .payload_size = p.size(), .arch = 90, .flags = 0x1});
+  e.insert(e.end(), p.begin(), p.end());
+  keep = fatbin_around(e, kFatbinMagic);
+  auto fbs = Fatbin::parse_all(keep, "budget.fatbin", FatbinSection::memory);
+  REQUIRE(fbs.ok());
+  REQUIRE(fbs->size() == 1);
+  REQUIRE(fbs->at(0).entries.size() == 1);
+  return fbs->at(0).entries.at(0);
+}
+
+/// Waits (polling, bounded) until `cond` holds; false when it never did.
+template <class F>
+bool eventually(F cond) {
+  for (int i = 0; i < 2000 && !cond(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return cond();
+}
+
+}  // namespace
+
+TEST_CASE("a decode budget never holds more than its bound while several threads take from it", "[fatbin][budget]") {
+  DecodeBudget budget(100);
+  std::atomic<int> done{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 8; ++t)
+    pool.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        const auto ticket = budget.take(40);
+        CHECK(ticket.bytes() == 40);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      ++done;
+    });
+  for (auto& t : pool) t.join();
+  CHECK(done == 8);
+  CHECK(budget.in_use() == 0);
+  CHECK(budget.peak() <= 100);  // two tickets of 40 fit, a third does not
+  CHECK(budget.peak() >= 40);
+}
+
+TEST_CASE("an image larger than the budget is decoded alone, and the others wait for it", "[fatbin][budget]") {
+  DecodeBudget budget(100);
+  auto big = budget.take(500);  // nothing taken: it proceeds although it exceeds the bound
+  CHECK(budget.in_use() == 500);
+  std::atomic<bool> got{false};
+  std::thread other([&] {
+    const auto small = budget.take(1);
+    got = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(got);              // a budget that let it in would have set the flag by now
+  big = DecodeBudget::Ticket{};  // given back
+  CHECK(eventually([&] { return got.load(); }));
+  other.join();
+  CHECK(budget.in_use() == 0);
+  CHECK(budget.peak() == 500);
+}
+
+TEST_CASE("a take nested on the same thread is counted once and does not wait for itself", "[fatbin][budget]") {
+  DecodeBudget budget(10);
+  const auto outer = budget.take(10);
+  const auto inner = budget.take(10);  // would wait forever if it were counted
+  CHECK(inner.bytes() == 0);
+  CHECK(budget.in_use() == 10);
+  DecodeBudget other(10);  // another budget is not nested in this one
+  CHECK(other.take(3).bytes() == 3);
+}
+
+TEST_CASE("the library's decoders take from the process budget", "[fatbin][budget]") {
+  Buf keep;
+  const FatbinEntry e = ptx_entry(".version 8.0\n.target sm_90\n.visible .entry kern()\n{\n ret;\n}\n", keep);
+  CHECK(decode_footprint(e) == e.stored_size);
+  DecodeBudget& process = DecodeBudget::process();
+  REQUIRE(process.in_use() == 0);
+
+  // decompress and decode_kernels on another thread wait while the budget is full.
+  auto full = process.take(kDecodeBytesAtOnce);
+  std::atomic<int> finished{0};
+  std::vector<std::string> names;
+  std::thread worker([&] {
+    auto image = decompress(e, "budget.fatbin");
+    CHECK(image.ok());
+    ++finished;
+    auto kernels = decode_kernels(e, "budget.fatbin");
+    REQUIRE(kernels.ok());
+    for (const auto& k : *kernels) names.push_back(k.name);
+    ++finished;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(finished == 0);  // an unbounded decoder would have finished by now
+  full = DecodeBudget::Ticket{};
+  worker.join();
+  CHECK(finished == 2);
+  CHECK(names == std::vector<std::string>{"kern"});
+  CHECK(process.in_use() == 0);
+
+  // On the thread holding a ticket (the kernel listing of inspect --kernels holds one while it
+  // decodes) the decoder does not wait for itself.
+  const auto held = process.take(kDecodeBytesAtOnce);
+  auto again = decode_kernels(e, "budget.fatbin");
+  REQUIRE(again.ok());
+  CHECK(again->size() == 1);
+}
