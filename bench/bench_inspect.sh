@@ -231,11 +231,15 @@ inspect_section() {
   echo
   echo "## inspect: $lib ($(size_of "$lib"))"
   "$ag" inspect "$lib" >/dev/null 2>&1 || true; "$cuobjdump" --list-elf "$lib" >/dev/null 2>&1 || true  # warm the page cache
+  # The old binary reads as the new one does: --no-cache where it has one (a results cache hit
+  # is no reading of the file).
+  local old_args=()
   [[ -n $old ]] && { "$old" inspect "$lib" >/dev/null 2>&1 || true; }
+  [[ -n $old ]] && "$old" inspect --no-cache "$lib" >/dev/null 2>&1 && old_args=(--no-cache)
   for ((i = 0; i < reps; ++i)); do
     measure "i$k.ag" "$ag" inspect --no-cache "$lib"  # the reader itself, searching every data section
     measure "i$k.hit" "$ag" inspect "$lib"  # the embedded finds from the results cache (the warm-up kept them)
-    [[ -n $old ]] && measure "i$k.old" "$old" inspect "$lib"
+    [[ -n $old ]] && measure "i$k.old" "$old" inspect "${old_args[@]}" "$lib"
     [[ -n $floor ]] && measure "i$k.floor" "$floor" "$lib"
     measure "i$k.ag1" "$ag" inspect --no-cache --threads 1 "$lib"
     measure "i$k.list" "$ag" inspect --list-like-cuobjdump "$lib"
@@ -251,7 +255,7 @@ inspect_section() {
   [[ -n $floor ]] && row "i$k.floor" "floor (bench/floor, 1 thread)"
   row "i$k.ag" "archguard inspect --no-cache (table)"
   row "i$k.hit" "archguard inspect (results cache)"
-  [[ -n $old ]] && row "i$k.old" "ARCHGUARD_OLD inspect (table)"
+  [[ -n $old ]] && row "i$k.old" "ARCHGUARD_OLD inspect ${old_args[*]} (table)"
   row "i$k.ag1" "archguard inspect --no-cache --threads 1"
   row "i$k.list" "archguard inspect --list-like-cuobjdump"
   row "i$k.json" "archguard inspect --json"
