@@ -10,6 +10,7 @@
 #include <archguard/fatbin.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -140,6 +141,18 @@ class KernelIndex {
   const Result<std::vector<Kernel>>& of(const FatbinEntry& entry, std::string_view name);
   /// Gives the store what was decoded since the last flush, merged with what it kept before.
   void flush();
+  /// Decode on up to `threads` threads what prefetch() finds (1, the default: no prefetch).
+  void set_threads(unsigned threads) { threads_ = threads; }
+  /// Runs `ask` against this index in a recording mode, in which of() decodes nothing and
+  /// answers an empty list while it notes each entry asked, then decodes the noted entries that
+  /// neither this index nor its store holds on up to set_threads() threads. The lists are the
+  /// ones of() would give (of() then answers them), so what a caller computes with them does not
+  /// change: a large object's images are decoded on every core instead of on the one thread that
+  /// judges it. An entry `ask` did not reach (its question depended on a list) is decoded by
+  /// of() when asked, as before.
+  void prefetch(const std::function<void(KernelIndex&)>& ask);
+  /// The lists prefetch() decoded so far (for tests and statistics).
+  std::uint64_t prefetched() const { return prefetched_; }
   /// The store and the object's identity given to the constructor (null and empty by default),
   /// and the limits on what is derived from each image.
   FactsStore* store() const { return store_; }
@@ -154,6 +167,15 @@ class KernelIndex {
   StoredKernelLists stored_;  ///< what the store kept for the object (loaded on first use)
   std::uint64_t hits_ = 0, decoded_ = 0, new_lists_ = 0;
   std::map<const FatbinEntry*, Result<std::vector<Kernel>>> cache_;
+  unsigned threads_ = 1;
+  std::uint64_t prefetched_ = 0;
+  bool recording_ = false;
+  std::vector<std::pair<const FatbinEntry*, std::string>> asked_;  ///< noted while recording
+  Result<std::vector<Kernel>> none_ = std::vector<Kernel>{};       ///< what of() answers while recording
+  /// The store's list for `entry` when it kept one for this entry (loads the store's lists first).
+  bool stored_for(const FatbinEntry& entry);
+  /// Decodes and lists `entry` as of() keeps it (sorted by mangled name, unique).
+  Result<std::vector<Kernel>> decode_sorted(const FatbinEntry& entry, std::string_view name) const;
 };
 
 /// The compatibility engine on every unit of an object. The image the driver takes must also

@@ -3,11 +3,13 @@
 
 #include "common/names.hpp"
 #include "common/nearest.hpp"
+#include "common/parallel.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 namespace archguard {
 namespace {
@@ -597,25 +599,38 @@ void KernelIndex::flush() {
   store_->keep_kernels(identity_, stored_);
 }
 
+bool KernelIndex::stored_for(const FatbinEntry& entry) {
+  if (store_ == nullptr || identity_.empty()) return false;
+  if (!loaded_) {
+    stored_ = store_->find_kernels(identity_);
+    loaded_ = true;
+  }
+  const auto kept = stored_.find(entry.offset);
+  return kept != stored_.end() && kept->second.fingerprint == entry_fingerprint(entry);
+}
+
+Result<std::vector<Kernel>> KernelIndex::decode_sorted(const FatbinEntry& entry, std::string_view name) const {
+  AG_TRY(auto kernels, decode_kernels(entry, name, limits_));
+  std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
+  kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
+                kernels.end());
+  return kernels;
+}
+
 const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std::string_view name) {
   if (auto it = cache_.find(&entry); it != cache_.end()) return it->second;
+  if (recording_) {
+    asked_.emplace_back(&entry, std::string(name));
+    return none_;
+  }
   auto list = [&]() -> Result<std::vector<Kernel>> {
     if (entry.kind == CodeKind::ltoir) return std::vector<Kernel>{};
-    if (store_ != nullptr && !identity_.empty()) {
-      if (!loaded_) {
-        stored_ = store_->find_kernels(identity_);
-        loaded_ = true;
-      }
-      if (auto kept = stored_.find(entry.offset); kept != stored_.end() && kept->second.fingerprint == entry_fingerprint(entry)) {
-        ++hits_;
-        // Moved, not copied: each entry is asked once, and flush() puts what cache_ holds back.
-        return std::move(kept->second.kernels);
-      }
+    if (stored_for(entry)) {
+      ++hits_;
+      // Moved, not copied: each entry is asked once, and flush() puts what cache_ holds back.
+      return std::move(stored_.find(entry.offset)->second.kernels);
     }
-    AG_TRY(auto kernels, decode_kernels(entry, name, limits_));
-    std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
-    kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
-                  kernels.end());
+    AG_TRY(auto kernels, decode_sorted(entry, name));
     // Only what decoded is kept (flush): an error names this file, and a damaged payload is
     // cheap to find damaged again.
     ++decoded_;
@@ -623,6 +638,32 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
     return kernels;
   };
   return cache_.emplace(&entry, list()).first->second;
+}
+
+void KernelIndex::prefetch(const std::function<void(KernelIndex&)>& ask) {
+  if (threads_ <= 1) return;
+  asked_.clear();
+  recording_ = true;
+  ask(*this);
+  recording_ = false;
+  std::vector<std::pair<const FatbinEntry*, std::string>> work;
+  for (auto& [entry, name] : asked_) {
+    if (entry->kind == CodeKind::ltoir || cache_.count(entry) != 0 || stored_for(*entry)) continue;
+    if (std::any_of(work.begin(), work.end(), [&](const auto& w) { return w.first == entry; })) continue;
+    work.emplace_back(entry, std::move(name));
+  }
+  asked_.clear();
+  if (work.size() < 2) return;  // nothing to share out: of() decodes it when asked
+  std::vector<std::optional<Result<std::vector<Kernel>>>> lists(work.size());
+  common::parallel_for(work.size(), threads_, [&](std::size_t i) { lists[i] = decode_sorted(*work[i].first, work[i].second); });
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (*lists[i]) {
+      ++decoded_;
+      ++new_lists_;
+    }
+    cache_.emplace(work[i].first, std::move(*lists[i]));
+  }
+  prefetched_ += work.size();
 }
 
 namespace {

@@ -228,6 +228,11 @@ JudgedResult judge_with_store(const ObjectFatbins& object, const Device& device,
     if (auto record = store->find_judgement(key))
       if (auto known = decode(*record, object)) return std::move(*known);
   }
+  // Missed: the images this judgement asks for are decoded on the index's threads first.
+  index.prefetch([&](KernelIndex& dry) {
+    const ObjectVerdict verdict = check_object(object, device, settings, &dry);
+    (void)judge_object(object, verdict, device, settings, all, &dry);
+  });
   JudgedResult r;
   r.verdict = check_object(object, device, settings, &index);
   r.judgement = judge_object(object, r.verdict, device, settings, all, &index);

@@ -129,10 +129,12 @@ Judgements judge_all(const Session& s, const ScanReport& scan, const std::vector
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return with_code[a]->fatbins.size() > with_code[b]->fatbins.size(); });
-  common::parallel_for(with_code.size(), common::thread_count(0), [&](std::size_t w) {
+  const unsigned threads = common::thread_count(0);
+  common::parallel_for(with_code.size(), threads, [&](std::size_t w) {
     const std::size_t oi = order[w];
     {
       KernelIndex index(s.options->results, *with_code[oi]);
+      index.set_threads(threads);  // a large object's images on every core, not on this thread alone
       for (std::size_t ti = 0; ti < devs.size(); ++ti) {
         auto judged = judge_with_store(*with_code[oi], devs[ti], settings, false, index);
         all.verdicts[ti][oi] = std::move(judged.verdict);

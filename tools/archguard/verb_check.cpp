@@ -334,10 +334,12 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
   std::stable_sort(work.begin(), work.end(), [&](const auto& a, const auto& b) {
     return judged[a.first][a.second].get().fatbins.size() > judged[b.first][b.second].get().fatbins.size();
   });
-  common::parallel_for(work.size(), common::thread_count(opt.limits.threads), [&](std::size_t w) {
+  const unsigned threads = common::thread_count(opt.limits.threads);
+  common::parallel_for(work.size(), threads, [&](std::size_t w) {
     const auto [ri, oi] = work[w];
     const ObjectFatbins& o = judged[ri][oi].get();
     KernelIndex index(store, o, limits);
+    index.set_threads(threads);  // a large object's images on every core, not on this thread alone
     for (std::size_t gi = 0; gi < gpus.size(); ++gi) {
       ObjectResult& res = out[ri][gi][oi];
       res.object = &o;

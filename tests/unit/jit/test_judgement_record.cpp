@@ -253,3 +253,34 @@ TEST_CASE("the results cache keeps judgements by producer and counts them", "[ji
   CHECK(everything(judged(*other, o, dev, {}, true)) == want);
   CHECK(other->counters().judgements_known == 0);
 }
+
+TEST_CASE("images decoded on several threads (prefetch) give the judgement one thread gives", "[jit][results][prefetch]") {
+  TempDir d;
+  Device orin = device_for_cc({8, 7});
+  orin.tegra = true;
+  const std::vector<Device> devices = {device_for_cc({7, 0}), device_for_cc({9, 0}), orin, device_for_cc({12, 0})};
+  std::uint64_t prefetched = 0;
+  const std::vector<std::string> paths = inputs(d);
+  for (const std::string& input : paths) {
+    INFO(input);
+    auto scan = scan_path(input);
+    REQUIRE(scan);
+    for (const ObjectFatbins& o : scan->objects) {
+      if (o.fatbins.empty()) continue;
+      for (bool all : {false, true}) {
+        // One index for every GPU, as check and doctor share one: what an earlier GPU's judgement
+        // decoded is not decoded again, what a later one asks more is prefetched then.
+        KernelIndex index(nullptr, o);
+        index.set_threads(4);
+        for (const Device& dev : devices) {
+          INFO("cc " << dev.cc.major << "." << dev.cc.minor << " tegra " << dev.tegra << " all " << all);
+          CHECK(everything(judge_with_store(o, dev, {}, all, index)) == everything(fresh(o, dev, {}, all)));
+        }
+        prefetched += index.prefetched();
+      }
+    }
+  }
+  // The toolkit libraries have hundreds of images a judgement lists: the threads did decode them
+  // (a prefetch that decoded nothing would pass the comparison above).
+  if (paths.size() > 1) CHECK(prefetched > 100);
+}
