@@ -547,8 +547,8 @@ int run_inspect(const InspectOptions& opt) {
 }
 
 void setup(CLI::App& root, Context& ctx) {
-  auto opt = std::make_shared<InspectOptions>();
-  CLI::App* cmd = root.add_subcommand("inspect", "List the device code of ELF files, static libraries, wheels, tar archives and directories");
+  auto [cmd, opt] = add_command<InspectOptions>(
+      root, ctx, "inspect", "List the device code of ELF files, static libraries, wheels, tar archives and directories", run_inspect);
   cmd->add_option("files", opt->files, "Files or directories to read")->required();
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
   add_limit_flags(cmd, opt->limits);
@@ -561,7 +561,6 @@ void setup(CLI::App& root, Context& ctx) {
                 "With --list-like-cuobjdump: list __nv_relfatbin too, as cuobjdump -all does");
   cmd->add_option("--threads", opt->threads,
                   "Worker threads, 1 to " + std::to_string(kMaxThreads) + " (default, or 0: all cores; env ARCHGUARD_MAX_THREADS raises the limit)");
-  cmd->callback([opt, &ctx] { ctx.exit_code = run_inspect(*opt); });
 }
 
 }  // namespace
