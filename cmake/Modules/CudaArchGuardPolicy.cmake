@@ -287,9 +287,6 @@ function(cuda_arch_guard_resolve_policy)
 
   # The toolkit's answers (cached per nvcc) and, for auto / native, the GPUs of this host.
   _cag_nvcc_query("${arg_NVCC}" "${arg_CACHE_DIR}" _CAG_NVCC)
-  string(REPLACE ";" " " _sass "${_CAG_NVCC_SASS}")
-  string(REPLACE ";" " " _ptx "${_CAG_NVCC_PTX}")
-  string(REPLACE ";" " " _var "${_CAG_NVCC_VARIANTS}")
   # The request, one "name=value" line per option of `arch plan` (a file: a CMake list could
   # not carry a ';' or an empty value through execute_process).
   set(_req "")

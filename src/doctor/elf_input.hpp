@@ -12,9 +12,11 @@
 namespace archguard::doctor::detail {
 
 /// Maps `path` and, when it is an ELF file, returns `read(elf, out)` (a Result<Out>) over its
-/// parse; a file of another kind gives `out` as it is.
+/// parse, `out` an Out whose path is `path`; a file of another kind gives that Out as it is.
 template <class Out, class Read>
-Result<Out> read_if_elf(const std::string& path, Out out, Read read) {
+Result<Out> read_if_elf(const std::string& path, Read read) {
+  Out out;
+  out.path = path;
   AG_TRY(auto file, map_file(path));
   const Bytes bytes = file->bytes();
   if (!looks_like_elf(bytes)) return out;

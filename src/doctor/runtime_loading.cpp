@@ -107,9 +107,7 @@ Result<RuntimeLoading> loading_of(const ElfFile& elf, RuntimeLoading out) {
 }  // namespace
 
 Result<RuntimeLoading> runtime_loading(const std::string& path) {
-  RuntimeLoading out;
-  out.path = path;
-  return detail::read_if_elf(path, std::move(out), loading_of);
+  return detail::read_if_elf<RuntimeLoading>(path, loading_of);
 }
 
 }  // namespace archguard::doctor

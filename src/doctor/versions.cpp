@@ -32,9 +32,7 @@ Result<RuntimeNeed> need_of(const ElfFile& elf, RuntimeNeed need) {
 }  // namespace
 
 Result<RuntimeNeed> runtime_need(const std::string& path) {
-  RuntimeNeed need;
-  need.path = path;
-  return detail::read_if_elf(path, std::move(need), need_of);
+  return detail::read_if_elf<RuntimeNeed>(path, need_of);
 }
 
 }  // namespace archguard::doctor

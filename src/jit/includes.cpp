@@ -248,11 +248,7 @@ TextScanPtr scan_content(std::string_view text) {
 // granularity after the read could otherwise go unnoticed; ctime cannot be set back by utimes).
 // A changed mtime alone therefore costs one re-read and leaves the digest, and the key, as is.
 struct FileMemo {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  struct timespec mtime {
-  }, ctime{};
+  struct stat st {};  ///< what stat said before the read
   std::chrono::system_clock::time_point read_at;
   TextScanPtr scan;
 };
@@ -266,6 +262,12 @@ std::unordered_map<std::string, FileMemo>& memo() {
 
 bool same_time(const struct timespec& a, const struct timespec& b) {
   return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/// Same device, inode, size, mtime and ctime.
+bool same_file(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size && same_time(a.st_mtim, b.st_mtim) &&
+         same_time(a.st_ctim, b.st_ctim);
 }
 
 // The scan of a file, or nullptr when it is not a readable regular file.
@@ -285,9 +287,7 @@ TextScanPtr scan_file(const std::string& path, std::uint64_t max_bytes) {
       const auto ctime_at = std::chrono::system_clock::time_point(
           std::chrono::duration_cast<std::chrono::system_clock::duration>(
               std::chrono::seconds(st.st_ctim.tv_sec) + std::chrono::nanoseconds(st.st_ctim.tv_nsec)));
-      if (m.dev == st.st_dev && m.ino == st.st_ino && m.size == st.st_size && same_time(m.mtime, st.st_mtim) &&
-          same_time(m.ctime, st.st_ctim) &&
-          ctime_at + std::chrono::nanoseconds(g_racy_window_ns.load()) < m.read_at) {
+      if (same_file(m.st, st) && ctime_at + std::chrono::nanoseconds(g_racy_window_ns.load()) < m.read_at) {
         return m.scan;
       }
     }
@@ -296,17 +296,9 @@ TextScanPtr scan_file(const std::string& path, std::uint64_t max_bytes) {
   auto text = read_file(path);
   if (!text) return nullptr;
   TextScanPtr scan = scan_content(*text);
-  FileMemo m;
-  m.dev = st.st_dev;
-  m.ino = st.st_ino;
-  m.size = st.st_size;
-  m.mtime = st.st_mtim;
-  m.ctime = st.st_ctim;
-  m.read_at = read_at;
-  m.scan = scan;
   std::lock_guard<std::mutex> g(g_memo_mu);
   if (memo().size() > 100000) memo().clear();
-  memo()[path] = std::move(m);
+  memo()[path] = FileMemo{st, read_at, scan};
   return scan;
 }
 

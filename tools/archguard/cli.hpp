@@ -24,6 +24,7 @@
 #include <span>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,22 @@ struct Context {
 };
 
 using VerbSetup = void (*)(CLI::App& root, Context& ctx);
+
+/// A subcommand of `parent` and the options it fills (held with its callback), whose callback
+/// stores `run(options)` as the exit code: what every verb and sub-verb is made of.
+template <class Options>
+struct Command {
+  CLI::App* app;
+  std::shared_ptr<Options> options;
+};
+
+template <class Options, class Run>
+Command<Options> add_command(CLI::App& parent, Context& ctx, std::string name, std::string description, Run run) {
+  auto options = std::make_shared<Options>();
+  CLI::App* app = parent.add_subcommand(std::move(name), std::move(description));
+  app->callback([options, &ctx, run] { ctx.exit_code = run(*options); });
+  return {app, options};
+}
 
 std::vector<VerbSetup>& verb_registry();
 

@@ -326,22 +326,19 @@ void setup(CLI::App& root, cli::Context& ctx) {
   CLI::App* arch = root.add_subcommand("arch", "Architectures: the table, what a target means, canonical forms");
   arch->require_subcommand(1);
 
-  auto list_opt = std::make_shared<ListOptions>();
-  CLI::App* list = arch->add_subcommand(
-      "list", "Print the architecture table and mark what the installed nvcc accepts (asked of nvcc itself)");
+  auto [list, list_opt] = cli::add_command<ListOptions>(
+      *arch, ctx, "list", "Print the architecture table and mark what the installed nvcc accepts (asked of nvcc itself)", run_list);
   list->add_flag("--json", list_opt->json, "Machine-readable output");
   list->add_flag("--rows", list_opt->rows,
                  "Print the canonical table rows, as 'cmake -DEMIT=rows -P CudaArchGuardTable.cmake' does");
   list->add_option("--nvcc", list_opt->nvcc, "The nvcc to ask (default: PATH, then /usr/local/cuda/bin)");
-  list->callback([list_opt, &ctx] { ctx.exit_code = run_list(*list_opt); });
 
-  auto explain_opt = std::make_shared<ExplainOptions>();
-  CLI::App* explain = arch->add_subcommand("explain", "Explain one target token in plain words");
+  auto [explain, explain_opt] =
+      cli::add_command<ExplainOptions>(*arch, ctx, "explain", "Explain one target token in plain words", run_explain);
   explain->add_option("token", explain_opt->token, "e.g. sm_100a, 90-real, 8.6, compute_80, Hopper")->required();
   explain->add_flag("--json", explain_opt->json, "Machine-readable output");
   explain->add_option("--cuda", explain_opt->cuda,
                       "Also say whether this CUDA release's nvcc accepts it (exit 1 when not), e.g. 12.8");
-  explain->callback([explain_opt, &ctx] { ctx.exit_code = run_explain(*explain_opt); });
 
   auto norm_opt = std::make_shared<NormalizeOptions>();
   CLI::App* normalize = arch->add_subcommand(

@@ -62,17 +62,15 @@ json parsed_metadata(const std::string& text) {
   return j.is_discarded() ? json::object() : j;
 }
 
-int run_ls(const Common& c) {
-  auto cache = open_cache(c);
-  if (!cache) return jc::fail(cli::kExitUsage, cache.message());
-  auto entries = (*cache)->list();
+int run_ls(const Common& c, archguard::jit::Cache& cache) {
+  auto entries = cache.list();
   if (!entries) return jc::fail(cli::kExitUsage, entries.message());
   if (c.json) {
     json arr = json::array();
     for (const auto& e : *entries) {
       arr.push_back({{"key", e.key}, {"layer", e.layer}, {"readonly", e.readonly}, {"bytes", e.bytes}, {"last_used", e.last_used}, {"metadata", parsed_metadata(e.metadata)}});
     }
-    std::cout << cli::json_text(json{{"dir", (*cache)->dir()}, {"entries", arr}}) << "\n";
+    std::cout << cli::json_text(json{{"dir", cache.dir()}, {"entries", arr}}) << "\n";
   } else {
     std::cout << std::left << std::setw(18) << "key" << std::setw(12) << "target" << std::setw(10) << "bytes"
               << std::setw(18) << "last used (utc)"
@@ -84,14 +82,12 @@ int run_ls(const Common& c) {
                 << (e.readonly ? "  (read-only layer)" : "") << "\n";
     }
   }
-  print_warnings(**cache);
+  print_warnings(cache);
   return cli::kExitOk;
 }
 
-int run_stat(const Common& c) {
-  auto cache = open_cache(c);
-  if (!cache) return jc::fail(cli::kExitUsage, cache.message());
-  auto s = (*cache)->stats();
+int run_stat(const Common& c, archguard::jit::Cache& cache) {
+  auto s = cache.stats();
   if (!s) return jc::fail(cli::kExitUsage, s.message());
   if (c.json) {
     std::cout << cli::json_text(json{{"dir", s->dir}, {"entries", s->entries}, {"bytes", s->bytes}, {"max_bytes", s->max_bytes}, {"temp_files", s->temp_files}, {"lock_files", s->lock_files}, {"readonly_dirs", s->readonly_dirs}})
@@ -104,14 +100,12 @@ int run_stat(const Common& c) {
               << "lock files:  " << s->lock_files << "\n";
     for (const std::string& r : s->readonly_dirs) std::cout << "read-only:   " << cli::shown(r) << "\n";
   }
-  print_warnings(**cache);
+  print_warnings(cache);
   return cli::kExitOk;
 }
 
-int run_verify(const Common& c, bool evict) {
-  auto cache = open_cache(c);
-  if (!cache) return jc::fail(cli::kExitUsage, cache.message());
-  auto v = (*cache)->verify(evict);
+int run_verify(const Common& c, archguard::jit::Cache& cache, bool evict) {
+  auto v = cache.verify(evict);
   if (!v) return jc::fail(cli::kExitUsage, v.message());
   std::size_t bad = 0;
   json arr = json::array();
@@ -126,20 +120,18 @@ int run_verify(const Common& c, bool evict) {
   } else {
     std::cout << v->size() << " entries checked, " << bad << " bad\n";
   }
-  print_warnings(**cache);
+  print_warnings(cache);
   return bad == 0 ? cli::kExitOk : cli::kExitProblem;
 }
 
-int run_clear(const Common& c) {
-  auto cache = open_cache(c);
-  if (!cache) return jc::fail(cli::kExitUsage, cache.message());
-  auto before = (*cache)->stats();
-  if (auto s = (*cache)->clear(); !s) return jc::fail(cli::kExitUsage, s.message());
+int run_clear(const Common& c, archguard::jit::Cache& cache) {
+  auto before = cache.stats();
+  if (auto s = cache.clear(); !s) return jc::fail(cli::kExitUsage, s.message());
   const std::uint64_t n = before ? before->entries : 0;
   if (c.json) {
-    std::cout << cli::json_text(json{{"dir", (*cache)->dir()}, {"removed", n}}) << "\n";
+    std::cout << cli::json_text(json{{"dir", cache.dir()}, {"removed", n}}) << "\n";
   } else {
-    std::cout << "removed " << n << " entries from " << cli::shown((*cache)->dir()) << "\n";
+    std::cout << "removed " << n << " entries from " << cli::shown(cache.dir()) << "\n";
   }
   return cli::kExitOk;
 }
@@ -197,40 +189,32 @@ int run_prewarm(const Common& c, const Prewarm& p) {
 void setup(CLI::App& root, cli::Context& ctx) {
   CLI::App* cache = root.add_subcommand("cache", "Inspect and maintain the JIT kernel cache");
   cache->require_subcommand(1);
-  auto common = [](CLI::App* sub, const std::shared_ptr<Common>& c) {
+  // Every subcommand takes the options of Common first.
+  auto add = [cache, &ctx](const char* name, const char* description, auto run) {
+    auto [sub, c] = cli::add_command<Common>(*cache, ctx, name, description, run);
     sub->add_option("--cache-dir", c->cache_dir, "cache directory (default: ARCHGUARD_CACHE_DIR or ~/.cache/archguard)");
     sub->add_flag("--json", c->json, "machine-readable output");
     sub->add_flag("--results", c->results,
                   "the results cache (kernel lists check, doctor and verify decoded) instead of the JIT cache");
+    return sub;
   };
-
-  auto ls = std::make_shared<Common>();
-  CLI::App* ls_cmd = cache->add_subcommand("ls", "List the entries (key, target, size, last use, source)");
-  common(ls_cmd, ls);
-  ls_cmd->callback([ls, &ctx] { ctx.exit_code = run_ls(*ls); });
-
-  auto st = std::make_shared<Common>();
-  CLI::App* st_cmd = cache->add_subcommand("stat", "Size, entry count and bound of the cache");
-  common(st_cmd, st);
-  st_cmd->callback([st, &ctx] { ctx.exit_code = run_stat(*st); });
-
-  auto vf = std::make_shared<Common>();
+  // ... and all but prewarm work on the cache it names: opened here, a usage error when it cannot be.
+  auto on_cache = [](auto run) {
+    return [run](const Common& c) {
+      auto opened = open_cache(c);
+      return opened ? run(c, **opened) : jc::fail(cli::kExitUsage, opened.message());
+    };
+  };
+  add("ls", "List the entries (key, target, size, last use, source)", on_cache(run_ls));
+  add("stat", "Size, entry count and bound of the cache", on_cache(run_stat));
   auto evict = std::make_shared<bool>(false);
-  CLI::App* vf_cmd = cache->add_subcommand("verify", "Check every entry's checksum and format (exit 1 when one is bad)");
-  common(vf_cmd, vf);
-  vf_cmd->add_flag("--evict", *evict, "remove bad entries from the writable layer");
-  vf_cmd->callback([vf, evict, &ctx] { ctx.exit_code = run_verify(*vf, *evict); });
-
-  auto cl = std::make_shared<Common>();
-  CLI::App* cl_cmd = cache->add_subcommand("clear", "Remove every entry of the writable layer");
-  common(cl_cmd, cl);
-  cl_cmd->callback([cl, &ctx] { ctx.exit_code = run_clear(*cl); });
-
-  auto pw = std::make_shared<Common>();
+  add("verify", "Check every entry's checksum and format (exit 1 when one is bad)",
+      on_cache([evict](const Common& c, archguard::jit::Cache& opened) { return run_verify(c, opened, *evict); }))
+      ->add_flag("--evict", *evict, "remove bad entries from the writable layer");
+  add("clear", "Remove every entry of the writable layer", on_cache(run_clear));
   auto pwo = std::make_shared<Prewarm>();
-  CLI::App* pw_cmd = cache->add_subcommand(
-      "prewarm", "Compile sources for the given targets into the cache (no GPU needed); NVRTC options go after --");
-  common(pw_cmd, pw);
+  CLI::App* pw_cmd = add("prewarm", "Compile sources for the given targets into the cache (no GPU needed); NVRTC options go after --",
+                         [pwo](const Common& c) { return run_prewarm(c, *pwo); });
   pw_cmd->add_option("--arch", pwo->archs, "target: sm_90, compute_90, 90, or 'auto'; repeatable")
       ->required()
       ->allow_extra_args(false);
@@ -238,7 +222,6 @@ void setup(CLI::App& root, cli::Context& ctx) {
   pw_cmd->add_option("sources", pwo->sources, "CUDA source files")->required();
   pw_cmd->add_option("--nvrtc-option", pwo->nvrtc_options, "option passed to NVRTC (repeatable)")
       ->allow_extra_args(false);
-  pw_cmd->callback([pw, pwo, &ctx] { ctx.exit_code = run_prewarm(*pw, *pwo); });
 }
 
 }  // namespace

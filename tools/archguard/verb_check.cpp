@@ -838,8 +838,8 @@ int run_check(const CheckOptions& opt) {
 }
 
 void setup(CLI::App& root, Context& ctx) {
-  auto opt = std::make_shared<CheckOptions>();
-  CLI::App* cmd = root.add_subcommand("check", "Predict what the CUDA driver does with each file's device code on a GPU");
+  auto [cmd, opt] = add_command<CheckOptions>(root, ctx, "check", "Predict what the CUDA driver does with each file's device code on a GPU",
+                                              run_check);
   cmd->add_option("files", opt->files, "Files or directories to check")->required();
   cmd->add_option("--cc", opt->cc, "Compute capability of the GPU, e.g. 9.0 (default: this machine's GPUs)")
       ->check(non_empty_cc());
@@ -858,7 +858,6 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_flag("--no-cache", opt->no_cache, "Decode every image again: do not use the results cache (docs/cli.md)");
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
   add_limit_flags(cmd, opt->limits);
-  cmd->callback([opt, &ctx] { ctx.exit_code = run_check(*opt); });
 }
 
 }  // namespace

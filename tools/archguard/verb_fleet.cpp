@@ -280,25 +280,23 @@ void setup(CLI::App& root, Context& ctx) {
   fleet_cmd->require_subcommand(1);
   fleet_cmd->footer("Exit codes: 0 a fleet without problems, 1 problems were named or no node found, 2 bad usage.");
 
-  auto merge = std::make_shared<FleetOptions>();
-  CLI::App* m = fleet_cmd->add_subcommand("merge", "Merge node reports (archguard doctor --json, concatenated as srun or kubectl logs print them)");
+  auto [m, merge] = add_command<FleetOptions>(
+      *fleet_cmd, ctx, "merge", "Merge node reports (archguard doctor --json, concatenated as srun or kubectl logs print them)", run_merge);
   m->add_option("REPORT", merge->inputs, "Node or fleet reports: files, directories of *.json, or - for standard input")->required();
   add_output_flags(m, *merge);
-  m->callback([merge, &ctx] { ctx.exit_code = run_merge(*merge); });
 
-  auto slurm = std::make_shared<FleetOptions>();
-  CLI::App* s = fleet_cmd->add_subcommand("slurm", "The fleet Slurm knows, from the GPU types of its GRES (no job runs)");
+  auto [s, slurm] = add_command<FleetOptions>(*fleet_cmd, ctx, "slurm", "The fleet Slurm knows, from the GPU types of its GRES (no job runs)",
+                                              [](const FleetOptions& o) { return run_source(o, "slurm"); });
   s->add_option("FILE", slurm->inputs, "Saved 'scontrol show node' or 'sinfo -N -h -o \"%N %G\"' output, or -; default: run scontrol");
   s->add_option("--gpu-name", slurm->gpu_names, "A site's GRES type and its compute capability, e.g. --gpu-name big=9.0 (repeatable)");
   add_output_flags(s, *slurm);
-  s->callback([slurm, &ctx] { ctx.exit_code = run_source(*slurm, "slurm"); });
 
-  auto kube = std::make_shared<FleetOptions>();
-  CLI::App* k = fleet_cmd->add_subcommand("kubernetes", "The fleet of a Kubernetes cluster, from NVIDIA GPU Feature Discovery's node labels");
+  auto [k, kube] = add_command<FleetOptions>(*fleet_cmd, ctx, "kubernetes",
+                                             "The fleet of a Kubernetes cluster, from NVIDIA GPU Feature Discovery's node labels",
+                                             [](const FleetOptions& o) { return run_source(o, "kubernetes"); });
   k->add_option("FILE", kube->inputs, "Saved 'kubectl get nodes -o json' output, or -; default: run kubectl");
   k->add_option("--gpu-name", kube->gpu_names, "A product label and its compute capability, when no compute labels are set (repeatable)");
   add_output_flags(k, *kube);
-  k->callback([kube, &ctx] { ctx.exit_code = run_source(*kube, "kubernetes"); });
 }
 
 }  // namespace

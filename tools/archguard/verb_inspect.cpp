@@ -120,32 +120,21 @@ std::string where_text(const Fatbin& fb) {
   return fb.section_name.empty() ? std::string(to_string(fb.section)) : fb.section_name;
 }
 
+/// An object's fatbins counted by where they were found, the embedded ones also by section.
 struct FatbinCounts {
-  std::size_t nv_fatbin = 0, nv_relfatbin = 0, embedded = 0, standalone = 0, memory = 0;
+  std::map<FatbinSection, std::size_t> by_place;
   std::map<std::string, std::size_t> embedded_by_section;
+  std::size_t operator[](FatbinSection place) const {
+    const auto it = by_place.find(place);
+    return it == by_place.end() ? 0 : it->second;
+  }
 };
 
 FatbinCounts count_fatbins(const ObjectFatbins& o) {
   FatbinCounts c;
   for (const auto& fb : o.fatbins) {
-    switch (fb.section) {
-      case FatbinSection::nv_fatbin:
-        ++c.nv_fatbin;
-        break;
-      case FatbinSection::nv_relfatbin:
-        ++c.nv_relfatbin;
-        break;
-      case FatbinSection::embedded:
-        ++c.embedded;
-        ++c.embedded_by_section[fb.section_name];
-        break;
-      case FatbinSection::standalone:
-        ++c.standalone;
-        break;
-      case FatbinSection::memory:
-        ++c.memory;
-        break;
-    }
+    ++c.by_place[fb.section];
+    if (fb.section == FatbinSection::embedded) ++c.embedded_by_section[fb.section_name];
   }
   return c;
 }
@@ -157,15 +146,15 @@ std::string counts_line(const FatbinCounts& c) {
     if (n == 0) return;
     s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + what;
   };
-  add(c.nv_fatbin, "in .nv_fatbin");
-  add(c.nv_relfatbin, "in __nv_relfatbin");
-  if (c.embedded != 0) {
+  add(c[FatbinSection::nv_fatbin], "in .nv_fatbin");
+  add(c[FatbinSection::nv_relfatbin], "in __nv_relfatbin");
+  if (c[FatbinSection::embedded] != 0) {
     std::string by;
     for (const auto& [name, n] : c.embedded_by_section) by += (by.empty() ? "" : ", ") + name + " " + std::to_string(n);
-    add(c.embedded, "embedded (" + by + ")");
+    add(c[FatbinSection::embedded], "embedded (" + by + ")");
   }
-  add(c.standalone, "standalone");
-  add(c.memory, "in a fatbin file");
+  add(c[FatbinSection::standalone], "standalone");
+  add(c[FatbinSection::memory], "in a fatbin file");
   return "  fatbins: " + s;
 }
 
@@ -249,7 +238,7 @@ nlohmann::json entry_json(const FatbinEntry& e, const KernelMap* kernels) {
 }
 
 nlohmann::json counts_json(const FatbinCounts& c) {
-  return {{"nv_fatbin", c.nv_fatbin}, {"nv_relfatbin", c.nv_relfatbin}, {"embedded", c.embedded}, {"embedded_by_section", c.embedded_by_section}, {"standalone", c.standalone}, {"memory", c.memory}};
+  return {{"nv_fatbin", c[FatbinSection::nv_fatbin]}, {"nv_relfatbin", c[FatbinSection::nv_relfatbin]}, {"embedded", c[FatbinSection::embedded]}, {"embedded_by_section", c.embedded_by_section}, {"standalone", c[FatbinSection::standalone]}, {"memory", c[FatbinSection::memory]}};
 }
 
 /// The device-link drops of an object that has an -rdc link (nothing is decoded for others).
@@ -504,8 +493,8 @@ int run_inspect(const InspectOptions& opt) {
 }
 
 void setup(CLI::App& root, Context& ctx) {
-  auto opt = std::make_shared<InspectOptions>();
-  CLI::App* cmd = root.add_subcommand("inspect", "List the device code of ELF files, static libraries, wheels, tar archives and directories");
+  auto [cmd, opt] = add_command<InspectOptions>(
+      root, ctx, "inspect", "List the device code of ELF files, static libraries, wheels, tar archives and directories", run_inspect);
   cmd->add_option("files", opt->files, "Files or directories to read")->required();
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
   add_limit_flags(cmd, opt->limits);
@@ -518,7 +507,6 @@ void setup(CLI::App& root, Context& ctx) {
                 "With --list-like-cuobjdump: list __nv_relfatbin too, as cuobjdump -all does");
   cmd->add_option("--threads", opt->threads,
                   "Worker threads, 1 to " + std::to_string(kMaxThreads) + " (default, or 0: all cores; env ARCHGUARD_MAX_THREADS raises the limit)");
-  cmd->callback([opt, &ctx] { ctx.exit_code = run_inspect(*opt); });
 }
 
 }  // namespace

@@ -153,9 +153,8 @@ void setup(CLI::App& root, cli::Context& ctx) {
   CLI::App* jit = root.add_subcommand("jit", "Compile kernel sources at run time with NVRTC (and its cache)");
   jit->require_subcommand(1);
 
-  auto o = std::make_shared<CompileOptions>();
-  CLI::App* compile = jit->add_subcommand(
-      "compile", "Compile SRC with NVRTC and store it in the cache (no GPU needed); NVRTC options go after --");
+  auto [compile, o] = cli::add_command<CompileOptions>(
+      *jit, ctx, "compile", "Compile SRC with NVRTC and store it in the cache (no GPU needed); NVRTC options go after --", run_compile);
   compile->add_option("source", o->source, "CUDA source file")->required();
   compile->add_option("nvrtc-options", o->nvrtc_options, "options passed to NVRTC (after --)");
   compile->add_option("--arch", o->archs,
@@ -172,12 +171,9 @@ void setup(CLI::App& root, cli::Context& ctx) {
   compile->add_option("--name-expression", o->name_expressions, "template instantiation to lower, e.g. 'scale<float>'")
       ->allow_extra_args(false);
   compile->add_flag("--json", o->json, "machine-readable output");
-  compile->callback([o, &ctx] { ctx.exit_code = run_compile(*o); });
 
-  auto as_json = std::make_shared<bool>(false);
-  CLI::App* info = jit->add_subcommand("info", "Which NVRTC and cache directory the JIT would use");
+  auto [info, as_json] = cli::add_command<bool>(*jit, ctx, "info", "Which NVRTC and cache directory the JIT would use", run_info);
   info->add_flag("--json", *as_json, "machine-readable output");
-  info->callback([as_json, &ctx] { ctx.exit_code = run_info(*as_json); });
 }
 
 }  // namespace

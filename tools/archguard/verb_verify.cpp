@@ -140,8 +140,8 @@ int run_verify(const VerifyOptions& opt) {
 }
 
 void setup(CLI::App& root, Context& ctx) {
-  auto opt = std::make_shared<VerifyOptions>();
-  CLI::App* cmd = root.add_subcommand("verify", "Fail unless every kernel-bearing fatbin carries the required SASS and PTX");
+  auto [cmd, opt] = add_command<VerifyOptions>(root, ctx, "verify",
+                                               "Fail unless every kernel-bearing fatbin carries the required SASS and PTX", run_verify);
   cmd->add_option("files", opt->files, "Files or directories to check")->required();
   cmd->add_option("--require", opt->require,
                   "Required architectures: 75,80,90,120 | sm_90a | a CMake list such as 80-real;90 "
@@ -156,7 +156,6 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_flag("--lines", opt->lines, "The key=value line format the CMake verify step reads (docs/policy.md)");
   add_limit_flags(cmd, opt->limits);
   cmd->add_flag("-q,--quiet", opt->quiet, "Print only problems");
-  cmd->callback([opt, &ctx] { ctx.exit_code = run_verify(*opt); });
 }
 
 }  // namespace

@@ -231,6 +231,14 @@ namespace {
 /// A file that changed in the last two seconds has no identity yet: nothing of it is kept.
 void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(2200)); }
 
+/// A PTX file, k.ptx in `d`, old enough to have an identity.
+std::string settled_ptx(const TempDir& d) {
+  const std::string ptx = d.path + "/k.ptx";
+  std::ofstream(ptx) << kPtx;
+  settle();
+  return ptx;
+}
+
 /// Every field of every object, fatbin and entry of a report, the payloads by content.
 std::string everything(const ScanReport& r) {
   std::string s;
@@ -258,9 +266,7 @@ using FileFactsStore = test::MemoryStore;
 
 TEST_CASE("a file read again from its facts gives every field, payloads in its own bytes", "[jit][results]") {
   TempDir d;
-  const std::string ptx = d.path + "/k.ptx";
-  std::ofstream(ptx) << kPtx;
-  settle();
+  const std::string ptx = settled_ptx(d);
   std::vector<std::string> inputs = {ptx, d.path};
   // A toolkit library, where there is one: fatbins in .nv_fatbin and in data sections.
   for (const char* lib : {"/usr/local/cuda/lib64/libcurand.so.10", "/usr/local/cuda/lib64/libcupti.so.13"})
@@ -300,9 +306,7 @@ TEST_CASE("a file read again from its facts gives every field, payloads in its o
 
 TEST_CASE("a file's facts cut short or altered are read anew or decoded within bounds", "[jit][results]") {
   TempDir d;
-  const std::string ptx = d.path + "/k.ptx";
-  std::ofstream(ptx) << kPtx;
-  settle();
+  const std::string ptx = settled_ptx(d);
   FileFactsStore store;
   ScanOptions o;
   o.facts = &store;
@@ -332,9 +336,7 @@ TEST_CASE("a file's facts cut short or altered are read anew or decoded within b
 
 TEST_CASE("the results cache keeps a file's facts by producer and counts them", "[jit][results]") {
   TempDir d;
-  const std::string ptx = d.path + "/k.ptx";
-  std::ofstream(ptx) << kPtx;
-  settle();
+  const std::string ptx = settled_ptx(d);
   auto c = open_in(d);
   ScanOptions o;
   o.facts = c.get();
