@@ -13,12 +13,9 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../tests/cli/lib.sh"
-cli_usage 3 $# "bench_run.sh ARCHGUARD NVCC OUTDIR"
-ag=$1 nvcc=$2 out=$3
-py=${PYTHON:-python3}
+cli_gpu_args "bench_run.sh ARCHGUARD NVCC OUTDIR" "$@"
+out=$dir
 rounds=${BENCH_ROUNDS:-5}
-cli_gpu_cc "nvidia-smi gives no compute capability"
-arch=${cc//./}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 g=(-gencode "arch=compute_$arch,code=sm_$arch")

@@ -6,12 +6,12 @@
 //   --expect-tag N   exit 1 unless the image tag is N (9001 = sm_90a, 9000 = sm_90, ...)
 #include "../common/sample_util.cuh"
 #include "cluster_sum.cuh"
+#include "cluster_sum_host.cuh"
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <vector>
 
 static std::string describe(unsigned tag) {
   std::string s = "sm_" + std::to_string(tag / 100);
@@ -27,21 +27,7 @@ int main(int argc, char** argv) {
   const cudaDeviceProp prop = sample::require_gpu(argv[0]);
 
   const unsigned long long n = 1 << 24;
-  std::vector<float> x(n);
-  double want = 0;
-  for (unsigned long long i = 0; i < n; ++i) {
-    x[i] = static_cast<float>(i % 1024) / 1024.0f;
-    want += x[i];
-  }
-  float* dx = nullptr;
-  double* dsum = nullptr;
-  unsigned* dtag = nullptr;
-  cudaMalloc(&dx, n * sizeof(float));
-  cudaMalloc(&dsum, sizeof(double));
-  cudaMalloc(&dtag, sizeof(unsigned));
-  cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemset(dsum, 0, sizeof(double));
-  cudaMemset(dtag, 0, sizeof(unsigned));
+  const AgClusterSum in = AgClusterSum::prepare(n, [](unsigned long long i) { return static_cast<float>(i % 1024) / 1024.0f; });
 
   const unsigned blocks = static_cast<unsigned>(prop.multiProcessorCount) * 2;
   const bool clusters = prop.major >= 9;
@@ -57,9 +43,9 @@ int main(int argc, char** argv) {
     attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    e = cudaLaunchKernelEx(&cfg, ag_cluster_sum, n, static_cast<const float*>(dx), dsum, dtag);
+    e = cudaLaunchKernelEx(&cfg, ag_cluster_sum, n, static_cast<const float*>(in.x), in.sum, in.tag);
   } else {
-    ag_cluster_sum<<<blocks, 256>>>(n, dx, dsum, dtag);
+    ag_cluster_sum<<<blocks, 256>>>(n, in.x, in.sum, in.tag);
     e = cudaGetLastError();
   }
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
@@ -69,12 +55,11 @@ int main(int argc, char** argv) {
   }
   double got = 0;
   unsigned tag = 0;
-  cudaMemcpy(&got, dsum, sizeof got, cudaMemcpyDeviceToHost);
-  cudaMemcpy(&tag, dtag, sizeof tag, cudaMemcpyDeviceToHost);
+  in.result(got, tag);
   std::printf("the driver picked the %s image; code path: %s\n", describe(tag).c_str(),
               tag >= 9000 ? "thread-block clusters with distributed shared memory" : "portable (one atomic per block)");
-  std::printf("launched %s clusters; sum %.3f, cpu %.3f\n", clusters ? "with 2-block" : "without", got, want);
-  if (std::fabs(got - want) > 1e-9 * want) {
+  std::printf("launched %s clusters; sum %.3f, cpu %.3f\n", clusters ? "with 2-block" : "without", got, in.want);
+  if (std::fabs(got - in.want) > 1e-9 * in.want) {
     std::printf("wrong sum\n");
     return 1;
   }

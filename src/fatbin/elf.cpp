@@ -141,12 +141,7 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::stri
     AG_TRY(auto shndx, syms->u16(o + 6, "symbol"));
     AG_TRY(auto value, syms->u64(o + 8, "symbol"));
     AG_TRY(auto size, syms->u64(o + 16, "symbol"));
-    ElfSymbol sym;
-    sym.info = info;
-    sym.other = other;
-    sym.shndx = shndx;
-    sym.value = value;
-    sym.size = size;
+    ElfSymbol sym{{}, info, other, shndx, value, size};
     if (keep != nullptr && !keep(sym, context)) continue;
     if (nm != 0) {
       AG_TRY(sym.name, names.at(nm, "symbol name"));

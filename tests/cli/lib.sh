@@ -37,6 +37,17 @@ cli_usage() {
   fi
 }
 
+# The prologue of a script that runs archguard on the GPU: `cli_gpu_args USAGE ARCHGUARD NVCC DIR`
+# checks the three arguments (exit 2 with USAGE), sets ag, nvcc, dir and py (PYTHON, default
+# python3), and cc, the GPU's compute capability (exit 77 without a GPU), and arch (9.0 -> 90).
+cli_gpu_args() {
+  cli_usage 4 $# "$1"
+  ag=$2 nvcc=$3 dir=$4
+  py=${PYTHON:-python3}
+  cli_gpu_cc "nvidia-smi gives no compute capability"
+  arch=${cc//./}
+}
+
 cli_count_failures() {
   fails=0
   fail() { echo "FAIL: $*"; fails=$((fails + 1)); }

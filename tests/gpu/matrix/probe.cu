@@ -5,13 +5,13 @@
 //   error code=<n> name=<cudaError name>         (exit 10)
 // and exits 77 when there is no GPU.
 #include "cluster_sum.cuh"
+#include "cluster_sum_host.cuh"
 
 #include <cuda_runtime.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <vector>
 
 int main() {
   int count = 0;
@@ -20,22 +20,9 @@ int main() {
     return 77;
   }
   const unsigned long long n = 1 << 20;
-  std::vector<float> x(n);
-  double want = 0;
-  for (unsigned long long i = 0; i < n; ++i) {
-    x[i] = static_cast<float>(i % 64);
-    want += x[i];
-  }
-  float* dx = nullptr;
-  double* dsum = nullptr;
-  unsigned* dtag = nullptr;
-  cudaMalloc(&dx, n * sizeof(float));
-  cudaMalloc(&dsum, sizeof(double));
-  cudaMalloc(&dtag, sizeof(unsigned));
-  cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemset(dsum, 0, sizeof(double));
+  const AgClusterSum in = AgClusterSum::prepare(n, [](unsigned long long i) { return static_cast<float>(i % 64); });
   const auto t0 = std::chrono::steady_clock::now();
-  ag_cluster_sum<<<128, 256>>>(n, dx, dsum, dtag);
+  ag_cluster_sum<<<128, 256>>>(n, in.x, in.sum, in.tag);
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -45,10 +32,9 @@ int main() {
   }
   double got = 0;
   unsigned tag = 0;
-  cudaMemcpy(&got, dsum, sizeof got, cudaMemcpyDeviceToHost);
-  cudaMemcpy(&tag, dtag, sizeof tag, cudaMemcpyDeviceToHost);
-  if (std::fabs(got - want) > 1e-6 * want) {
-    std::printf("wrong sum=%f want=%f\n", got, want);
+  in.result(got, tag);
+  if (std::fabs(got - in.want) > 1e-6 * in.want) {
+    std::printf("wrong sum=%f want=%f\n", got, in.want);
     return 1;
   }
   std::printf("ok tag=%u first_launch_ms=%.3f\n", tag, ms);

@@ -11,13 +11,10 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../cli/lib.sh"
-cli_usage 3 $# "run_mode.sh ARCHGUARD NVCC WORK_DIR"
-ag=$1 nvcc=$2 work=$3
-py=${PYTHON:-python3}
-cli_gpu_cc "nvidia-smi gives no compute capability"
+cli_gpu_args "run_mode.sh ARCHGUARD NVCC WORK_DIR" "$@"
+work=$dir
 [[ -x $ag ]] || { echo "FAIL: archguard not executable: $ag"; exit 1; }
 [[ -x $nvcc ]] || { echo "FAIL: nvcc not executable: $nvcc"; exit 1; }
-arch=${cc//./}                      # 9.0 -> 90
 if [[ $cc == 8.* ]]; then wrong=90; else wrong=80; fi
 cudadir=$(cd "$(dirname "$nvcc")/.." && pwd)
 stubs=()

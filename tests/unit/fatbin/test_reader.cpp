@@ -597,13 +597,10 @@ TEST_CASE("symbols_where reads only the names of the symbols it keeps", "[fatbin
   const std::uint32_t n_file = add_name(strtab, "kernels.cu");
   const std::uint32_t n_data = add_name(strtab, "fatbinData");
   Buf symtab(24, std::byte{0});
-  auto sym = [&](std::uint32_t name, std::uint8_t info, std::uint16_t shndx, std::uint64_t value) {
-    put(symtab, name, 4);
-    put(symtab, info, 1);
-    put(symtab, 0, 1);
-    put(symtab, shndx, 2);
-    put(symtab, value, 8);
-    put(symtab, 0, 8);
+  auto sym = [&](std::uint32_t name, unsigned char info, std::uint16_t shndx, std::uint64_t value) {
+    const Elf64_Sym s{name, info, 0, shndx, value, 0};
+    const auto* b = reinterpret_cast<const std::byte*>(&s);  // a plain struct's bytes
+    symtab.insert(symtab.end(), b, b + sizeof s);
   };
   sym(n_file, STT_FILE, SHN_ABS, 0);
   sym(n_data, STT_OBJECT, 1, 0x40);
