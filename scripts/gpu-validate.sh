@@ -4,7 +4,8 @@
 # matrix among them), the samples by hand, the driver oracle on real software and the benchmark;
 # write the logs under $OUT: summary.md, build.log, doctor.log, doctor.json, ctest.log,
 # matrix.md, samples.log, realsw.log, oracle.log, oracle.md, bench.log.
-#   OUT=<dir> (default ./gpu-validation-out)   JOBS=<n> (default nproc)
+#   OUT=<dir> (default ./gpu-validation-out)   JOBS=<n> (default nproc)   BENCH_SUITE=0: without
+#   the reader's benchmark suite (about 4 minutes)
 # Missing build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4, OpenSSL
 # headers) are taken from Debian packages in $DEBS (default .gpu-carry/debs) when present
 # (unpacked under /tmp, never into /).
@@ -177,7 +178,8 @@ if [ ! -x "$gnutime" ] && ls "$debs_dir"/time_*.deb >/dev/null 2>&1; then
   rm -rf /tmp/archguard-time && dpkg -x "$(ls "$debs_dir"/time_*.deb | head -n 1)" /tmp/archguard-time
   gnutime=/tmp/archguard-time/usr/bin/time
 fi
-{ echo; echo "--- bench_inspect.sh --suite (archguard against cuobjdump, the C floor, inflating)"
+# BENCH_SUITE=0 leaves it out (scripts/gpu-results-cache.sh runs its inspect sections).
+[ "${BENCH_SUITE:-1}" = 0 ] || { echo; echo "--- bench_inspect.sh --suite (archguard against cuobjdump, the C floor, inflating)"
   ARCHGUARD="$ag" CUOBJDUMP="$(command -v cuobjdump)" GNU_TIME="$gnutime" \
     timeout 600 bash bench/bench_inspect.sh --suite --reps 3; echo "exit $?"; } >> "$OUT/bench.log" 2>&1
 sed 's/^/    /' "$OUT/bench.log" | tee -a "$summary"
