@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace archguard {
 namespace {
@@ -647,10 +648,11 @@ void KernelIndex::prefetch(const std::function<void(KernelIndex&)>& ask) {
   ask(*this);
   recording_ = false;
   std::vector<std::pair<const FatbinEntry*, std::string>> work;
-  for (auto& [entry, name] : asked_) {
-    if (entry->kind == CodeKind::ltoir || cache_.count(entry) != 0 || stored_for(*entry)) continue;
-    if (std::any_of(work.begin(), work.end(), [&](const auto& w) { return w.first == entry; })) continue;
-    work.emplace_back(entry, std::move(name));
+  std::set<const FatbinEntry*> seen;
+  for (auto& asked : asked_) {
+    const FatbinEntry* entry = asked.first;
+    if (entry->kind == CodeKind::ltoir || cache_.count(entry) != 0 || stored_for(*entry) || !seen.insert(entry).second) continue;
+    work.emplace_back(entry, std::move(asked.second));
   }
   asked_.clear();
   if (work.size() < 2) return;  // nothing to share out: of() decodes it when asked
