@@ -7,6 +7,11 @@
 // out and read by libarchive as before: zip64 sizes or offsets, a zip split over disks,
 // encryption, a data descriptor, a method other than deflate, a local header that disagrees
 // with the central directory, data running into the central directory.
+// Why a reader of its own: libarchive exposes neither a member's deflated size nor where its
+// data lies (archive_entry has the inflated size only; archive_read_header_position is where
+// the previous member ended, not the local header the seekable zip reader seeks to). What it
+// does give is archive_filter_bytes(a, 0) after archive_read_next_header: the offset of the
+// member's first data byte, which `at` looks up here.
 #include <archguard/bytes.hpp>
 
 #include <cstdint>
