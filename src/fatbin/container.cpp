@@ -764,6 +764,9 @@ struct Scanner {
     const detail::ZipMember& m = d.member;
     if (m.size > options.max_member_size || head.size() > m.size || charged > m.size || !within_budget(m.size - charged))
       return std::nullopt;
+    // Deflate expands at most 1032 times (258 bytes from one 2-bit code at best): a larger claim
+    // is a lie, and a buffer (a temporary file of gigabytes) is not allocated for it.
+    if (m.size / 1032 > m.compressed + 1) return std::nullopt;
     libdeflate_decompressor* decompressor = deflate_decompressor();
     if (decompressor == nullptr) return std::nullopt;
     const auto size = static_cast<std::size_t>(m.size);

@@ -52,6 +52,10 @@ bad('larger', size=len(big) + 16)     # both headers: 16 bytes more than the dat
 bad('smaller', size=len(big) - 1)     # both headers: a byte less
 bad('cut', cut=len(deflate(big)) // 2)
 bad('disagree', cd_size=len(big) + 16)  # the central directory alone says otherwise
+# Both headers claim 64 MiB more than 4 MiB of zeros: more than deflate can expand its data (the
+# big member before it keeps the whole zip inside the inflate ratio budget).
+zeros = b'\x7fELF' + bytes((4 << 20) - 4)
+open(f'{t}/claim.zip', 'wb').write(zip_bytes([('lib/big.o', big, {}), ('lib/zero.o', zeros, {'size': len(zeros) + (64 << 20)})]))
 PY
 [ -s "$T/fast/w.whl" ] || fail "could not write the zips"
 
@@ -85,4 +89,8 @@ grep -q "after.o" "$T/out.txt" && fail "cut.zip: the member after the damaged on
 "$A" inspect "$T/disagree.zip" > "$T/out.txt" 2> "$T/err.txt"; rc=$?
 [ $rc -le 2 ] || fail "disagree.zip: exit $rc: $(cat "$T/err.txt")"
 grep -q "the zip's headers say" "$T/err.txt" && fail "disagree.zip: read by the one-pass inflate: $(cat "$T/err.txt")"
+# A size no deflate stream of that length reaches: no buffer is made for it, libarchive reads it.
+"$A" inspect "$T/claim.zip" > "$T/out.txt" 2> "$T/err.txt"; rc=$?
+[ $rc -le 2 ] || fail "claim.zip: exit $rc: $(cat "$T/err.txt")"
+grep -q "the zip's headers say" "$T/err.txt" && fail "claim.zip: read by the one-pass inflate: $(cat "$T/err.txt")"
 echo "ok"
