@@ -18,7 +18,9 @@
 #              when the binary has no --no-cache
 #   wheel      `inspect` of a wheel with device code (the first *.whl in .tools/bench-cache,
 #              --fetch-wheel puts cupy-cuda12x there; else a deflated zip of a toolkit library)
-#              against one inflate pass: python3 zipfile reading every member, unzip -p
+#              against one inflate pass: libdeflate (bench/floor/inflate_floor.c: every member
+#              in one shot, its CRC-32 checked; needs libdeflate headers), python3 zipfile
+#              reading every member, unzip -p
 #
 # Usage: bench/bench_inspect.sh [library] [repetitions]    one library, as before (inspect rows)
 #        bench/bench_inspect.sh --suite [options]          every section
@@ -107,8 +109,10 @@ mkdir -p "$tmp"
 export XDG_CACHE_HOME=$work/xdg-cache
 
 # ---- the floor ------------------------------------------------------------------------------
-floor="" floor_dec=""
+floor="" floor_dec="" floor_inflate=""
 if command -v "$cc" >/dev/null 2>&1; then
+  "$cc" -O2 -o "$work/inflate-floor" "$here/bench/floor/inflate_floor.c" -ldeflate 2>"$work/inflate-floor.log" &&
+    floor_inflate=$work/inflate-floor
   "$cc" -O2 -o "$work/floor" "$here/bench/floor/fatbin_floor.c" 2>"$work/floor.log" && floor=$work/floor
   "$cc" -O2 -DFLOOR_DECODE -o "$work/floor-dec" "$here/bench/floor/fatbin_floor.c" -lzstd -llz4 2>>"$work/floor.log" &&
     floor_dec=$work/floor-dec
@@ -436,14 +440,21 @@ for i in z.infolist():
   "$ag" inspect "$wheel" >/dev/null 2>&1 || true
   for ((i = 0; i < reps; ++i)); do
     measure w.ag "$ag" inspect "$wheel"
+    [[ -n $floor_inflate ]] && measure w.deflate "$floor_inflate" "$wheel"
     measure w.py "${inflate[@]}"
     measure w.unzip sh -c 'exec unzip -p "$1" > /dev/null' sh "$wheel"
   done
   table_head
+  [[ -n $floor_inflate ]] && row w.deflate "libdeflate: every member in one shot (one inflate)"
   row w.py "python3 zipfile: read every member (one inflate)"
   row w.unzip "unzip -p > /dev/null (one inflate)"
   row w.ag "archguard inspect"
   ratios_head
+  if [[ -n $floor_inflate ]]; then
+    ratio w.ag w.deflate "inspect of the wheel" "libdeflate inflate" "inspect of a wheel"
+  else
+    na_row "inspect of the wheel" "libdeflate inflate (no libdeflate headers: $(tail -n 1 "$work/inflate-floor.log"))" "inspect of a wheel"
+  fi
   ratio w.ag w.py "inspect of the wheel" "python3 zipfile inflate" "inspect of a wheel"
   ratio w.ag w.unzip "inspect of the wheel" "unzip -p" "inspect of a wheel"
   echo

@@ -26,23 +26,24 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(ARCHIVE REQUIRED IMPORTED_TARGET libarchive)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
-# The wheel links libarchive, libzstd, liblz4 and libcrypto statically (their .a files come with
+pkg_check_modules(DEFLATE REQUIRED IMPORTED_TARGET libdeflate)  # zip members inflated in one pass
+# The wheel links libarchive, libzstd, liblz4, libdeflate and libcrypto statically (their .a files come with
 # the -dev packages): only the code the tool calls is linked, and the shared libraries libarchive
 # would otherwise load (libxml2 and its 30 MB ICU data, for formats the tool never reads) are
 # dropped by --as-needed instead of being bundled by auditwheel. The installed libraries then name
 # the archives by path: this is for the tool, not for an install that exports the libraries.
-option(ARCHGUARD_STATIC_DEPS "Link libarchive, libzstd, liblz4 and libcrypto statically (the wheel)" OFF)
+option(ARCHGUARD_STATIC_DEPS "Link libarchive, libzstd, liblz4, libdeflate and libcrypto statically (the wheel)" OFF)
 if(ARCHGUARD_STATIC_DEPS)
   set(OPENSSL_USE_STATIC_LIBS TRUE)
-  foreach(_cag_lib IN ITEMS archive zstd lz4)
+  foreach(_cag_lib IN ITEMS archive zstd lz4 deflate)
     find_library(ARCHGUARD_STATIC_${_cag_lib} NAMES lib${_cag_lib}.a
-                 HINTS ${ARCHIVE_STATIC_LIBRARY_DIRS} ${ZSTD_STATIC_LIBRARY_DIRS} ${LZ4_STATIC_LIBRARY_DIRS})
+                 HINTS ${ARCHIVE_STATIC_LIBRARY_DIRS} ${ZSTD_STATIC_LIBRARY_DIRS} ${LZ4_STATIC_LIBRARY_DIRS} ${DEFLATE_STATIC_LIBRARY_DIRS})
     if(NOT ARCHGUARD_STATIC_${_cag_lib})
       message(FATAL_ERROR "ARCHGUARD_STATIC_DEPS: lib${_cag_lib}.a not found (its -dev package has it)")
     endif()
   endforeach()
-  foreach(_cag_pc IN ITEMS ARCHIVE ZSTD LZ4)
-    # the three as archives, what they need in turn (nettle, lzma, bz2, z, xml2...) as shared libraries
+  foreach(_cag_pc IN ITEMS ARCHIVE ZSTD LZ4 DEFLATE)
+    # the four as archives, what they need in turn (nettle, lzma, bz2, z, xml2...) as shared libraries
     set(_cag_static_libs)
     foreach(_cag_lib IN LISTS ${_cag_pc}_STATIC_LIBRARIES)
       if(ARCHGUARD_STATIC_${_cag_lib})

@@ -14,7 +14,7 @@ a ``.tar.gz`` of the install tree, both made from the install rules.
 
 The ``.deb`` installs under ``/usr``: ``archguard``, ``archguard-verify``, the man page, the bash
 and zsh completions, the CMake package (``find_package(CudaArchGuard)``) and the static libraries
-with their headers. Its run-time dependencies (libarchive, libzstd, liblz4, libcrypto, the C++
+with their headers. Its run-time dependencies (libarchive, libzstd, liblz4, libdeflate, libcrypto, the C++
 runtime) come from ``dpkg-shlibdeps`` reading the installed tool, so they follow what the tool
 really links. Building against the libraries needs the ``-dev`` packages, which the package
 suggests (a project that only uses the modules and the tool needs none of them).
@@ -39,7 +39,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS
-    "cmake (>= 3.18), pkg-config, libarchive-dev, libzstd-dev, liblz4-dev, libssl-dev, nlohmann-json3-dev")
+    "cmake (>= 3.18), pkg-config, libarchive-dev, libzstd-dev, liblz4-dev, libdeflate-dev, libssl-dev, nlohmann-json3-dev")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "${PROJECT_DESCRIPTION}\n archguard reads CUDA fatbins in executables, libraries, wheels and archives and\n predicts which GPUs can run them; the CMake modules set and verify the architectures\n a project builds for.")
 

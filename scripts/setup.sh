@@ -18,7 +18,7 @@ case "${1:-}" in
 esac
 
 debs=(build-essential cmake ninja-build pkg-config git
-      libcli11-dev nlohmann-json3-dev libarchive-dev libzstd-dev liblz4-dev libssl-dev)
+      libcli11-dev nlohmann-json3-dev libarchive-dev libzstd-dev liblz4-dev libdeflate-dev libssl-dev)
 if ((tests)); then
   debs+=(python3 python3-venv catch2 clang-14 clang-format-14 libclang-rt-14-dev zstd time binutils-aarch64-linux-gnu
          slurmctld slurmd slurm-client munge  # the Slurm cluster that tests/cli/slurm_fleet.sh starts

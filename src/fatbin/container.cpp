@@ -7,9 +7,11 @@
 #include "common/fd.hpp"
 #include "common/fs.hpp"
 #include "fatbin/file_facts.hpp"
+#include "fatbin/zip_directory.hpp"
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <libdeflate.h>
 #include <nlohmann/json.hpp>
 #include <dirent.h>
 #include <elf.h>
@@ -118,6 +120,28 @@ class BufferStorage final : public Storage {
  private:
   std::vector<std::byte> data_;
 };
+
+/// Bytes in memory that a decoder writes whole: allocated without being zeroed first.
+class HeapStorage final : public Storage {
+ public:
+  explicit HeapStorage(std::size_t size) : data_(std::make_unique_for_overwrite<std::byte[]>(size)), size_(size) {}
+  std::byte* data() { return data_.get(); }
+  Bytes bytes() const override { return {data_.get(), size_}; }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  std::size_t size_;
+};
+
+/// This thread's libdeflate decompressor (a few KiB of tables, allocated once); null when the
+/// allocation failed.
+libdeflate_decompressor* deflate_decompressor() {
+  struct Free {
+    void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+  };
+  thread_local std::unique_ptr<libdeflate_decompressor, Free> d(libdeflate_alloc_decompressor());
+  return d.get();
+}
 
 using common::errno_text;
 
@@ -508,10 +532,30 @@ struct Scanner {
   ImageFacts* image = nullptr;
   std::vector<LayerEntry>* layer = nullptr;
   unsigned layer_depth = 0;
+  /// The storage of the input's bytes (a file's mapping), when the caller has one: a zip read
+  /// from it has its deflated members paged in and out around their inflation.
+  const Storage* input_storage = nullptr;
+
+  /// A deflated zip member libdeflate may inflate whole (zip_directory.hpp): the zip's bytes,
+  /// their storage when they are the input's mapping, and the member.
+  struct Deflated {
+    Bytes zip;
+    const Storage* storage = nullptr;
+    detail::ZipMember member;
+  };
 
   void add(ObjectFatbins o) {
     o.identity = id;
     report.objects.push_back(std::move(o));
+  }
+
+  /// Whether `n` more inflated bytes stay within every budget charge() checks.
+  bool within_budget(std::uint64_t n) const {
+    const InflateBudget& b = options.budget;
+    const std::uint64_t mine = inflated + n;
+    const std::uint64_t run = b.run_total ? b.run_total->load() + n : mine;
+    if (mine > b.per_input || run > b.per_run) return false;
+    return !(mine > b.ratio_floor && b.max_ratio != 0 && mine / std::max<std::uint64_t>(input_size, 1) >= b.max_ratio);
   }
 
   /// Counts `n` more inflated bytes of `member`; an error once a budget is exceeded.
@@ -629,7 +673,10 @@ struct Scanner {
   /// nothing when its first bytes show no ELF file, fatbin or archive: such members are skipped
   /// without inflating them (zip, ar, plain tar) or drained under the budget (a compressed
   /// stream must be decoded to reach the next member anyway).
-  Result<std::shared_ptr<const Storage>> read_member(archive* a, const std::string& name, std::int64_t size_hint) {
+  /// A deflated zip member (`deflated`, not null) is inflated in one pass by libdeflate once its
+  /// first bytes, inflated by libarchive, showed a kind that is read (inflate_whole).
+  Result<std::shared_ptr<const Storage>> read_member(archive* a, const std::string& name, std::int64_t size_hint,
+                                                     const Deflated* deflated = nullptr) {
     std::vector<std::byte> buf;
     FILE* spill = nullptr;
     std::uint64_t total = 0;
@@ -677,6 +724,12 @@ struct Scanner {
             if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
           }
         }
+        if (deflated != nullptr && spill == nullptr) {
+          if (auto whole = inflate_whole(*deflated, head, total, name)) {
+            if (*whole) archive_read_data_skip(a);  // libarchive goes on with the next member
+            return std::move(*whole);
+          }
+        }
       }
       if (spill == nullptr && buf.size() + static_cast<std::size_t>(n) > options.spill_threshold) {
         spill = spill_file();  // unlinked: disappears with the last reference to it
@@ -694,6 +747,82 @@ struct Scanner {
     }
     if (spill == nullptr) return std::shared_ptr<const Storage>(std::make_shared<BufferStorage>(std::move(buf)));
     std::fflush(spill);
+    auto mapped = map_fd(::fileno(spill), name);
+    std::fclose(spill);  // the mapping keeps the pages
+    return mapped;
+  }
+
+  /// `d`'s member inflated whole by libdeflate from the zip's bytes into a buffer of the size
+  /// the zip's headers give (above the spill threshold, a mapped temporary file), its size and
+  /// CRC-32 checked; `head` is what libarchive inflated of it so far (`charged` bytes, charged),
+  /// and must begin what libdeflate inflates. Nothing where the member is left to libarchive: a
+  /// size over max_member_size or over a budget (libarchive's path stops with its message at
+  /// the same member), a head that differs (libarchive and the zip's directory disagree).
+  std::optional<Result<std::shared_ptr<const Storage>>> inflate_whole(const Deflated& d, Bytes head, std::uint64_t charged,
+                                                                      const std::string& name) {
+    using R = Result<std::shared_ptr<const Storage>>;
+    const detail::ZipMember& m = d.member;
+    if (m.size > options.max_member_size || head.size() > m.size || charged > m.size || !within_budget(m.size - charged))
+      return std::nullopt;
+    // Deflate expands at most 1032 times (258 bytes from one 2-bit code at best): a larger claim
+    // is a lie, and a buffer (a temporary file of gigabytes) is not allocated for it.
+    if (m.size / 1032 > m.compressed + 1) return std::nullopt;
+    libdeflate_decompressor* decompressor = deflate_decompressor();
+    if (decompressor == nullptr) return std::nullopt;
+    const auto size = static_cast<std::size_t>(m.size);
+    // The output: memory, or above the spill threshold an unlinked temporary file, its blocks
+    // allocated first (a write through the mapping into a full file system would fault).
+    std::shared_ptr<HeapStorage> heap;
+    FILE* spill = nullptr;
+    std::byte* out = nullptr;
+    if (m.size > options.spill_threshold) {
+      spill = spill_file();
+      if (spill == nullptr) return R(errno_error(name + ": cannot create a temporary file: " + errno_text(errno), errno));
+      const int rc = ::posix_fallocate(::fileno(spill), 0, static_cast<off_t>(size));
+      void* addr = rc != 0 ? MAP_FAILED : ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, ::fileno(spill), 0);
+      if (addr == MAP_FAILED) {
+        const int e = rc != 0 ? rc : errno;
+        std::fclose(spill);
+        return R(errno_error(name + ": cannot write a temporary file: " + errno_text(e), e));
+      }
+      out = static_cast<std::byte*>(addr);
+    } else {
+      heap = std::make_shared<HeapStorage>(size);
+      out = heap->data();
+    }
+    auto unmap = [&] {
+      if (spill != nullptr) ::munmap(out, size);
+    };
+    auto done = [&](R r) -> std::optional<R> {
+      unmap();
+      if (spill != nullptr) std::fclose(spill);
+      return r;
+    };
+    if (d.storage != nullptr) d.storage->prefetch(m.data, m.compressed);
+    std::size_t used = 0, got = 0;
+    const libdeflate_result rc = libdeflate_deflate_decompress_ex(decompressor, d.zip.data() + m.data,
+                                                                  static_cast<std::size_t>(m.compressed), out, size, &used, &got);
+    if (d.storage != nullptr) d.storage->release(m.data, m.compressed);
+    const std::string where = "the deflated data at " + hex(m.data) + " (" + hex(m.compressed) + " bytes)";
+    auto corrupt = [&](const std::string& why) { return done(Error{ErrorKind::corrupt, name + ": " + why}); };
+    if (rc == LIBDEFLATE_BAD_DATA) return corrupt("cannot inflate " + where + ": not a valid deflate stream");
+    if (rc == LIBDEFLATE_INSUFFICIENT_SPACE)
+      return corrupt(where + " inflates to more than the " + hex(m.size) + " bytes the zip's headers say");
+    if (rc != LIBDEFLATE_SUCCESS) return corrupt("cannot inflate " + where + ": libdeflate error " + std::to_string(static_cast<int>(rc)));
+    if (got < head.size() || std::memcmp(out, head.data(), head.size()) != 0) {  // not the member libarchive reads
+      unmap();
+      if (spill != nullptr) std::fclose(spill);
+      return std::nullopt;
+    }
+    if (got != size) return corrupt(where + " inflates to " + hex(got) + " bytes, not the " + hex(m.size) + " the zip's headers say");
+    if (used != m.compressed)
+      return corrupt(where + " ends after " + hex(used) + " bytes, not the " + hex(m.compressed) + " the zip's headers say");
+    if (const std::uint32_t crc = libdeflate_crc32(0, out, size); crc != m.crc)
+      return corrupt("the bytes inflated from " + where + " have the crc-32 " + hex(crc) + ", not the " + hex(m.crc) +
+                     " the zip's headers say");
+    if (auto st = charge(m.size - charged, name); !st) return done(st.error());
+    if (spill == nullptr) return R(std::shared_ptr<const Storage>(std::move(heap)));
+    unmap();
     auto mapped = map_fd(::fileno(spill), name);
     std::fclose(spill);  // the mapping keeps the pages
     return mapped;
@@ -757,8 +886,9 @@ struct Scanner {
   /// The current entry's bytes: whole for the small JSON members of a container image at the
   /// top (`image_json`, their text kept in `facts`), else as read_member reads any member.
   Result<std::shared_ptr<const Storage>> read_entry(archive* a, const std::string& member_display, const std::string& top_path,
-                                                    std::int64_t size, bool image_json, ImageFacts& facts) {
-    if (!image_json) return read_member(a, member_display, size);
+                                                    std::int64_t size, bool image_json, ImageFacts& facts,
+                                                    const Deflated* deflated = nullptr) {
+    if (!image_json) return read_member(a, member_display, size, deflated);
     AG_TRY(auto whole, read_whole(a, member_display, static_cast<std::uint64_t>(size)));
     if (!whole.empty() && (static_cast<char>(whole[0]) == '{' || static_cast<char>(whole[0]) == '['))
       facts.json[top_path].assign(reinterpret_cast<const char*>(whole.data()), whole.size());  // bytes as text
@@ -825,6 +955,12 @@ struct Scanner {
     const bool top = depth == 1 && image == nullptr;
     if (top) image = &image_facts;
     const bool in_layer = layer != nullptr && depth == layer_depth;
+    // A zip's central directory, read at its first member: where its deflated members start.
+    std::optional<detail::ZipDirectory> zip;
+    const Storage* zip_storage = input_storage != nullptr && input_storage->bytes().data() == bytes.data() &&
+                                         input_storage->bytes().size() == bytes.size()
+                                     ? input_storage
+                                     : nullptr;
     auto close_entry = [&] {
       if (in_layer && !layer->empty()) {
         layer->back().objects_end = report.objects.size();
@@ -855,7 +991,18 @@ struct Scanner {
       constexpr std::int64_t kImageJsonLimit = std::int64_t{1} << 20;
       const bool image_json = top && size >= 0 && size <= kImageJsonLimit &&
                               (top_path == "manifest.json" || top_path == "index.json" || top_path.starts_with("blobs/"));
-      auto storage = read_entry(a, display + ":" + member, top_path, size, image_json, image_facts);
+      // Where libarchive stands now: at the member's data, after its local header.
+      const std::int64_t data_at = archive_filter_bytes(a, 0);
+      if (!zip && !bytes.empty() && archive_filter_count(a) <= 1 &&
+          (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ZIP)
+        zip = detail::ZipDirectory::read(bytes);
+      std::optional<Deflated> deflated;
+      if (zip && data_at > 0 && zip->size() > 0)
+        if (auto m = zip->at(static_cast<std::uint64_t>(data_at));
+            m && m->name == member && size >= 0 && m->size == static_cast<std::uint64_t>(size))
+          deflated = Deflated{bytes, zip_storage, *m};
+      auto storage =
+          read_entry(a, display + ":" + member, top_path, size, image_json, image_facts, deflated ? &*deflated : nullptr);
       if (!storage) {
         report.errors.push_back(storage.message());
         if (in_layer && !layer->empty()) layer->back().unreadable = true;
@@ -877,6 +1024,7 @@ struct Scanner {
   Status scan(Bytes bytes, const std::string& display, bool named_directly, const Storage* storage = nullptr,
               const std::string* file = nullptr) {
     input_size = bytes.size();
+    input_storage = storage;
     switch (classify(bytes)) {
       case Kind::elf:
         add_elf(bytes, display, {}, {}, named_directly, storage);

@@ -28,7 +28,7 @@ echo "deb: $(basename "$deb") $(($(stat -c %s "$deb") / 1024)) KiB; tgz: $(basen
 
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for lib in libc6 libstdc++6 libarchive13 libzstd1 liblz4-1 libssl3; do
+for lib in libc6 libstdc++6 libarchive13 libzstd1 liblz4-1 libdeflate0 libssl3; do
   [[ $depends == *"$lib"* ]] || fail "Depends lacks $lib"
 done
 [[ $(dpkg-deb -f "$deb" Package) == cudaarchguard ]] || fail "package name"
