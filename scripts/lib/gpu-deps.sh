@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Sourced by the GPU scripts (gpu-validate.sh, and the others through lib/gpu-common.sh): when the
-# GPU machine lacks the build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4,
+# GPU machine lacks the build dependencies (CLI11, nlohmann-json, Catch2, libarchive, zstd, lz4, libdeflate,
 # OpenSSL headers), take them from the Debian packages in $DEBS (default .gpu-carry/debs),
 # unpacked under /tmp (never into /). Sets `extra` (arguments for cmake) and `deps_note` (one
 # line for the summary).
@@ -8,7 +8,7 @@ deps=/tmp/archguard-deps
 missing=0
 missing_list=""
 for h in /usr/include/CLI/CLI.hpp /usr/include/nlohmann/json.hpp /usr/include/catch2/catch.hpp \
-         /usr/include/archive.h /usr/include/zstd.h /usr/include/lz4.h /usr/include/openssl/sha.h; do
+         /usr/include/archive.h /usr/include/zstd.h /usr/include/lz4.h /usr/include/openssl/sha.h /usr/include/libdeflate.h; do
   [ -f "$h" ] || { missing=1; missing_list="$missing_list $h"; }
 done
 debs_dir="${DEBS:-.gpu-carry/debs}"
