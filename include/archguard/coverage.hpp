@@ -149,7 +149,8 @@ class KernelIndex {
   /// ones of() would give (of() then answers them), so what a caller computes with them does not
   /// change: a large object's images are decoded on every core instead of on the one thread that
   /// judges it. An entry `ask` did not reach (its question depended on a list) is decoded by
-  /// of() when asked, as before.
+  /// of() when asked, as before; so are all of them when there are fewer than 16 (starting
+  /// threads for a small object costs more than it saves).
   void prefetch(const std::function<void(KernelIndex&)>& ask);
   /// The lists prefetch() decoded so far (for tests and statistics).
   std::uint64_t prefetched() const { return prefetched_; }

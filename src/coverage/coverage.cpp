@@ -655,9 +655,14 @@ void KernelIndex::prefetch(const std::function<void(KernelIndex&)>& ask) {
     work.emplace_back(entry, std::move(asked.second));
   }
   asked_.clear();
-  if (work.size() < 2) return;  // nothing to share out: of() decodes it when asked
+  // Threads are started per object: an object with a few images (most of an environment's
+  // thousands) is left to of() on its own thread, and a large one gets one thread per
+  // kImagesPerThread images at most.
+  constexpr std::size_t kImagesPerThread = 8;
+  const auto threads = static_cast<unsigned>(std::min<std::size_t>(threads_, work.size() / kImagesPerThread));
+  if (threads < 2) return;
   std::vector<std::optional<Result<std::vector<Kernel>>>> lists(work.size());
-  common::parallel_for(work.size(), threads_, [&](std::size_t i) { lists[i] = decode_sorted(*work[i].first, work[i].second); });
+  common::parallel_for(work.size(), threads, [&](std::size_t i) { lists[i] = decode_sorted(*work[i].first, work[i].second); });
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (*lists[i]) {
       ++decoded_;
