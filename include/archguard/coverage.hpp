@@ -143,15 +143,17 @@ class KernelIndex {
   void flush();
   /// Decode on up to `threads` threads what prefetch() finds (1, the default: no prefetch).
   void set_threads(unsigned threads) { threads_ = threads; }
-  /// Runs `ask` against this index in a recording mode, in which of() decodes nothing and
-  /// answers an empty list while it notes each entry asked, then decodes the noted entries that
+  /// Runs `ask` (which judges `object`) against this index in a recording mode, in which of()
+  /// decodes nothing and answers an empty list while it notes each entry asked, then decodes the
+  /// noted entries that
   /// neither this index nor its store holds on up to set_threads() threads. The lists are the
   /// ones of() would give (of() then answers them), so what a caller computes with them does not
   /// change: a large object's images are decoded on every core instead of on the one thread that
   /// judges it. An entry `ask` did not reach (its question depended on a list) is decoded by
-  /// of() when asked, as before; so are all of them when there are fewer than 16 (starting
-  /// threads for a small object costs more than it saves).
-  void prefetch(const std::function<void(KernelIndex&)>& ask);
+  /// of() when asked, as before; an object of fewer than 16 images is not recorded at all, and
+  /// noted entries fewer than 16 are left to of() (starting threads for them costs more than it
+  /// saves).
+  void prefetch(const ObjectFatbins& object, const std::function<void(KernelIndex&)>& ask);
   /// The lists prefetch() decoded so far (for tests and statistics).
   std::uint64_t prefetched() const { return prefetched_; }
   /// The store and the object's identity given to the constructor (null and empty by default),

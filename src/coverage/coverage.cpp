@@ -641,8 +641,14 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
   return cache_.emplace(&entry, list()).first->second;
 }
 
-void KernelIndex::prefetch(const std::function<void(KernelIndex&)>& ask) {
-  if (threads_ <= 1) return;
+void KernelIndex::prefetch(const ObjectFatbins& object, const std::function<void(KernelIndex&)>& ask) {
+  // Threads are started per object: an object with a few images (most of an environment's
+  // thousands) is left to of() on its own thread without a recording run, and a large one gets
+  // one thread per kImagesPerThread images at most.
+  constexpr std::size_t kImagesPerThread = 8;
+  std::size_t images = 0;
+  for (const Fatbin& fb : object.fatbins) images += fb.entries.size();
+  if (threads_ <= 1 || images < 2 * kImagesPerThread) return;
   asked_.clear();
   recording_ = true;
   ask(*this);
@@ -655,10 +661,6 @@ void KernelIndex::prefetch(const std::function<void(KernelIndex&)>& ask) {
     work.emplace_back(entry, std::move(asked.second));
   }
   asked_.clear();
-  // Threads are started per object: an object with a few images (most of an environment's
-  // thousands) is left to of() on its own thread, and a large one gets one thread per
-  // kImagesPerThread images at most.
-  constexpr std::size_t kImagesPerThread = 8;
   const auto threads = static_cast<unsigned>(std::min<std::size_t>(threads_, work.size() / kImagesPerThread));
   if (threads < 2) return;
   std::vector<std::optional<Result<std::vector<Kernel>>>> lists(work.size());

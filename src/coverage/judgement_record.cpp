@@ -229,7 +229,7 @@ JudgedResult judge_with_store(const ObjectFatbins& object, const Device& device,
       if (auto known = decode(*record, object)) return std::move(*known);
   }
   // Missed: the images this judgement asks for are decoded on the index's threads first.
-  index.prefetch([&](KernelIndex& dry) {
+  index.prefetch(object, [&](KernelIndex& dry) {
     const ObjectVerdict verdict = check_object(object, device, settings, &dry);
     (void)judge_object(object, verdict, device, settings, all, &dry);
   });

@@ -549,31 +549,34 @@ struct Scanner {
     report.objects.push_back(std::move(o));
   }
 
-  /// Whether `n` more inflated bytes stay within every budget charge() checks.
+  /// Which budget `mine` bytes inflated from this input and `run` from all inputs exceed, as
+  /// the reason a message gives; empty when none is: the one rule of charge() and within_budget().
+  std::string budget_breach(std::uint64_t mine, std::uint64_t run) const {
+    const InflateBudget& b = options.budget;
+    if (mine > b.per_input)
+      return "the input's archives inflate to more than the limit " + size_text(b.per_input) +
+             " per input (raise it with --max-inflated or ARCHGUARD_MAX_INFLATED)";
+    if (run > b.per_run)
+      return "the inputs' archives inflate to more than the limit " + size_text(b.per_run) +
+             " per run (raise it with --max-inflated-total or ARCHGUARD_MAX_INFLATED_TOTAL)";
+    if (mine > b.ratio_floor && b.max_ratio != 0 && mine / std::max<std::uint64_t>(input_size, 1) >= b.max_ratio)
+      return "the input of " + hex(input_size) + " bytes inflates more than " + std::to_string(b.max_ratio) +
+             " times (raise the ratio with --max-ratio or ARCHGUARD_MAX_RATIO)";
+    return {};
+  }
+
+  /// Whether `n` more inflated bytes stay within every budget (nothing is charged).
   bool within_budget(std::uint64_t n) const {
     const InflateBudget& b = options.budget;
-    const std::uint64_t mine = inflated + n;
-    const std::uint64_t run = b.run_total ? b.run_total->load() + n : mine;
-    if (mine > b.per_input || run > b.per_run) return false;
-    return !(mine > b.ratio_floor && b.max_ratio != 0 && mine / std::max<std::uint64_t>(input_size, 1) >= b.max_ratio);
+    return budget_breach(inflated + n, b.run_total ? b.run_total->load() + n : inflated + n).empty();
   }
 
   /// Counts `n` more inflated bytes of `member`; an error once a budget is exceeded.
   Status charge(std::uint64_t n, const std::string& member) {
     inflated += n;
     const InflateBudget& b = options.budget;
-    std::uint64_t run = inflated;
-    if (b.run_total) run = b.run_total->fetch_add(n) + n;
-    std::string why;
-    if (inflated > b.per_input)
-      why = "the input's archives inflate to more than the limit " + size_text(b.per_input) +
-            " per input (raise it with --max-inflated or ARCHGUARD_MAX_INFLATED)";
-    else if (run > b.per_run)
-      why = "the inputs' archives inflate to more than the limit " + size_text(b.per_run) +
-            " per run (raise it with --max-inflated-total or ARCHGUARD_MAX_INFLATED_TOTAL)";
-    else if (inflated > b.ratio_floor && b.max_ratio != 0 && inflated / std::max<std::uint64_t>(input_size, 1) >= b.max_ratio)
-      why = "the input of " + hex(input_size) + " bytes inflates more than " + std::to_string(b.max_ratio) +
-            " times (raise the ratio with --max-ratio or ARCHGUARD_MAX_RATIO)";
+    const std::uint64_t run = b.run_total ? b.run_total->fetch_add(n) + n : inflated;
+    const std::string why = budget_breach(inflated, run);
     if (why.empty()) return Ok{};
     stopped = true;
     return Error{ErrorKind::limit, member + ": stopped after inflating " + hex(inflated) + " bytes: " + why};
@@ -793,9 +796,12 @@ struct Scanner {
     auto unmap = [&] {
       if (spill != nullptr) ::munmap(out, size);
     };
-    auto done = [&](R r) -> std::optional<R> {
+    auto close = [&] {
       unmap();
       if (spill != nullptr) std::fclose(spill);
+    };
+    auto done = [&](R r) -> std::optional<R> {
+      close();
       return r;
     };
     if (d.storage != nullptr) d.storage->prefetch(m.data, m.compressed);
@@ -810,8 +816,7 @@ struct Scanner {
       return corrupt(where + " inflates to more than the " + hex(m.size) + " bytes the zip's headers say");
     if (rc != LIBDEFLATE_SUCCESS) return corrupt("cannot inflate " + where + ": libdeflate error " + std::to_string(static_cast<int>(rc)));
     if (got < head.size() || std::memcmp(out, head.data(), head.size()) != 0) {  // not the member libarchive reads
-      unmap();
-      if (spill != nullptr) std::fclose(spill);
+      close();
       return std::nullopt;
     }
     if (got != size) return corrupt(where + " inflates to " + hex(got) + " bytes, not the " + hex(m.size) + " the zip's headers say");
