@@ -74,11 +74,20 @@ bool valid_utf8(std::string_view s) {
 namespace {
 
 /// Appends s to out with every byte of an invalid UTF-8 sequence escaped, and every byte of a
-/// valid one whose code point `escape` picks.
+/// valid one whose code point `escape` picks (never printable ASCII, 0x20-0x7e: it is not asked).
 template <class Escape>
 void append_escaped(std::string_view s, std::string& out, Escape escape) {
   char32_t c = 0;
   for (std::size_t i = 0; i < s.size();) {
+    // A run of printable ASCII (what kernel names and paths are made of) is appended at once:
+    // neither escape picks any of it.
+    std::size_t run = i;
+    while (run < s.size() && static_cast<unsigned char>(s[run]) >= 0x20 && static_cast<unsigned char>(s[run]) < 0x7f) ++run;
+    if (run != i) {
+      out.append(s.substr(i, run - i));
+      i = run;
+      continue;
+    }
     const std::size_t n = utf8_sequence(s.substr(i), c);
     if (n == 0) {
       escape_byte(out, static_cast<unsigned char>(s[i]));

@@ -14,6 +14,8 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
+#include <string.h>  // memmem
 #include <memory>
 #include <mutex>
 
@@ -122,9 +124,48 @@ std::uint64_t decode_footprint(const FatbinEntry& e, std::uint64_t limit) {
   return e.payload.size() + std::min(e.uncompressed_size, limit);
 }
 
-Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view name, std::uint64_t limit) {
-  const DecodeBudget::Ticket ticket = DecodeBudget::process().take(decode_footprint(e, limit));
-  const std::string where = entry_where(name, e);
+namespace {
+
+/// Where decode_payload writes: a buffer whose resize keeps the bytes before the new size and
+/// leaves new bytes uninitialised (each is written before it is read), reused by one thread
+/// from image to image. decode_kernels decodes into two of these per thread: a fresh,
+/// zero-filled vector per image cost a memset and the page faults of new pages (10% of an
+/// `inspect --kernels`).
+class ScratchBuffer {
+ public:
+  std::byte* data() { return bytes_.get(); }
+  std::size_t size() const { return size_; }
+  void resize(std::size_t n) {
+    if (n > capacity_) {
+      std::unique_ptr<std::byte[]> grown(new std::byte[n]);  // default-initialised: not zeroed
+      if (size_ != 0) std::memcpy(grown.get(), bytes_.get(), size_);
+      bytes_ = std::move(grown);
+      capacity_ = n;
+    }
+    size_ = n;
+  }
+  /// Gives the memory back when it holds more than `keep` bytes: what a thread keeps between
+  /// images stays small beside DecodeBudget's bound (16 threads keep 2 x 4 MiB each at most).
+  void shrink_to(std::size_t keep) {
+    size_ = 0;
+    if (capacity_ > keep) {
+      bytes_.reset();
+      capacity_ = 0;
+    }
+  }
+
+ private:
+  std::unique_ptr<std::byte[]> bytes_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
+constexpr std::size_t kScratchKept = std::size_t{4} << 20;
+
+/// Decodes the payload of `e` into `out` (`in` holds the copy of a compressed payload), for
+/// decompress (vectors) and decode_kernels (a thread's scratch buffers). Refuses sizes above
+/// `limit` or inconsistent with the header; `where` names the entry in messages.
+template <class Buffer>
+Status decode_payload(const FatbinEntry& e, const std::string& where, std::uint64_t limit, Buffer& in, Buffer& out) {
   // The payload is copied out of the file's mapping first, with the copy guarded: a file that
   // someone truncates while we read it gives an error here instead of SIGBUS in a decoder.
   // Sizes from the header are claims: memory follows what the payload really yields.
@@ -137,10 +178,11 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
     return Error{ErrorKind::limit, where + ": claimed uncompressed size " + hex(e.uncompressed_size) + " exceeds the limit " + hex(limit)};
   if (in_size > e.payload.size())
     return Error{ErrorKind::corrupt, where + ": payload size " + hex(in_size) + " runs past the stored bytes " + hex(e.payload.size())};
-  std::vector<std::byte> in(static_cast<std::size_t>(in_size));
-  if (!copy_guarded(in.data(), e.payload.data(), in.size()))
+  Buffer& copy = e.compression == Compression::none ? out : in;
+  copy.resize(static_cast<std::size_t>(in_size));
+  if (!copy_guarded(copy.data(), e.payload.data(), copy.size()))
     return Error{ErrorKind::io, where + ": the file shrank while it was being read (truncated by another process?)"};
-  if (e.compression == Compression::none) return in;
+  if (e.compression == Compression::none) return Ok{};
 #ifdef ARCHGUARD_NO_COMPRESSION
   return Error{ErrorKind::unsupported, where + ": " + std::string(to_string(e.compression)) + " payload not decoded (built without compression libraries)"};
 #else
@@ -154,7 +196,7 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
     if (claim > most)
       return Error{ErrorKind::corrupt, where + ": lz4 payload of " + hex(in_size) + " bytes cannot decompress to the claimed " + hex(claim) +
                                            " bytes (at most " + hex(most) + ")"};
-    std::vector<std::byte> out(static_cast<std::size_t>(claim));
+    out.resize(static_cast<std::size_t>(claim));
     const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()),  // bytes as chars
                                       reinterpret_cast<char*>(out.data()), static_cast<int>(in_size),
                                       static_cast<int>(claim));
@@ -162,7 +204,7 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
     if (static_cast<std::uint64_t>(n) != claim)
       return Error{ErrorKind::corrupt, where + ": lz4 payload decompresses to " + hex(static_cast<std::uint64_t>(n)) +
                                            " bytes, the header claims " + hex(claim)};
-    return out;
+    return Ok{};
   }
   std::size_t frame = in.size();
   if (e.compressed_size == 0) {
@@ -184,13 +226,13 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
   // Right-sized at once where the claim is plausible for the payload (SASS compresses 3 to 10
   // times); a larger claim is believed only as far as output is really produced.
   const bool plausible = content == claim && claim <= std::uint64_t{in_size} * 64 + (std::uint64_t{1} << 16);
-  std::vector<std::byte> out(static_cast<std::size_t>(plausible ? claim : std::min<std::uint64_t>(claim, std::uint64_t{1} << 16)));
+  out.resize(static_cast<std::size_t>(plausible ? claim : std::min<std::uint64_t>(claim, std::uint64_t{1} << 16)));
   if (plausible) {
     // Single-shot into the right-sized buffer: the decoder needs no window buffer of its own
     // (several MB per thread when streamed). A frame it refuses is decoded again by the
     // streaming loop below, whose messages say what is wrong with it.
     const std::size_t n = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), in.data(), frame);
-    if (ZSTD_isError(n) == 0 && n == claim) return out;
+    if (ZSTD_isError(n) == 0 && n == claim) return Ok{};
     if (ZSTD_isError(ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only)) != 0)
       return Error{ErrorKind::io, where + ": cannot reset the zstd decoder"};
   }
@@ -224,8 +266,17 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
   if (produced != claim)
     return Error{ErrorKind::corrupt, where + ": zstd payload decompresses to " + hex(produced) + " bytes, the header claims " + hex(claim)};
   out.resize(produced);
-  return out;
+  return Ok{};
 #endif
+}
+
+}  // namespace
+
+Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view name, std::uint64_t limit) {
+  const DecodeBudget::Ticket ticket = DecodeBudget::process().take(decode_footprint(e, limit));
+  std::vector<std::byte> in, out;
+  AG_TRY_STATUS(decode_payload(e, entry_where(name, e), limit, in, out));
+  return out;
 }
 
 Status check_cubin_image(const FatbinEntry& e, Bytes image, std::string_view name) {
@@ -251,8 +302,16 @@ Status check_cubin_image(const FatbinEntry& e, Bytes image, std::string_view nam
 Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& e, std::string_view name, const DerivedLimits& limits) {
   if (e.kind == CodeKind::ltoir) return std::vector<Kernel>{};  // LTO-IR is not decoded
   const DecodeBudget::Ticket ticket = DecodeBudget::process().take(decode_footprint(e));
-  AG_TRY(auto image, decompress(e, name));
-  return list_kernels(e, image, name, limits);
+  // The image lives in this thread's scratch buffers only until its kernels are listed.
+  thread_local ScratchBuffer in, out;
+  struct Shrink {
+    ~Shrink() {
+      in.shrink_to(kScratchKept);
+      out.shrink_to(kScratchKept);
+    }
+  } shrink;
+  AG_TRY_STATUS(decode_payload(e, entry_where(name, e), kMaxImageSize, in, out));
+  return list_kernels(e, Bytes(out.data(), out.size()), name, limits);
 }
 
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std::string_view name, const DerivedLimits& limits) {
@@ -276,19 +335,30 @@ Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std:
   };
   if (e.kind == CodeKind::sass) {
     AG_TRY(ElfFile cubin, ElfFile::parse(image, entry_where(name, e) + ": cubin", limits.max_name_length));
-    AG_TRY(std::vector<ElfSymbol> syms, cubin.symbols());
+    // Only the entries' names are read: a cubin's other symbols (sections, device functions,
+    // labels) are skipped on their fields.
+    auto entry_point = [](const ElfSymbol& s, const void*) { return s.type() == STT_FUNC && (s.other & kStoCudaEntry) != 0; };
+    AG_TRY(std::vector<ElfSymbol> syms, cubin.symbols_where(entry_point, nullptr));
     for (const auto& s : syms) {
-      if (s.type() != STT_FUNC || (s.other & kStoCudaEntry) == 0 || s.name.empty()) continue;
+      if (s.name.empty()) continue;
       AG_TRY_STATUS(add(s.name));
     }
     return out;
   }
-  // PTX: lines "[.visible|.weak|.extern] .entry <name>[(...]", comments removed.
+  // PTX: lines "[.visible|.weak|.extern] .entry <name>[(...]", comments removed. Only the lines
+  // that hold ".entry" can declare one: they are found with memmem, not by reading every line
+  // (a PTX image is megabytes of instructions; splitting it into lines was 8% of a listing).
   std::string_view text(reinterpret_cast<const char*>(image.data()), image.size());  // bytes as chars
   if (auto nul = text.find('\0'); nul != std::string_view::npos) text = text.substr(0, nul);
+  static constexpr std::string_view kEntry = ".entry";
   while (!text.empty()) {
-    const std::size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
+    const void* hit = ::memmem(text.data(), text.size(), kEntry.data(), kEntry.size());
+    if (hit == nullptr) break;
+    const auto at = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+    const std::size_t before = text.rfind('\n', at);
+    const std::size_t start = before == std::string_view::npos ? 0 : before + 1;
+    const std::size_t nl = text.find('\n', at);
+    std::string_view line = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     if (auto c = line.find("//"); c != std::string_view::npos) line = line.substr(0, c);
     auto next_token = [&line]() {
