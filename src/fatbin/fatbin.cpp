@@ -197,6 +197,14 @@ Result<std::vector<Fatbin>> Fatbin::parse_all(Bytes bytes, std::string name, Fat
   ByteReader r(bytes, std::move(name), base);
   std::vector<Fatbin> out;
   std::uint64_t pos = 0;
+  // Pages read are given back in runs of at least kReleaseRun bytes: one madvise per fatbin
+  // (495 in libtorch_cuda) cost 14% of an inspect, for the same pages.
+  constexpr std::uint64_t kReleaseRun = std::uint64_t{16} << 20;
+  std::uint64_t released = 0;  // offsets before this are given back
+  auto give_back = [&](std::uint64_t upto) {
+    if (release && upto > released) release(base + released, upto - released);
+    released = upto;
+  };
   while (pos < r.size()) {
     // zero padding between fatbins and at the end of the section
     if (bytes[static_cast<std::size_t>(pos)] == std::byte{0}) {
@@ -210,12 +218,17 @@ Result<std::vector<Fatbin>> Fatbin::parse_all(Bytes bytes, std::string name, Fat
       ++pos;
       continue;
     }
-    AG_TRY(Fatbin fb, Fatbin::parse(r, pos, out.size()));
-    fb.section = section;
-    if (release) release(base + pos, fb.size);
-    pos += fb.size;
-    out.push_back(std::move(fb));
+    auto fb = Fatbin::parse(r, pos, out.size());
+    if (!fb) {
+      give_back(pos);
+      return fb.error();
+    }
+    fb->section = section;
+    pos += fb->size;
+    if (pos - released >= kReleaseRun) give_back(pos);
+    out.push_back(std::move(*fb));
   }
+  give_back(std::min<std::uint64_t>(pos, r.size()));
   return out;
 }
 
