@@ -123,6 +123,11 @@ std::vector<std::string> nodes_without_gpus(const Fleet& fleet);
 
 /// Node names in Slurm's compressed form: "gpu-a[01-03,07],gpu-b1".
 std::string node_list(std::vector<std::string> names);
+/// node_list as a summary line shows it: whole up to about two lines of a terminal (160
+/// characters); longer, cut after a node with "..." (and the bracket closed) and the count,
+/// "gpu[00000,00004,...] (2500 in all: --json lists every one)". Nodes that alternate between
+/// groups compress badly: 2,500 of them made a 15 KB line.
+std::string brief_node_list(const std::vector<std::string>& names);
 
 /// The fleet report, schema `archguard.fleet/1` (docs/json-schema.md), as compact JSON text.
 std::string to_json(const Fleet& fleet);

@@ -812,6 +812,24 @@ std::string node_list(std::vector<std::string> names) {
   return out;
 }
 
+std::string brief_node_list(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 160;
+  std::string list = node_list(names);
+  if (list.size() <= kShown) return list;
+  const std::size_t cut = list.rfind(',', kShown);
+  if (cut == std::string::npos || cut == 0) return list;  // one long name: whole
+  const auto end = list.begin() + static_cast<std::ptrdiff_t>(cut);
+  const bool open = std::count(list.begin(), end, '[') > std::count(list.begin(), end, ']');
+  std::size_t distinct = names.size();
+  {
+    std::vector<std::string> sorted = names;
+    std::sort(sorted.begin(), sorted.end());
+    distinct = static_cast<std::size_t>(std::unique(sorted.begin(), sorted.end()) - sorted.begin());
+  }
+  list.resize(cut);
+  return list + (open ? ",...]" : ",...") + " (" + std::to_string(distinct) + " in all: --json lists every one)";
+}
+
 std::string to_json(const Fleet& fleet) {
   // Text from the input need not be UTF-8: bytes that are not are written as \xNN, so that two
   // names stay two names (JSON's replacement character would make them one).

@@ -149,7 +149,7 @@ void print_summary(const Fleet& f, const std::string& from) {
   for (const auto& g : groups) {
     std::printf("  %s (CC %s%s), %s: %zu GPU%s on %zu node%s: %s\n", shown(g.gpu).c_str(), version_text(g.cc).c_str(), g.tegra ? ", tegra" : "",
                 driver_text(g.driver, g.driver_cuda).c_str(), g.gpus, g.gpus == 1 ? "" : "s", g.nodes.size(), g.nodes.size() == 1 ? "" : "s",
-                shown(fleet::node_list(g.nodes)).c_str());
+                shown(fleet::brief_node_list(g.nodes)).c_str());
   }
   if (f.nodes.size() <= 20) {
     for (const auto& n : f.nodes) {
@@ -171,7 +171,7 @@ void print_summary(const Fleet& f, const std::string& from) {
     std::printf("  (%zu nodes: --json lists every one)\n", f.nodes.size());
   }
   const auto without = fleet::nodes_without_gpus(f);
-  if (!without.empty()) std::printf("nodes without a GPU: %s\n", shown(fleet::node_list(without)).c_str());
+  if (!without.empty()) std::printf("nodes without a GPU: %s\n", shown(fleet::brief_node_list(without)).c_str());
   for (const auto& note : f.notes) std::printf("note: %s\n", shown(note).c_str());
   if (!f.problems.empty()) {
     std::printf("problems (%zu):\n", f.problems.size());

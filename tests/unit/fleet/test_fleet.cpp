@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -175,6 +176,36 @@ TEST_CASE("node lists in Slurm's compressed form", "[fleet]") {
   CHECK(node_list({"login"}) == "login");
   CHECK(node_list({"n1", "n1", "n2"}) == "n[1-2]");
   CHECK(node_list({}).empty());
+}
+
+TEST_CASE("a summary's node list is cut after about two lines, never mid-name", "[fleet]") {
+  // Every fourth node of 10,000: nothing to compress into ranges.
+  std::vector<std::string> every_fourth;
+  for (int i = 0; i < 10000; i += 4) {
+    char name[16];
+    std::snprintf(name, sizeof name, "gpu%05d", i);
+    every_fourth.emplace_back(name);
+  }
+  const std::string whole = node_list(every_fourth);
+  REQUIRE(whole.size() > 10000);
+  const std::string brief = brief_node_list(every_fourth);
+  CHECK(brief.size() < 220);
+  CHECK(brief.starts_with("gpu[00000,00004,"));
+  CHECK(brief.ends_with(",...] (2500 in all: --json lists every one)"));
+  const std::string shown = brief.substr(0, brief.find(",...]"));
+  CHECK(whole.starts_with(shown + ","));  // cut after a whole name
+  // Outside brackets: no bracket is closed that was not opened.
+  std::vector<std::string> plain;
+  for (int i = 0; i < 60; ++i) plain.push_back("login-" + std::string(1, static_cast<char>('a' + i % 26)) + std::to_string(i) + "x");
+  const std::string brief_plain = brief_node_list(plain);
+  CHECK(brief_plain.find(",...") != std::string::npos);
+  CHECK(brief_plain.find(",...]") == std::string::npos);
+  CHECK(brief_plain.ends_with("(60 in all: --json lists every one)"));
+  // Short lists are whole; duplicates are counted once.
+  CHECK(brief_node_list({"gpu-a03", "gpu-a01", "gpu-a02"}) == "gpu-a[01-03]");
+  std::vector<std::string> twice = every_fourth;
+  twice.insert(twice.end(), every_fourth.begin(), every_fourth.end());
+  CHECK(brief_node_list(twice) == brief);
 }
 
 TEST_CASE("the fleet CSV is what parse_fleet_csv reads, one line per GPU", "[fleet]") {
