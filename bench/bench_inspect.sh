@@ -11,9 +11,10 @@
 #   kernels    `inspect --kernels` of libcublasLt against cuobjdump --dump-elf-symbols and the
 #              decoding floor (every image decompressed, its kernels counted; needs libzstd and
 #              liblz4 headers); the kernel counts must agree
-#   dir        `check --no-deps` and `doctor --no-smoke --no-deps` of a directory of 1 and N
-#              copies (real copies: a directory's hardlinks are read once) of a large library,
-#              100 with --hundred; the floor on the same files; peak memory as N grows
+#   dir        `check --no-deps`, `doctor --no-smoke --no-deps` and `inspect --kernels` of a
+#              directory of 1 and N copies (real copies: a directory's hardlinks are read once)
+#              of a large library, 100 with --hundred; the floor on the same files; peak memory
+#              as N grows
 #   cache      the second run of the same check/doctor (a cache hit) against --no-cache; "n/a"
 #              when the binary has no --no-cache
 #   wheel      `inspect` of a wheel with device code (the first *.whl in .tools/bench-cache,
@@ -345,6 +346,8 @@ if has dir || has cache; then
   check_cmd=("$ag" check --no-deps "${cc_opt[@]}")
   doctor_cmd=("$ag" doctor --no-smoke --no-deps "${cc_opt[@]}")
   check_label="archguard check --no-deps --cc 9.0" doctor_label="archguard doctor --no-smoke --no-deps --cc 9.0"
+  no_cache_inspect=()
+  "$ag" inspect --help 2>/dev/null | grep -q -- '--no-cache' && no_cache_inspect=(--no-cache)
   if [[ $no_cache_check == 1 ]]; then check_cmd+=(--no-cache); check_label+=" --no-cache"; fi
   if [[ $no_cache_doctor == 1 ]]; then doctor_cmd+=(--no-cache); doctor_label+=" --no-cache"; fi
 fi
@@ -360,11 +363,13 @@ if has dir; then
       measure "d$n.check" "${check_cmd[@]}" "$d"
       [[ -n $floor ]] && measure "d$n.floor" "$floor" "$d"/*
       measure "d$n.doctor" "${doctor_cmd[@]}" "$d"
+      measure "d$n.kernels" "$ag" inspect --kernels "${no_cache_inspect[@]}" "$d"
     done
     table_head
     [[ -n $floor ]] && row "d$n.floor" "floor on the $files"
     row "d$n.check" "$check_label"
     row "d$n.doctor" "$doctor_label"
+    row "d$n.kernels" "archguard inspect --kernels ${no_cache_inspect[*]}"
     ratios_head
     if [[ -n $floor ]]; then
       ratio "d$n.check" "d$n.floor" "check, $files" "floor" "check --no-deps, $files"
@@ -373,6 +378,7 @@ if has dir; then
     if [[ $n != 1 ]]; then
       ratio "d$n.check" d1.check "check, $n files" "check, 1 file" "check --no-deps, $n files"
       ratio "d$n.doctor" d1.doctor "doctor, $n files" "doctor, 1 file" "doctor --no-deps, $n files"
+      ratio "d$n.kernels" d1.kernels "inspect --kernels, $n files" "inspect --kernels, 1 file" "inspect --kernels, $n files"
     fi
     [[ -n $floor ]] && { echo; agree "entries" "$(ag_entries "$d")" "$("$floor" "$d"/* | field entries)"; }
   done

@@ -335,12 +335,11 @@ Result<std::vector<Kernel>> list_kernels(const FatbinEntry& e, Bytes image, std:
   };
   if (e.kind == CodeKind::sass) {
     AG_TRY(ElfFile cubin, ElfFile::parse(image, entry_where(name, e) + ": cubin", limits.max_name_length));
-    // Only the entries' names are read: a cubin's other symbols (sections, device functions,
-    // labels) are skipped on their fields.
-    auto entry_point = [](const ElfSymbol& s, const void*) { return s.type() == STT_FUNC && (s.other & kStoCudaEntry) != 0; };
-    AG_TRY(std::vector<ElfSymbol> syms, cubin.symbols_where(entry_point, nullptr));
+    // Every name is read and checked, not only the entries': a symbol table with a name past its
+    // string table is reported as a damaged image, whichever symbol the damage hits.
+    AG_TRY(std::vector<ElfSymbol> syms, cubin.symbols());
     for (const auto& s : syms) {
-      if (s.name.empty()) continue;
+      if (s.type() != STT_FUNC || (s.other & kStoCudaEntry) == 0 || s.name.empty()) continue;
       AG_TRY_STATUS(add(s.name));
     }
     return out;

@@ -38,26 +38,25 @@ struct KernelList {
 
 using KernelMap = std::map<const FatbinEntry*, KernelList>;
 
-/// Decodes every image's kernels on a few threads: decompression dominates for large files.
-KernelMap collect_kernels(const Inputs& in, unsigned threads, const ScanOptions& scan) {
-  std::vector<std::pair<const FatbinEntry*, const std::string*>> work;
-  for (const auto& r : in.reports)
-    for (const auto& o : r.objects)
-      for (const auto& fb : o.fatbins)
-        for (const auto& e : fb.entries) work.emplace_back(&e, &o.path);
+/// Decodes the kernels of every image of one object on a few threads (decompression dominates
+/// for large files). The object's lists are printed and dropped before the next object's are
+/// decoded: a directory of 100 copies of a library held every list at once (4.3 GB).
+KernelMap collect_kernels(const ObjectFatbins& object, const PayloadPages& pages, unsigned threads, const ScanOptions& scan) {
+  std::vector<const FatbinEntry*> work;
+  for (const auto& fb : object.fatbins)
+    for (const auto& e : fb.entries) work.push_back(&e);
   std::vector<KernelList> results(work.size());
   std::atomic<std::size_t> next{0};
-  // A payload's pages leave this process once decoded: the peak is the decoded images', not
-  // the whole file's (libcublasLt: 220 MB of resident payload pages before).
-  const PayloadPages pages(in.reports);
   auto run = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < work.size();) {
-      const FatbinEntry& e = *work[i].first;
+      const FatbinEntry& e = *work[i];
       if (e.kind == CodeKind::ltoir) continue;  // LTO-IR is not decoded
       // Decoded under the library's bound on the bytes decoded at once (DecodeBudget).
-      auto k = decode_kernels(e, *work[i].second, scan.limits);
+      auto k = decode_kernels(e, object.path, scan.limits);
       if (k) results[i].kernels = std::move(*k);
       else results[i].error = k.message();
+      // A payload's pages leave this process once decoded: the peak is the decoded images',
+      // not the whole file's (libcublasLt: 220 MB of resident payload pages before).
       pages.release(e.payload);
     }
   };
@@ -68,9 +67,17 @@ KernelMap collect_kernels(const Inputs& in, unsigned threads, const ScanOptions&
   run();
   for (auto& t : pool) t.join();
   KernelMap map;
-  for (std::size_t i = 0; i < work.size(); ++i) map.emplace(work[i].first, std::move(results[i]));
+  for (std::size_t i = 0; i < work.size(); ++i) map.emplace(work[i], std::move(results[i]));
   return map;
 }
+
+/// What inspect --kernels needs to list an object's kernels when its turn comes.
+struct KernelSource {
+  const PayloadPages& pages;
+  unsigned threads;
+  const ScanOptions& scan;
+  KernelMap of(const ObjectFatbins& object) const { return collect_kernels(object, pages, threads, scan); }
+};
 
 std::string elf_type_text(std::uint16_t t) {
   static constexpr common::Named<std::uint16_t> names[] = {{kElfTypeRel, "relocatable"}, {kElfTypeExec, "executable"}, {kElfTypeDyn, "shared"}};
@@ -310,7 +317,7 @@ std::vector<std::string> coverage_lines(const CoverageSummary& c, const EveryFat
   return lines;
 }
 
-void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* kernels) {
+void print_table(const Inputs& in, const InspectOptions& opt, const KernelSource* kernel_source) {
   for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
     const auto& r = in.reports[ri];
     // A directory, wheel or archive without device code lists no object: it still gets a line.
@@ -335,6 +342,8 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelMap* k
         std::printf("  no device code\n");
         continue;
       }
+      const KernelMap object_kernels = kernel_source != nullptr && !opt.summary ? kernel_source->of(o) : KernelMap{};
+      const KernelMap* kernels = kernel_source != nullptr && !opt.summary ? &object_kernels : nullptr;
       if (!opt.summary) {
         for (const auto& fb : o.fatbins) {
           std::string note;
@@ -469,23 +478,24 @@ int run_inspect(const InspectOptions& opt) {
     print_errors(in.errors);
     return in.errors.empty() ? kExitOk : kExitUsage;
   }
-  KernelMap kernels;
-  if (opt.kernels) kernels = collect_kernels(in, opt.threads, *scan);
-  const KernelMap* kp = opt.kernels ? &kernels : nullptr;
+  const PayloadPages pages(in.reports);
+  const KernelSource source{pages, opt.threads, *scan};
+  const KernelSource* kernel_source = opt.kernels ? &source : nullptr;
   if (opt.json) {
     nlohmann::json inputs = nlohmann::json::array();
     for (const auto& r : in.reports) {
       nlohmann::json objects = nlohmann::json::array();
       for (const auto& o : r.objects) {
         if (o.fatbins.empty() && !o.archive.empty()) continue;
-        objects.push_back(object_json(o, kp));
+        const KernelMap object_kernels = kernel_source != nullptr ? kernel_source->of(o) : KernelMap{};
+        objects.push_back(object_json(o, kernel_source != nullptr ? &object_kernels : nullptr));
       }
       inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"files_read", r.files_read}, {"skipped", r.skipped}, {"objects", std::move(objects)}});
     }
     nlohmann::json doc{{"schema", "archguard.inspect/1"}, {"inputs", std::move(inputs)}, {"errors", in.errors}};
     std::printf("%s\n", cli::json_text(doc).c_str());
   } else {
-    print_table(in, opt, kp);
+    print_table(in, opt, kernel_source);
     print_skipped(in);
     print_errors(in.errors);
   }
