@@ -66,6 +66,9 @@ KernelMap collect_kernels(const ObjectFatbins& object, const PayloadPages& pages
   for (unsigned t = 1; t < threads && t < work.size(); ++t) pool.emplace_back(run);
   run();
   for (auto& t : pool) t.join();
+  // And the pages between them (entry headers, the first and last page of each payload): the
+  // object is decoded. A directory of 100 libraries kept 8 MB of each resident to the end.
+  pages.release(object);
   KernelMap map;
   for (std::size_t i = 0; i < work.size(); ++i) map.emplace(work[i], std::move(results[i]));
   return map;
