@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -129,8 +130,10 @@ class KernelIndex {
   KernelIndex() = default;
   /// An index of the entries of `object` that asks `store` (the results cache) for the lists
   /// kept for the object before decoding, and keeps what it decoded there when it is flushed
-  /// or destroyed. Without a store, or for an object without an identity, it only decodes (and
-  /// counts what it decoded in the store's statistics).
+  /// or destroyed, each list by its entry's fatbin (position in `object`) and offset. Without a
+  /// store, or for an object without an identity, it only decodes (and counts what it decoded
+  /// in the store's statistics); an entry that is not one of `object`'s is decoded, never kept.
+  /// `object` must outlive the index unchanged.
   /// `limits` bounds the kernel names derived from each image (list_kernels).
   KernelIndex(FactsStore* store, const ObjectFatbins& object, const DerivedLimits& limits = {});
   ~KernelIndex();
@@ -168,6 +171,13 @@ class KernelIndex {
   DerivedLimits limits_;
   bool loaded_ = false;
   StoredKernelLists stored_;  ///< what the store kept for the object (loaded on first use)
+  /// The object's fatbins with entries, by the address of their first entry: (first, count,
+  /// position); only with a store and an identity.
+  struct EntryRange {
+    const FatbinEntry* first;
+    std::size_t count, fatbin;
+  };
+  std::vector<EntryRange> ranges_;
   std::uint64_t hits_ = 0, decoded_ = 0, new_lists_ = 0;
   std::map<const FatbinEntry*, Result<std::vector<Kernel>>> cache_;
   unsigned threads_ = 1;
@@ -175,8 +185,11 @@ class KernelIndex {
   bool recording_ = false;
   std::vector<std::pair<const FatbinEntry*, std::string>> asked_;  ///< noted while recording
   Result<std::vector<Kernel>> none_ = std::vector<Kernel>{};       ///< what of() answers while recording
+  /// Where `entry` is kept in the store (its fatbin's position, its offset); nothing when it is
+  /// not one of the object's entries.
+  std::optional<StoredKernelsAt> kept_at(const FatbinEntry& entry) const;
   /// The store's list for `entry` when it kept one for this entry (loads the store's lists first).
-  bool stored_for(const FatbinEntry& entry);
+  StoredKernels* stored_for(const FatbinEntry& entry);
   /// Decodes and lists `entry` as of() keeps it (sorted by mangled name, unique).
   Result<std::vector<Kernel>> decode_sorted(const FatbinEntry& entry, std::string_view name) const;
 };
@@ -339,8 +352,16 @@ struct JudgedObject {
 };
 /// The objects of a scan as they are judged: members of one archive (same path before the
 /// last ':', ET_REL) merged; everything else as it is, in order. Objects without device code
-/// are kept (they have no units).
+/// are kept (they have no units). A merged object's identity is merged_identity() of the
+/// members it took, so that the results cache keeps its kernel lists and judgements.
 std::vector<JudgedObject> judged_objects(std::span<const ObjectFatbins> objects);
+/// The identity (ObjectFatbins::identity) of archive members merged into one object, in the
+/// order their fatbins were taken: the archive's identity, then a line "merged" with each
+/// member's ordinal and number of fatbins ("<archive identity>\nmerged 0:2 3:1"). It changes
+/// with the archive (its identity) and with which fatbins came from which member, and equals no
+/// file's identity (one line) nor a member's (whose line after the archive's starts with a
+/// digit). Empty when a member has no identity, or they are not members of one archive.
+std::string merged_identity(std::span<const ObjectFatbins* const> members);
 
 /// Why an object of a package does not decide the package's verdict on a GPU.
 enum class Variance {

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace archguard {
@@ -204,9 +205,11 @@ struct ObjectFatbins {
   /// An ET_DYN object flagged DF_1_PIE: a position-independent executable, not a shared library.
   bool pie = false;
   /// What finds this object again in the results cache (FactsStore): the identity of the file it
-  /// was read from (device, inode, size, modification and change times; a SHA-256 of its bytes
-  /// when it changed in the last seconds) and the member path. Empty when the scan had no store
-  /// or the bytes came from memory: nothing is then kept or looked up.
+  /// was read from (device, inode, size, modification and change times), then, for an archive
+  /// member, a line with its ordinal and path ("<archive identity>\n<ordinal> <member>"); an
+  /// archive's members merged by judged_objects have merged_identity(). Empty when the scan had
+  /// no store, the file changed in the last two seconds, or the bytes came from memory: nothing
+  /// is then kept or looked up.
   std::string identity;
 
   /// The object of a parsed ELF file (type and machine from its header) that holds `fatbins`;
@@ -415,8 +418,13 @@ struct StoredKernels {
   std::string fingerprint;
   std::vector<Kernel> kernels;  ///< sorted by mangled name, unique
 };
-/// The kernel lists kept for an object, by entry offset.
-using StoredKernelLists = std::map<std::uint64_t, StoredKernels>;
+/// Where a kept kernel list belongs in its object: the position of the entry's fatbin among the
+/// object's fatbins, and the entry's offset. The offset alone does not tell entries apart in an
+/// archive's members merged into one object (judged_objects): each member's offsets count from
+/// the member's start, so two members may have entries at the same offset with the same header.
+using StoredKernelsAt = std::pair<std::uint64_t, std::uint64_t>;  // (fatbin, entry offset)
+/// The kernel lists kept for an object, by fatbin and entry offset.
+using StoredKernelLists = std::map<StoredKernelsAt, StoredKernels>;
 
 /// What earlier runs learnt about an object, found again by the object's identity
 /// (ObjectFatbins::identity): where the embedded-fatbin search found fatbins, and the kernel

@@ -5,11 +5,13 @@
 /// read, so that judging an unchanged environment again neither searches nor decodes.
 ///
 /// Four records per object, keyed by a SHA-256 of the object's identity (ObjectFatbins::identity:
-/// the file's device, inode, size, modification and change times with nanoseconds, or a
-/// SHA-256 of its bytes when it changed in the last seconds; and the archive member) and of the
-/// producer (the archguard version and commit): where the embedded-fatbin search found fatbins
-/// (EmbeddedFinds), the kernel lists of its images, each with its entry's fingerprint, and, for
-/// a file that is one object (an ELF file, a cubin, a fatbin file), what the scan read from it
+/// the file's device, inode, size, modification and change times with nanoseconds, none when it
+/// changed in the last two seconds; and the archive member, or for an archive's members merged
+/// into one static library the members taken, see merged_identity in archguard/coverage.hpp)
+/// and of the producer (the archguard version and commit): where the embedded-fatbin search
+/// found fatbins (EmbeddedFinds), the kernel lists of its images, each by its fatbin's position
+/// and its entry's offset with the entry's fingerprint, and, for a file that is one object (an
+/// ELF file, a cubin, a fatbin file), what the scan read from it
 /// (FactsStore::find_file: every header field, so that a scan of it parses nothing), and its
 /// verdict and judgement on each GPU and settings it was judged for (FactsStore::find_judgement,
 /// keyed by how the object was read too, so that a second run neither selects nor lists); and

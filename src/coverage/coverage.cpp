@@ -585,9 +585,28 @@ std::vector<std::string> ObjectJudgement::failing_units() const {
 }
 
 KernelIndex::KernelIndex(FactsStore* store, const ObjectFatbins& object, const DerivedLimits& limits)
-    : store_(store), identity_(object.identity), limits_(limits) {}
+    : store_(store), identity_(object.identity), limits_(limits) {
+  if (store_ == nullptr || identity_.empty()) return;
+  for (std::size_t i = 0; i < object.fatbins.size(); ++i)
+    if (const auto& entries = object.fatbins[i].entries; !entries.empty())
+      ranges_.push_back(EntryRange{entries.data(), entries.size(), i});
+  std::sort(ranges_.begin(), ranges_.end(),
+            [](const EntryRange& a, const EntryRange& b) { return std::less<const FatbinEntry*>()(a.first, b.first); });
+}
 
 KernelIndex::~KernelIndex() { flush(); }
+
+std::optional<StoredKernelsAt> KernelIndex::kept_at(const FatbinEntry& entry) const {
+  // The range that starts last at or before the entry: the entry is its fatbin's when it lies
+  // within it (each fatbin's entries are one array).
+  const std::less<const FatbinEntry*> before;
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), &entry,
+                             [&](const FatbinEntry* e, const EntryRange& r) { return before(e, r.first); });
+  if (it == ranges_.begin()) return std::nullopt;
+  --it;
+  if (!before(&entry, it->first + it->count)) return std::nullopt;
+  return StoredKernelsAt{it->fatbin, entry.offset};
+}
 
 void KernelIndex::flush() {
   if (store_ == nullptr) return;
@@ -596,18 +615,21 @@ void KernelIndex::flush() {
   if (new_lists_ == 0 || identity_.empty()) return;
   new_lists_ = 0;
   for (const auto& [entry, listed] : cache_)
-    if (listed && entry->kind != CodeKind::ltoir) stored_[entry->offset] = StoredKernels{entry_fingerprint(*entry), *listed};
+    if (listed && entry->kind != CodeKind::ltoir)
+      if (const auto at = kept_at(*entry)) stored_[*at] = StoredKernels{entry_fingerprint(*entry), *listed};
   store_->keep_kernels(identity_, stored_);
 }
 
-bool KernelIndex::stored_for(const FatbinEntry& entry) {
-  if (store_ == nullptr || identity_.empty()) return false;
+StoredKernels* KernelIndex::stored_for(const FatbinEntry& entry) {
+  if (store_ == nullptr || identity_.empty()) return nullptr;
+  const auto at = kept_at(entry);
+  if (!at) return nullptr;
   if (!loaded_) {
     stored_ = store_->find_kernels(identity_);
     loaded_ = true;
   }
-  const auto kept = stored_.find(entry.offset);
-  return kept != stored_.end() && kept->second.fingerprint == entry_fingerprint(entry);
+  const auto kept = stored_.find(*at);
+  return kept != stored_.end() && kept->second.fingerprint == entry_fingerprint(entry) ? &kept->second : nullptr;
 }
 
 Result<std::vector<Kernel>> KernelIndex::decode_sorted(const FatbinEntry& entry, std::string_view name) const {
@@ -626,10 +648,10 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
   }
   auto list = [&]() -> Result<std::vector<Kernel>> {
     if (entry.kind == CodeKind::ltoir) return std::vector<Kernel>{};
-    if (stored_for(entry)) {
+    if (StoredKernels* kept = stored_for(entry)) {
       ++hits_;
       // Moved, not copied: each entry is asked once, and flush() puts what cache_ holds back.
-      return std::move(stored_.find(entry.offset)->second.kernels);
+      return std::move(kept->kernels);
     }
     AG_TRY(auto kernels, decode_sorted(entry, name));
     // Only what decoded is kept (flush): an error names this file, and a damaged payload is
@@ -657,7 +679,7 @@ void KernelIndex::prefetch(const ObjectFatbins& object, const std::function<void
   std::set<const FatbinEntry*> seen;
   for (auto& asked : asked_) {
     const FatbinEntry* entry = asked.first;
-    if (entry->kind == CodeKind::ltoir || cache_.count(entry) != 0 || stored_for(*entry) || !seen.insert(entry).second) continue;
+    if (entry->kind == CodeKind::ltoir || cache_.count(entry) != 0 || stored_for(*entry) != nullptr || !seen.insert(entry).second) continue;
     work.emplace_back(entry, std::move(asked.second));
   }
   asked_.clear();
@@ -1096,9 +1118,32 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
 
 // ---- what users ship as a unit -------------------------------------------------------------
 
+std::string merged_identity(std::span<const ObjectFatbins* const> members) {
+  std::string archive, taken;
+  for (const ObjectFatbins* m : members) {
+    // "<archive identity>\n<ordinal> <member>", as the scan wrote it.
+    const std::string& id = m->identity;
+    const std::string tail = " " + m->member;
+    if (m->member.empty() || !id.ends_with(tail)) return {};
+    const std::size_t end = id.size() - tail.size();
+    std::size_t start = end;
+    while (start > 0 && std::isdigit(static_cast<unsigned char>(id[start - 1])) != 0) --start;
+    if (start == end || start < 2 || id[start - 1] != '\n') return {};
+    const std::string_view of(id.data(), start - 1);
+    if (archive.empty()) archive = of;
+    else if (of != archive) return {};
+    taken += ' ';
+    taken.append(id, start, end - start);
+    taken += ':' + std::to_string(m->fatbins.size());
+  }
+  if (archive.empty()) return {};
+  return archive + "\nmerged" + taken;
+}
+
 std::vector<JudgedObject> judged_objects(std::span<const ObjectFatbins> objects) {
   std::vector<JudgedObject> out;
-  std::map<std::string, std::size_t> archive_at;  // "lib.a" -> out[i] of its merged object
+  std::map<std::string, std::size_t> archive_at;                   // "lib.a" -> out[i] of its merged object
+  std::map<std::size_t, std::vector<const ObjectFatbins*>> taken;  // out[i] -> the members merged into it
   for (const ObjectFatbins& o : objects) {
     const std::size_t colon = o.path.rfind(':');
     if (o.elf_type != 1 || o.archive.empty() || colon == std::string::npos || o.fatbins.empty()) {
@@ -1119,6 +1164,7 @@ std::vector<JudgedObject> judged_objects(std::span<const ObjectFatbins> objects)
     }
     JudgedObject& j = out[it->second];
     ++j.members;
+    taken[it->second].push_back(&o);
     for (const Fatbin& fb : o.fatbins) {
       Fatbin copy = fb;
       copy.index = j.merged->fatbins.size();
@@ -1126,6 +1172,7 @@ std::vector<JudgedObject> judged_objects(std::span<const ObjectFatbins> objects)
       j.merged->fatbins.push_back(std::move(copy));
     }
   }
+  for (const auto& [at, members] : taken) out[at].merged->identity = merged_identity(members);
   return out;
 }
 

@@ -24,8 +24,11 @@ constexpr std::uint64_t kFormat = 1;
 constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
 
 /// The key: everything judge_object and check_object read besides the payload bytes (which the
-/// identity pins): the object's kind and every header field of its fatbins and entries, the
-/// GPU, the driver settings, `all` and the derived limits.
+/// identity pins; for an archive's members merged into one object the identity also says how
+/// many of its fatbins each member gave, in order, see merged_identity, so that the same offsets
+/// in other members are other bytes): the object's kind and every header field of its fatbins
+/// (their translation units too, a member's name when nvcc left none) and entries, the GPU, the
+/// driver settings, `all` and the derived limits.
 std::string judgement_key(const ObjectFatbins& o, const Device& d, const DriverSettings& s, bool all, const DerivedLimits& l) {
   Writer w;
   w.nums(kFormat, o.elf_type, o.machine, o.pe, o.pie, object_kind(o), o.fatbins.size());

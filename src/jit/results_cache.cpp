@@ -14,12 +14,14 @@ namespace archguard {
 namespace {
 
 // Bumped when what a record holds, or how the scan or list_kernels reads a file, changes.
-constexpr std::string_view kFormat = "archguard-results/3";
-// Record kinds: where the embedded-fatbin search found fatbins ("EMB1"), kernel lists ("KLS2"),
+// 4: kernel lists by fatbin and entry offset (an archive's members merged into one object have
+// entries at the same offset).
+constexpr std::string_view kFormat = "archguard-results/4";
+// Record kinds: where the embedded-fatbin search found fatbins ("EMB1"), kernel lists ("KLS3"),
 // what a scan read from a file ("FIL1"), an object's verdict and judgement on one GPU ("JDG1"), the files of a directory that hold no
 // device code ("TRE1").
 constexpr std::uint32_t kEmbeddedKind = 0x31424d45;
-constexpr std::uint32_t kKernelListsKind = 0x32534c4b;
+constexpr std::uint32_t kKernelListsKind = 0x33534c4b;
 constexpr std::uint32_t kFileKind = 0x314c4946;
 constexpr std::uint32_t kJudgementKind = 0x3147444a;
 constexpr std::uint32_t kTreeKind = 0x31455254;
@@ -185,21 +187,21 @@ StoredKernelLists ResultsCache::find_kernels(const std::string& identity) {
   Cursor c{r};
   StoredKernelLists out;
   const std::uint64_t n = c.u64();
-  if (!c.ok || n > r.size() / 32) return {};
+  if (!c.ok || n > r.size() / 40) return {};
   struct Ref {
-    std::uint64_t offset, first, count;
+    std::uint64_t fatbin, offset, first, count;
     std::string fingerprint;
   };
   std::vector<Ref> refs;
   refs.reserve(n);
   std::map<std::uint64_t, std::uint64_t> uses;  // first name of a list -> entries that share it
   for (std::uint64_t i = 0; i < n; ++i) {
-    const std::uint64_t offset = c.u64(), first = c.u64(), count = c.u64(), fp_size = c.u64();
+    const std::uint64_t fatbin = c.u64(), offset = c.u64(), first = c.u64(), count = c.u64(), fp_size = c.u64();
     if (!c.ok || first > rec.names.size() || count > rec.names.size() - first) return {};
     auto fp = r.span(c.at, fp_size, "fingerprint");
     if (!fp) return {};
     c.at += fp_size;
-    refs.push_back(Ref{offset, first, count, std::string(reinterpret_cast<const char*>(fp->data()), fp->size())});
+    refs.push_back(Ref{fatbin, offset, first, count, std::string(reinterpret_cast<const char*>(fp->data()), fp->size())});
     ++uses[first];
   }
   if (c.at != r.size()) return {};
@@ -213,7 +215,7 @@ StoredKernelLists ResultsCache::find_kernels(const std::string& identity) {
       if (last_use) k.kernels.push_back(Kernel{std::move(name), std::move(demangled)});
       else k.kernels.push_back(Kernel{name, demangled});
     }
-    out.emplace(ref.offset, std::move(k));
+    out.emplace(StoredKernelsAt{ref.fatbin, ref.offset}, std::move(k));
   }
   return out;
 }
@@ -224,14 +226,15 @@ void ResultsCache::keep_kernels(const std::string& identity, const StoredKernelL
   std::vector<std::pair<std::string, std::string>> names;
   std::vector<std::byte> bytes;
   put_u64(bytes, lists.size());
-  for (const auto& [offset, k] : lists) {
+  for (const auto& [at, k] : lists) {
     std::vector<std::string> key;
     key.reserve(k.kernels.size());
     for (const Kernel& kn : k.kernels) key.push_back(kn.name);
     auto [it, fresh] = written.try_emplace(std::move(key), std::pair{std::uint64_t{names.size()}, std::uint64_t{k.kernels.size()}});
     if (fresh)
       for (const Kernel& kn : k.kernels) names.emplace_back(kn.name, kn.demangled);
-    put_u64(bytes, offset);
+    put_u64(bytes, at.first);   // the fatbin's position in the object
+    put_u64(bytes, at.second);  // the entry's offset
     put_u64(bytes, it->second.first);
     put_u64(bytes, it->second.second);
     put_u64(bytes, k.fingerprint.size());

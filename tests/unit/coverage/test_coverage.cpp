@@ -468,6 +468,52 @@ TEST_CASE("the members of an archive are judged as one static library", "[covera
   CHECK(judge_object(lib, v, dev).kind == ObjectKind::static_library);
 }
 
+TEST_CASE("an archive's merged members have an identity of their own, from the members'", "[coverage][package]") {
+  // As the scan names them: "<archive identity>\n<ordinal> <member>" (empty without a store).
+  const std::string archive = "file 64768 131 4096 1700000000000000000 1700000000000000000";
+  auto member = [&](const std::string& id, const std::string& name, std::size_t fatbins) {
+    std::vector<Fatbin> fbs;
+    for (std::size_t i = 0; i < fatbins; ++i) fbs.push_back(fatbin({img(CodeKind::ptx, 80)}));
+    ObjectFatbins o = object("libk.a:" + name, std::move(fbs));
+    o.elf_type = 1;
+    o.archive = "libk.a";
+    o.member = name;
+    o.identity = id.empty() ? std::string() : id + " " + name;
+    return o;
+  };
+  auto identity_of = [](const std::vector<ObjectFatbins>& objs) {
+    const auto judged = judged_objects(objs);
+    REQUIRE(judged.size() == 1);
+    REQUIRE(judged[0].merged);
+    return judged[0].get().identity;
+  };
+  const std::vector<ObjectFatbins> two = {member(archive + "\n0", "a.o", 2), member(archive + "\n1", "empty.o", 0),
+                                          member(archive + "\n2", "b.o", 1)};
+  const std::string id = identity_of(two);
+  CHECK(id == archive + "\nmerged 0:2 2:1");
+  // Never a file's nor a member's identity.
+  for (const ObjectFatbins& o : two) CHECK(id != o.identity);
+  CHECK(id != archive);
+  // Another state of the archive (its change time moved): another identity.
+  const std::string later = "file 64768 131 4096 1700000000000000000 1700000000000000001";
+  CHECK(identity_of({member(later + "\n0", "a.o", 2), member(later + "\n2", "b.o", 1)}) != id);
+  // The same members giving their fatbins otherwise (another scan's reading): another identity.
+  CHECK(identity_of({member(archive + "\n0", "a.o", 1), member(archive + "\n2", "b.o", 2)}) != id);
+  // Another member taken in the place of one: another identity.
+  CHECK(identity_of({member(archive + "\n0", "a.o", 2), member(archive + "\n3", "c.o", 1)}) != id);
+  // A member without an identity (no store, the archive changed in the last seconds), or members
+  // of different archives under one name: none.
+  CHECK(identity_of({member(archive + "\n0", "a.o", 2), member("", "b.o", 1)}).empty());
+  CHECK(identity_of({member(archive + "\n0", "a.o", 2), member(later + "\n2", "b.o", 1)}).empty());
+  // An identity that is not a member's of this name: none.
+  ObjectFatbins odd = member(archive + "\n0", "a.o", 1);
+  odd.identity = archive + "\nx a.o";
+  CHECK(identity_of({odd}).empty());
+  // Members nested in a wheel: the archive's identity is itself a member's.
+  const std::string nested = archive + "\n7 pkg/lib/libk.a";
+  CHECK(identity_of({member(nested + "\n0", "a.o", 1)}) == nested + "\nmerged 0:1");
+}
+
 TEST_CASE("the image the driver takes must decode: a corrupt one fails the load with 200", "[coverage][kernels]") {
   static const std::byte garbage[16] = {};
   FatbinEntry sass = img(CodeKind::sass, 90);

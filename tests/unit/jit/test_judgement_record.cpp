@@ -254,6 +254,70 @@ TEST_CASE("the results cache keeps judgements by producer and counts them", "[ji
   CHECK(other->counters().judgements_known == 0);
 }
 
+TEST_CASE("an archive's merged members: judgement kept, another GPU judged from lists kept apart", "[jit][results]") {
+  // Two members whose fatbins and PTX entries sit at the same offsets with the same headers but
+  // define other kernels (same lengths), merged into one static library as check judges it.
+  const std::string other =
+      ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry _Z3subPf(\n.param .u64 p)\n{ ret; }\n"
+      ".visible .entry _Z5shiftPf(\n.param .u64 p)\n{ ret; }\n";
+  REQUIRE(other.size() == kPtx.size());
+  const std::string archive = "file 1 2 3 4 5";
+  std::vector<ObjectFatbins> members;
+  for (const std::string* text : {&kPtx, &other}) {
+    const std::string name = text == &kPtx ? "a.o" : "b.o";
+    FatbinEntry e;
+    e.offset = 0x100;
+    e.raw_kind = kEntryKindPtx;
+    e.kind = CodeKind::ptx;
+    e.arch = Arch{90, Suffix::none};
+    e.version = Version2{8, 0};
+    e.stored_size = text->size();
+    e.payload = Bytes(reinterpret_cast<const std::byte*>(text->data()), text->size());
+    Fatbin fb;
+    fb.offset = 0x40;
+    fb.entries.push_back(e);
+    ObjectFatbins m;
+    m.path = "libk.a:" + name;
+    m.archive = "libk.a";
+    m.member = name;
+    m.elf_type = 1;
+    m.identity = archive + "\n" + std::to_string(members.size()) + " " + name;
+    m.fatbins.push_back(fb);
+    members.push_back(std::move(m));
+  }
+  REQUIRE(entry_fingerprint(members[0].fatbins[0].entries[0]) == entry_fingerprint(members[1].fatbins[0].entries[0]));
+  const auto judged_objs = judged_objects(members);
+  REQUIRE(judged_objs.size() == 1);
+  const ObjectFatbins& lib = judged_objs[0].get();
+  REQUIRE_FALSE(lib.identity.empty());
+  TempDir d;
+  std::string warning;
+  auto c = ResultsCache::open("archguard test commit 1", warning, d.path);
+  REQUIRE(c != nullptr);
+  // On 8.0 and 7.5 neither member's sm_90 PTX loads: every kernel fails, by name.
+  const Device ampere = device_for_cc({8, 0}), turing = device_for_cc({7, 5});
+  const std::string want = everything(fresh(lib, ampere, {}, false));
+  for (const char* k : {"_Z3addPf", "_Z5scalePf", "_Z3subPf", "_Z5shiftPf"}) CHECK(want.find(k) != std::string::npos);
+  CHECK(everything(judged(*c, lib, ampere, {}, false)) == want);
+  CHECK(c->counters().judgements_known == 0);
+  CHECK(c->counters().misses == 2);
+  CHECK(everything(judged(*c, lib, ampere, {}, false)) == want);  // read back
+  CHECK(c->counters().judgements_known == 1);
+  // Another GPU: judged anew from the kept lists, nothing decoded, each member's kernels its own.
+  CHECK(everything(judged(*c, lib, turing, {}, false)) == everything(fresh(lib, turing, {}, false)));
+  CHECK(c->counters().judgements_known == 1);
+  CHECK(c->counters().hits == 2);
+  CHECK(c->counters().misses == 2);
+  // The archive changed (another identity): judged anew.
+  std::vector<ObjectFatbins> changed = members;
+  for (ObjectFatbins& m : changed) m.identity.replace(0, archive.size(), "file 1 2 3 4 6");
+  const auto again = judged_objects(changed);
+  CHECK(again[0].get().identity != lib.identity);
+  CHECK(everything(judged(*c, again[0].get(), ampere, {}, false)) == want);
+  CHECK(c->counters().judgements_known == 1);
+  CHECK(c->counters().misses == 4);
+}
+
 TEST_CASE("images decoded on several threads (prefetch) give the judgement one thread gives", "[jit][results][prefetch]") {
   TempDir d;
   Device orin = device_for_cc({8, 7});

@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <thread>
+#include <tuple>
 
 using namespace archguard;
 
@@ -73,11 +74,31 @@ EmbeddedFinds some_finds() {
   return f;
 }
 
-ObjectFatbins object_with(const std::string& identity) {
+/// An object of `identity` with one fatbin holding `entries` (a KernelIndex keeps lists only for
+/// entries of its object).
+ObjectFatbins object_with(const std::string& identity, std::vector<FatbinEntry> entries = {}) {
   ObjectFatbins o;
   o.path = "lib.so";
   o.identity = identity;
+  Fatbin fb;
+  fb.entries = std::move(entries);
+  o.fatbins.push_back(std::move(fb));
   return o;
+}
+
+/// The kernels KernelIndex gives for every entry of `o`, as "fatbin/entry: names" lines.
+std::string listed(KernelIndex& index, const ObjectFatbins& o) {
+  std::string s;
+  for (std::size_t f = 0; f < o.fatbins.size(); ++f)
+    for (std::size_t e = 0; e < o.fatbins[f].entries.size(); ++e) {
+      s += std::to_string(f) + "/" + std::to_string(e) + ":";
+      const auto& l = index.of(o.fatbins[f].entries[e], o.path);
+      if (!l) s += " error";
+      else
+        for (const Kernel& k : *l) s += " " + k.name;
+      s += "\n";
+    }
+  return s;
 }
 
 }  // namespace
@@ -115,18 +136,24 @@ TEST_CASE("kernel lists of an object round-trip, identical lists written once", 
   auto c = open_in(d);
   StoredKernelLists lists;
   const std::vector<Kernel> two = {{"_Z3addPf", "add(float*)"}, {"_Z5scalePf", "scale(float*)"}};
-  lists[0x100] = StoredKernels{"fp a", two};
-  lists[0x900] = StoredKernels{"fp b", two};
-  lists[0x1200] = StoredKernels{"fp c", {{"_Z1fv", "f()"}}};
-  lists[0x2000] = StoredKernels{"fp d", {}};
+  lists[{0, 0x100}] = StoredKernels{"fp a", two};
+  lists[{0, 0x900}] = StoredKernels{"fp b", two};
+  lists[{0, 0x1200}] = StoredKernels{"fp c", {{"_Z1fv", "f()"}}};
+  lists[{1, 0x2000}] = StoredKernels{"fp d", {}};
+  // The same offset in another fatbin (another member of a merged archive): its own list.
+  lists[{2, 0x100}] = StoredKernels{"fp a", {{"_Z3subPf", "sub(float*)"}}};
   c->keep_kernels("object", lists);
   const auto back = c->find_kernels("object");
-  REQUIRE(back.size() == 4);
-  CHECK(back.at(0x900).fingerprint == "fp b");
-  REQUIRE(back.at(0x900).kernels.size() == 2);
-  CHECK(back.at(0x900).kernels[1].demangled == "scale(float*)");
-  CHECK(back.at(0x1200).kernels.front().name == "_Z1fv");
-  CHECK(back.at(0x2000).kernels.empty());
+  REQUIRE(back.size() == 5);
+  CHECK(back.at({0, 0x900}).fingerprint == "fp b");
+  REQUIRE(back.at({0, 0x900}).kernels.size() == 2);
+  CHECK(back.at({0, 0x900}).kernels[1].demangled == "scale(float*)");
+  CHECK(back.at({0, 0x1200}).kernels.front().name == "_Z1fv");
+  CHECK(back.at({1, 0x2000}).kernels.empty());
+  REQUIRE(back.at({0, 0x100}).kernels.size() == 2);
+  REQUIRE(back.at({2, 0x100}).kernels.size() == 1);
+  CHECK(back.at({2, 0x100}).kernels.front().name == "_Z3subPf");
+  CHECK(back.count({1, 0x100}) == 0);
   CHECK(c->find_kernels("another object").empty());
   // The embedded finds of the same identity are another record.
   CHECK_FALSE(c->find_embedded("object"));
@@ -181,23 +208,27 @@ TEST_CASE("KernelIndex decodes once, keeps what decoded, and trusts a kept list 
   PtxImage garbage("\xff\xfe not ptx", 0x900);
   garbage.entry.raw_kind = kEntryKindElf;  // a SASS entry whose image is no ELF file: does not decode
   garbage.entry.kind = CodeKind::sass;
-  const ObjectFatbins obj = object_with("file 1 2 3 4 5");
+  const ObjectFatbins obj = object_with("file 1 2 3 4 5", {a.entry, garbage.entry});
   {
+    const FatbinEntry stray = a.entry;  // outlives the index, which flushes what it asked
     KernelIndex index(c.get(), obj);
-    const auto& listed = index.of(a.entry, "lib.so");
+    const auto& listed = index.of(obj.fatbins[0].entries[0], "lib.so");
     REQUIRE(listed);
     CHECK(listed->size() == 2);
-    CHECK_FALSE(index.of(garbage.entry, "lib.so"));
-  }  // flushed: one record with a's list, none for garbage
-  CHECK(c->counters().misses == 1);
+    CHECK_FALSE(index.of(obj.fatbins[0].entries[1], "lib.so"));
+    // An entry that is not the object's (a copy of one) is decoded, never kept.
+    REQUIRE(index.of(stray, "lib.so"));
+  }  // flushed: one record with a's list, none for garbage nor the stray entry
+  CHECK(c->counters().misses == 2);
   auto kept = c->find_kernels("file 1 2 3 4 5");
   REQUIRE(kept.size() == 1);
-  CHECK(kept.count(0x100) == 1);
+  CHECK(kept.count({0, 0x100}) == 1);
   {
     // Found again without decoding: the payload now says something else, the list is the kept one.
     PtxImage changed(std::string(kPtx.size(), ' '), 0x100);
-    KernelIndex index(c.get(), obj);
-    const auto& listed = index.of(changed.entry, "lib.so");
+    const ObjectFatbins again = object_with("file 1 2 3 4 5", {changed.entry});
+    KernelIndex index(c.get(), again);
+    const auto& listed = index.of(again.fatbins[0].entries[0], "lib.so");
     REQUIRE(listed);
     CHECK(listed->size() == 2);
     CHECK(c->counters().hits == 0);  // counted when the index is flushed
@@ -207,23 +238,85 @@ TEST_CASE("KernelIndex decodes once, keeps what decoded, and trusts a kept list 
   {
     // Another fingerprint at the same offset (another size): decoded again.
     PtxImage other(kPtx + "\n.visible .entry _Z1gv()\n{ ret; }\n", 0x100);
-    KernelIndex index(c.get(), obj);
-    const auto& listed = index.of(other.entry, "lib.so");
+    const ObjectFatbins again = object_with("file 1 2 3 4 5", {other.entry});
+    KernelIndex index(c.get(), again);
+    const auto& listed = index.of(again.fatbins[0].entries[0], "lib.so");
     REQUIRE(listed);
     CHECK(listed->size() == 3);
   }
-  CHECK(c->counters().misses == 2);
+  CHECK(c->counters().misses == 3);
+  {
+    // The same entry in another fatbin of the object (its position another): not the kept one.
+    PtxImage changed(std::string(kPtx.size(), ' '), 0x100);
+    ObjectFatbins again = object_with("file 1 2 3 4 5");
+    again.fatbins.push_back(object_with("", {changed.entry}).fatbins[0]);
+    KernelIndex index(c.get(), again);
+    const auto& listed = index.of(again.fatbins[1].entries[0], "lib.so");
+    REQUIRE(listed);
+    CHECK(listed->empty());
+  }
+  CHECK(c->counters().misses == 4);
   {
     // An object without an identity (bytes in memory, a file that just changed): never looked up.
-    KernelIndex index(c.get(), object_with(""));
     PtxImage changed(std::string(kPtx.size(), ' '), 0x100);
-    const auto& listed = index.of(changed.entry, "lib.so");
+    const ObjectFatbins anonymous = object_with("", {changed.entry});
+    KernelIndex index(c.get(), anonymous);
+    const auto& listed = index.of(anonymous.fatbins[0].entries[0], "lib.so");
     REQUIRE(listed);
     CHECK(listed->empty());
     index.flush();
-    CHECK(c->counters().misses == 3);    // counted as decoded
+    CHECK(c->counters().misses == 5);    // counted as decoded
     CHECK(c->find_kernels("").empty());  // and never kept
   }
+}
+
+TEST_CASE("the kernel lists of an archive's merged members are kept apart, entries at the same offset too", "[jit][results]") {
+  // Two members whose fatbins and entries sit at the same offsets with the same headers (same
+  // sizes, same fingerprints) but define other kernels: merged into one object, each entry's
+  // list is its own, decoded once and found again for each.
+  const std::string sub =
+      ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry _Z3subPf(\n.param .u64 p)\n{ ret; }\n"
+      ".visible .entry _Z5shiftPf(\n.param .u64 p)\n{ ret; }\n";
+  REQUIRE(sub.size() == kPtx.size());
+  PtxImage a(kPtx, 0x100), b(sub, 0x100);
+  REQUIRE(entry_fingerprint(a.entry) == entry_fingerprint(b.entry));
+  const std::string archive = "file 1 2 3 4 5";
+  std::vector<ObjectFatbins> members;
+  for (const auto& [ordinal, name, entry] : {std::tuple{0, "a.o", a.entry}, std::tuple{1, "b.o", b.entry}}) {
+    ObjectFatbins m = object_with(archive + "\n" + std::to_string(ordinal) + " " + name, {entry});
+    m.path = std::string("libk.a:") + name;
+    m.archive = "libk.a";
+    m.member = name;
+    m.elf_type = 1;
+    m.fatbins[0].offset = 0x40;
+    members.push_back(std::move(m));
+  }
+  const auto judged = judged_objects(members);
+  REQUIRE(judged.size() == 1);
+  REQUIRE(judged[0].merged);
+  const ObjectFatbins& lib = judged[0].get();
+  REQUIRE_FALSE(lib.identity.empty());
+  const std::string want = "0/0: _Z3addPf _Z5scalePf\n1/0: _Z3subPf _Z5shiftPf\n";
+  TempDir d;
+  auto c = open_in(d);
+  {
+    KernelIndex index(c.get(), lib);
+    CHECK(listed(index, lib) == want);
+  }
+  CHECK(c->counters().misses == 2);
+  {
+    // Found again: each entry its own list, nothing decoded.
+    KernelIndex index(c.get(), lib);
+    CHECK(listed(index, lib) == want);
+  }
+  CHECK(c->counters().hits == 2);
+  CHECK(c->counters().misses == 2);
+  // The members' own records are not the merged object's: a member read alone decodes.
+  {
+    KernelIndex index(c.get(), members[1]);
+    CHECK(listed(index, members[1]) == "0/0: _Z3subPf _Z5shiftPf\n");
+  }
+  CHECK(c->counters().misses == 3);
 }
 
 namespace {
