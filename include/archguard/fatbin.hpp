@@ -341,8 +341,8 @@ inline constexpr std::uint64_t kDecodeBytesAtOnce = std::uint64_t{256} << 20;
 /// A bound on the bytes being decoded at once across threads. take() waits while its bytes do
 /// not fit beside those already taken, unless none are taken (an image larger than the bound
 /// is decoded alone). A thread that already holds a ticket of a budget gets an empty ticket
-/// from it without waiting: a decode nested in another (decode_kernels calls decompress) is
-/// counted once and cannot wait for itself.
+/// from it without waiting: a decode nested in another (a caller that holds a ticket while it
+/// calls decompress or decode_kernels) is counted once and cannot wait for itself.
 class DecodeBudget {
  public:
   explicit DecodeBudget(std::uint64_t most);
@@ -402,9 +402,10 @@ struct Kernel {
 Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
                                          std::string_view name, const DerivedLimits& limits = {});
 
-/// decompress() then list_kernels(), the image held under one ticket of DecodeBudget::process()
-/// until its kernels are listed: what every verb that lists kernels calls (inspect --kernels,
-/// the kernel index of check, doctor and verify).
+/// Decodes as decompress() does, then list_kernels(), the image held under one ticket of
+/// DecodeBudget::process() until its kernels are listed: what every verb that lists kernels
+/// calls (inspect --kernels, the kernel index of check, doctor and verify). The image is decoded
+/// into buffers the calling thread keeps for its next image (up to 4 MiB each), not zeroed.
 Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& entry, std::string_view name,
                                            const DerivedLimits& limits = {});
 
