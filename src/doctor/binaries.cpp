@@ -67,10 +67,8 @@ DriverSettings driver_settings(const Session& s, const Report& report) {
 /// Reads FILE, with the libraries it loads when --deps; warns of what it could not read.
 /// Returns false (after a finding) when FILE is not read at all.
 bool scan_file(const Session& s, const std::string& file, std::set<std::string>& seen, Step& step, ScanReport& scan,
-               std::size_t& files_scanned) {
-  ScanOptions scan_options;
-  scan_options.facts = s.options->results;
-  auto scanned = scan_path(file, scan_options);
+               std::size_t& files_scanned, std::optional<Result<ScanReport>> read_before) {
+  auto scanned = read_before ? std::move(*read_before) : read_file(*s.options, file);
   if (!scanned) {
     step.findings.push_back({Level::fail, file, scanned.message(),
                              "check the path (a binary, library, archive, "
@@ -269,10 +267,10 @@ Finding target_finding(const Target& d, std::size_t objects, const Tally& t, con
 
 /// One FILE judged on every target: a finding per target (or why none).
 void judge_file(const Session& s, const std::string& file, const Report& report, const DriverSettings& settings,
-                std::set<std::string>& seen, Step& step) {
+                std::set<std::string>& seen, Step& step, std::optional<Result<ScanReport>> read_before) {
   ScanReport scan;
   std::size_t files_scanned = 0;
-  if (!scan_file(s, file, seen, step, scan, files_scanned)) return;
+  if (!scan_file(s, file, seen, step, scan, files_scanned, std::move(read_before))) return;
   // Judged as `check` judges them: an archive's members as one static library, and a
   // directory or archive of several objects as a package (docs/verdicts.md).
   const std::vector<JudgedObject> judged = judged_objects(scan.objects);
@@ -322,6 +320,12 @@ void judge_file(const Session& s, const std::string& file, const Report& report,
 
 }  // namespace
 
+Result<ScanReport> read_file(const Options& options, const std::string& file) {
+  ScanOptions scan_options;
+  scan_options.facts = options.results;
+  return scan_path(file, scan_options);
+}
+
 Step step_binaries(Session& s, Report& report) {
   Step step;
   step.number = 3;
@@ -336,7 +340,11 @@ Step step_binaries(Session& s, Report& report) {
   const DriverSettings settings = driver_settings(s, report);
   std::set<std::string> seen;  // each loaded library judged once over all FILEs
   for (const auto& file : s.options->files) seen.insert(real_path_or_self(file));
-  for (const auto& file : s.options->files) judge_file(s, file, report, settings, seen, step);
+  for (std::size_t i = 0; i < s.options->files.size(); ++i) {
+    std::optional<Result<ScanReport>> read_before;
+    if (i == 0 && s.first_file.valid()) read_before = s.first_file.get();
+    judge_file(s, s.options->files[i], report, settings, seen, step, std::move(read_before));
+  }
   note_runtime_loading(s.options->files, step, report);
   return step;
 }

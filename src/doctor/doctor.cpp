@@ -244,6 +244,8 @@ Report run(const Options& options) {
   auto nvcc = std::async(std::launch::async, detail::probe_nvcc, options.nvcc);
   auto nvrtc = std::async(std::launch::async, detail::probe_nvrtc);
   auto cudart = std::async(std::launch::async, detail::probe_cudart);
+  if (!options.files.empty())
+    s.first_file = std::async(std::launch::async, detail::read_file, std::cref(options), options.files.front());
   report.node = node_name(options, s.env);
   report.time = common::utc_now();
   timed([&] {

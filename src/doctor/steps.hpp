@@ -2,11 +2,13 @@
 #pragma once
 // The steps of run(), one per file. Internal to src/doctor.
 
+#include <archguard/container.hpp>
 #include <archguard/device.hpp>
 #include <archguard/doctor.hpp>
 
 #include "doctor/probes.hpp"
 
+#include <future>
 #include <memory>
 
 namespace archguard::doctor::detail {
@@ -21,7 +23,13 @@ struct Session {
   ToolVersion nvcc;
   ToolVersion nvrtc;
   ToolVersion cudart;
+  /// The first FILE, read in the background while step 1 loads the driver (cuInit takes
+  /// seconds on some multi-GPU nodes); step 3 takes it instead of reading the file again.
+  std::future<Result<ScanReport>> first_file;
 };
+
+/// How step 3 reads each FILE (the results cache of the options).
+Result<ScanReport> read_file(const Options& options, const std::string& file);
 
 /// Step 1. Fills report.devices, driver_found, driver_problem, driver_cuda.
 Step step_devices(Session& session, Report& report);

@@ -3,6 +3,7 @@
 // entry points the device layer resolves and behaves like one CC 9.0 device, so the success
 // paths, error texts and JIT-log plumbing run everywhere. Controlled through the environment:
 //   FAKE_CUDA_INIT_ERROR=<n>   cuInit returns n
+//   FAKE_CUDA_INIT_DELAY_MS=<n>  cuInit takes n milliseconds (a node whose driver starts slowly)
 //   FAKE_CUDA_CC=<major>.<minor>  the device's compute capability (default 9.0)
 //   FAKE_CUDA_INTEGRATED=1     the device is an integrated (Tegra) GPU
 //   FAKE_CUDA_REJECT_LOADS=<n>  the next n module loads fail with 209 (counted per process)
@@ -15,11 +16,13 @@
 // CUfunction handle of the run tests' fake program is a pointer to the kernel's name).
 // Images whose first bytes are "REJECT" fail to load with 209 and a JIT error log; images whose
 // first bytes are "BADPTX" fail with 222.
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 extern "C" {
 
@@ -43,6 +46,7 @@ int g_rejected = 0;
 FAKE_EXPORT void fake_cuda_reset() { g_rejected = 0; }
 
 FAKE_EXPORT CUresult cuInit(unsigned) {
+  if (const char* d = env("FAKE_CUDA_INIT_DELAY_MS")) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(d)));
   if (const char* e = env("FAKE_CUDA_INIT_ERROR")) return std::atoi(e);
   return 0;
 }
