@@ -1075,8 +1075,10 @@ Status scan_whole_file(const Storage& storage, const std::string& path, const st
                        unsigned threads, const ScanOptions& options, ScanReport& report) {
   const Bytes whole = storage.bytes();
   const Kind kind = classify(whole);
+  // An archive is kept too, when it holds no device code (encode_file_facts): a static library
+  // of host objects was read member by member on every walk (758 of them under /usr/lib).
   const bool keepable = options.facts != nullptr && !id.empty() &&
-                        (kind == Kind::elf || kind == Kind::fatbin || kind == Kind::device);
+                        (kind == Kind::elf || kind == Kind::fatbin || kind == Kind::device || kind == Kind::archive);
   const std::string key = keepable ? detail::file_facts_key(id, options, named_directly) : std::string();
   if (keepable)
     if (auto facts = options.facts->find_file(key); facts && detail::decode_file_facts(*facts, whole, path, report))

@@ -17,7 +17,7 @@ using common::Reader;
 using common::Writer;
 
 // Bumped with any change of what a record holds.
-constexpr std::uint64_t kFormat = 1;
+constexpr std::uint64_t kFormat = 2;
 constexpr std::uint64_t kNoPayload = std::numeric_limits<std::uint64_t>::max();
 
 std::string suffix_of(const std::string& s, const std::string& path, bool& fits) {
@@ -76,10 +76,13 @@ FatbinEntry get_entry(Reader& r, Bytes whole) {
 
 std::string file_facts_key(const std::string& identity, const ScanOptions& options, bool named_directly) {
   const DerivedLimits& l = options.limits;
+  const InflateBudget& b = options.budget;  // an archive's reading depends on them
   return identity + " | file facts " + std::to_string(kFormat) + (named_directly ? " named" : " walked") +
          (options.embedded ? " embedded" : " standard") + " depth " + std::to_string(options.max_depth) + " limits " +
          std::to_string(l.max_name_length) + " " + std::to_string(l.max_kernel_name_bytes) + " " +
-         std::to_string(l.search_work_per_8_bytes) + " " + std::to_string(l.search_work_floor);
+         std::to_string(l.search_work_per_8_bytes) + " " + std::to_string(l.search_work_floor) + " member " +
+         std::to_string(options.max_member_size) + " inflate " + std::to_string(b.per_input) + " " + std::to_string(b.per_run) + " " +
+         std::to_string(b.max_ratio) + " " + std::to_string(b.ratio_floor);
 }
 
 std::optional<std::vector<std::byte>> encode_file_facts(const ScanReport& report, std::size_t objects_begin,
@@ -93,8 +96,17 @@ std::optional<std::vector<std::byte>> encode_file_facts(const ScanReport& report
   const std::byte* const hi = whole.data() + whole.size();
   for (std::size_t i = objects_begin; i < report.objects.size() && fits; ++i) {
     const ObjectFatbins& o = report.objects[i];
-    if (!o.archive.empty() || !o.member.empty() || !o.loaded_by.empty()) return std::nullopt;
+    // An archive member is kept only without device code (a static library's host objects,
+    // listed as cuobjdump lists them): the payloads of one with device code lie in bytes
+    // inflated or copied out of the archive, not in `whole`.
+    const bool member = !o.archive.empty() || !o.member.empty();
+    if ((member && !o.fatbins.empty()) || !o.loaded_by.empty()) return std::nullopt;
     w.str(suffix_of(o.path, path, fits));
+    w.num(member ? 1 : 0);
+    if (member) {
+      w.str(suffix_of(o.archive, path, fits));
+      w.str(o.member);
+    }
     w.nums(o.elf_type, o.machine, o.pe, o.pie);
     w.str(o.identity);
     w.num(o.fatbins.size());
@@ -128,6 +140,10 @@ bool decode_file_facts(Bytes record, Bytes whole, const std::string& path, ScanR
   for (ObjectFatbins& o : objects) {
     if (!r.ok) return false;
     o.path = path + r.str();
+    if (r.upto(1) == 1) {
+      o.archive = path + r.str();
+      o.member = r.str();
+    }
     o.elf_type = static_cast<std::uint16_t>(r.upto(u16));
     o.machine = static_cast<std::uint16_t>(r.upto(u16));
     o.pe = r.upto(1) == 1;
@@ -183,12 +199,12 @@ void NoCodeFiles::finish() {
 }
 
 bool NoCodeFiles::has(const std::string& identity, bool& counted) const {
-  for (const bool c : {true, false})
-    if (std::binary_search(digests_.begin(), digests_.end(), digest(identity, c))) {
-      counted = c;
-      return true;
-    }
-  return false;
+  // Hashed once: the digest not counted sorts just before the counted one.
+  const Digest d = digest(identity, false);
+  auto it = std::lower_bound(digests_.begin(), digests_.end(), d);
+  if (it == digests_.end() || it->hi != d.hi || (it->lo | 1u) != (d.lo | 1u)) return false;
+  counted = (it->lo & 1u) != 0;
+  return true;
 }
 
 std::vector<std::byte> NoCodeFiles::encode() const {

@@ -4,8 +4,10 @@
 // next scan of the same, unchanged file neither parses its headers nor searches it: the
 // objects with every header field of their fatbins and entries, and the payloads as offsets
 // into the file's bytes. Only a file whose objects' payloads all lie in its own bytes (an ELF
-// file, a cubin, a fatbin file; not an archive, whose members are inflated elsewhere) and that
-// gave no error is kept.
+// file, a cubin, a fatbin file) and that gave no error is kept; an archive (a static library, a
+// wheel, a tarball) only when it holds no device code (the payloads of its members are inflated
+// or copied elsewhere): its host objects and notes then come back without reading it, and
+// without charging the inflate budgets (what they guard against was read once already).
 #include <archguard/container.hpp>
 
 #include <cstddef>
@@ -18,7 +20,7 @@ namespace archguard::detail {
 
 /// The key of a file's facts: its identity (ObjectFatbins::identity) and what of `options`
 /// changes what a scan reads from it (the embedded search, the derived limits, the archive
-/// depth), and whether the user named it (a file named directly is listed without device code).
+/// depth, member size and inflate budgets), and whether the user named it (a file named directly is listed without device code).
 std::string file_facts_key(const std::string& identity, const ScanOptions& options, bool named_directly);
 
 /// Encodes the objects report.objects[objects_begin...] and the notes

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 namespace archguard::cli {
@@ -76,7 +77,7 @@ KernelMap collect_kernels(const ObjectFatbins& object, const PayloadPages& pages
 
 /// What inspect --kernels needs to list an object's kernels when its turn comes.
 struct KernelSource {
-  const PayloadPages& pages;
+  PayloadPages pages;
   unsigned threads;
   const ScanOptions& scan;
   KernelMap of(const ObjectFatbins& object) const { return collect_kernels(object, pages, threads, scan); }
@@ -481,9 +482,10 @@ int run_inspect(const InspectOptions& opt) {
     print_errors(in.errors);
     return in.errors.empty() ? kExitOk : kExitUsage;
   }
-  const PayloadPages pages(in.reports);
-  const KernelSource source{pages, opt.threads, *scan};
-  const KernelSource* kernel_source = opt.kernels ? &source : nullptr;
+  // Built only for --kernels: nothing else decodes payloads or drops their pages.
+  std::optional<KernelSource> source;
+  if (opt.kernels) source.emplace(KernelSource{PayloadPages(in.reports), opt.threads, *scan});
+  const KernelSource* kernel_source = source ? &*source : nullptr;
   if (opt.json) {
     nlohmann::json inputs = nlohmann::json::array();
     for (const auto& r : in.reports) {

@@ -20,10 +20,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -355,6 +357,24 @@ std::string everything(const ScanReport& r) {
 
 using FileFactsStore = test::MemoryStore;
 
+/// A static library (ar) of `members`, each (name, bytes), as `ar rc` writes it.
+std::string ar_of(const std::vector<std::pair<std::string, std::string>>& members) {
+  std::string out = "!<arch>\n";
+  for (const auto& [name, bytes] : members) {
+    char header[61];
+    std::snprintf(header, sizeof header, "%-16s%-12s%-6s%-6s%-8s%-10zu`\n", (name + "/").c_str(), "0", "0", "0", "644", bytes.size());
+    out.append(header, 60);
+    out += bytes;
+    if (bytes.size() % 2 != 0) out += '\n';
+  }
+  return out;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 }  // namespace
 
 TEST_CASE("a file read again from its facts gives every field, payloads in its own bytes", "[jit][results]") {
@@ -500,4 +520,73 @@ TEST_CASE("a directory walk opens again only the files that may hold device code
   REQUIRE(cached);
   CHECK(bare->files_read == cached->files_read);
   CHECK(bare->objects.size() == cached->objects.size());
+}
+
+TEST_CASE("a static library of host objects is read again from its facts, not member by member", "[jit][results]") {
+  TempDir d;
+  const std::string dir = d.path + "/tree";
+  std::filesystem::create_directories(dir);
+  // Two host objects (ELF files without fatbins: listed, as cuobjdump lists every member) and a
+  // text member.
+  const std::string host = file_text("/bin/true");
+  REQUIRE(!host.empty());
+  std::ofstream(dir + "/libhost.a", std::ios::binary) << ar_of({{"a.o", host}, {"notes.txt", "text\n"}, {"b.o", host}});
+  std::ofstream(dir + "/k.ptx") << kPtx;
+  settle();
+  for (const std::string& input : {dir, dir + "/libhost.a"}) {
+    INFO(input);
+    FileFactsStore store;
+    ScanOptions o;
+    o.facts = &store;
+    auto first = scan_path(input, o);
+    REQUIRE(first);
+    REQUIRE(first->errors.empty());
+    const auto members = std::count_if(first->objects.begin(), first->objects.end(),
+                                       [](const ObjectFatbins& obj) { return obj.archive.ends_with("libhost.a") && obj.fatbins.empty(); });
+    CHECK(members == 2);
+    const std::size_t kept = store.files.kept;
+    CHECK(kept == (input == dir ? 2u : 1u));  // the library's facts (and the PTX file's)
+    auto again = scan_path(input, o);
+    REQUIRE(again);
+    CHECK(everything(*again) == everything(*first));
+    CHECK(again->files_read == first->files_read);
+    CHECK(store.files.found == kept);  // the library's facts among them
+    CHECK(store.files.kept == kept);
+    // Cut short or altered: read anew, the same report.
+    const std::size_t found = store.files.found;
+    for (auto edit : std::vector<std::function<void(std::vector<std::byte>&)>>{
+             [](std::vector<std::byte>& b) { b.resize(b.size() / 2); }, [](std::vector<std::byte>& b) { b.back() ^= std::byte{1}; }}) {
+      store.files.edit = edit;
+      auto r = scan_path(input, o);
+      REQUIRE(r);
+      CHECK(everything(*r) == everything(*first));
+    }
+    CHECK(store.files.found > found);
+    store.files.edit = nullptr;
+    // Other inflate budgets read an archive otherwise: another key.
+    ScanOptions tighter = o;
+    tighter.budget.per_input = std::uint64_t{1} << 20;
+    const std::size_t asked = store.files.found;
+    REQUIRE(scan_path(input, tighter));
+    CHECK(store.files.found == asked);
+  }
+}
+
+TEST_CASE("an archive member with device code is never kept as facts", "[jit][results]") {
+  TempDir d;
+  const std::string lib = d.path + "/libdev.a";
+  // A PTX file as a member: device code, its payload copied out of the archive.
+  std::ofstream(lib, std::ios::binary) << ar_of({{"k.ptx", kPtx}});
+  settle();
+  FileFactsStore store;
+  ScanOptions o;
+  o.facts = &store;
+  auto first = scan_path(lib, o);
+  REQUIRE(first);
+  REQUIRE(first->objects.size() == 1);
+  CHECK(!first->objects.front().fatbins.empty());
+  CHECK(store.files.kept == 0);
+  auto again = scan_path(lib, o);
+  REQUIRE(again);
+  CHECK(everything(*again) == everything(*first));
 }
