@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <filesystem>
 #include <future>
 #include <set>
+#include <thread>
 
 namespace archguard::doctor::detail {
 extern const unsigned char kSmokeFatbin[];
@@ -46,28 +48,50 @@ std::vector<std::string> elf_candidates(const std::string& path, std::string& no
   return out;
 }
 
-/// Step 2 for each file named: which cuda runtime it needs and whether the driver covers it.
-void check_runtime_needs(const Session& s, const Report& report, Step& step) {
-  for (const auto& file : s.options->files) {
-    std::string note;
-    const auto candidates = elf_candidates(file, note);
-    std::set<unsigned> majors;
-    std::size_t elf_files = 0, device_code = 0, statically = 0;
-    std::string first_error;
-    for (const auto& c : candidates) {
-      auto need = runtime_need(c);
-      if (!need) {
-        if (first_error.empty() && candidates.size() == 1) first_error = need.message();
-        continue;
-      }
-      if (!need->elf) continue;
-      ++elf_files;
-      if (need->cudart_major) majors.insert(*need->cudart_major);
-      if (need->has_device_code) {
-        ++device_code;
-        if (!need->cudart_major) ++statically;
-      }
+}  // namespace
+
+RuntimeNeeds read_runtime_needs(const std::string& file) {
+  RuntimeNeeds out;
+  const std::vector<std::string> candidates = elf_candidates(file, out.note);
+  // Each candidate's dynamic section is read on its own: a directory of a Python environment
+  // holds thousands of shared libraries (the step waited for them one by one after the driver).
+  std::vector<Result<RuntimeNeed>> needs(candidates.size(), Result<RuntimeNeed>(RuntimeNeed{}));
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < candidates.size();) needs[i] = runtime_need(candidates[i]);
+  };
+  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 16, candidates.size() / 64 + 1}));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& need : needs) {  // in the walk's order: the first error is the same on any thread count
+    if (!need) {
+      if (out.first_error.empty() && candidates.size() == 1) out.first_error = need.message();
+      continue;
     }
+    if (!need->elf) continue;
+    ++out.elf_files;
+    if (need->cudart_major) out.majors.insert(*need->cudart_major);
+    if (need->has_device_code) {
+      ++out.device_code;
+      if (!need->cudart_major) ++out.statically;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// Step 2 for each file named: which cuda runtime it needs and whether the driver covers it.
+void check_runtime_needs(Session& s, const Report& report, Step& step) {
+  for (std::size_t i = 0; i < s.options->files.size(); ++i) {
+    const std::string& file = s.options->files[i];
+    const RuntimeNeeds n = i < s.runtime_needs.size() && s.runtime_needs[i].valid() ? s.runtime_needs[i].get() : read_runtime_needs(file);
+    const std::string& note = n.note;
+    const std::set<unsigned>& majors = n.majors;
+    const std::size_t elf_files = n.elf_files, device_code = n.device_code, statically = n.statically;
+    const std::string& first_error = n.first_error;
     if (!first_error.empty()) {
       step.findings.push_back({Level::fail, file, first_error, "check the path", FixKind::other});
       continue;
@@ -246,6 +270,8 @@ Report run(const Options& options) {
   auto cudart = std::async(std::launch::async, detail::probe_cudart);
   if (!options.files.empty())
     s.first_file = std::async(std::launch::async, detail::read_file, std::cref(options), options.files.front());
+  // What each FILE needs of the CUDA runtime (step 2) is read while the driver starts too.
+  for (const std::string& file : options.files) s.runtime_needs.push_back(std::async(std::launch::async, detail::read_runtime_needs, file));
   report.node = node_name(options, s.env);
   report.time = common::utc_now();
   timed([&] {

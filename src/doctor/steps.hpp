@@ -10,8 +10,21 @@
 
 #include <future>
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace archguard::doctor::detail {
+
+/// What one FILE (or the ELF files under a directory, the first 4096) needs of the CUDA runtime,
+/// from their dynamic sections.
+struct RuntimeNeeds {
+  std::string note;           ///< " (first 4096 files)" when a directory held more
+  std::set<unsigned> majors;  ///< N of each libcudart.so.N needed
+  std::size_t elf_files = 0, device_code = 0, statically = 0;
+  std::string first_error;  ///< FILE itself could not be read
+};
+RuntimeNeeds read_runtime_needs(const std::string& file);
 
 /// What the steps share: the driver (when it opened) and the second opinions.
 struct Session {
@@ -26,6 +39,9 @@ struct Session {
   /// The first FILE, read in the background while step 1 loads the driver (cuInit takes
   /// seconds on some multi-GPU nodes); step 3 takes it instead of reading the file again.
   std::future<Result<ScanReport>> first_file;
+  /// What each FILE needs of the CUDA runtime (read_runtime_needs), read in the background from
+  /// the start of run() as well; step 2 takes them.
+  std::vector<std::future<RuntimeNeeds>> runtime_needs;
 };
 
 /// How step 3 reads each FILE (the results cache of the options).

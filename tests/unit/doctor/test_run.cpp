@@ -3,7 +3,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "doctor/steps.hpp"
+
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
 
 using namespace archguard::doctor;
 
@@ -58,3 +65,37 @@ TEST_CASE("files are read in step 2 even without a driver", "[doctor]") {
   CHECK(self);
   CHECK(missing);
 }
+
+#ifdef ARCHGUARD_DOCTOR_FIXTURE_DIR
+TEST_CASE("step 2 reads a directory's libraries on several threads and counts them as one by one", "[doctor]") {
+  // 300 libraries that need libcudart.so.N and carry device code, a host program, a text file:
+  // read on several threads in the background while step 1 runs.
+  const auto dir = std::filesystem::temp_directory_path() / ("archguard-step2-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "sub");
+  for (int i = 0; i < 300; ++i)
+    std::filesystem::copy_file(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_sm75.so", dir / "sub" / ("libk" + std::to_string(i) + ".so"));
+  std::filesystem::copy_file(ARCHGUARD_DOCTOR_HOST_FIXTURE_DIR "/loader_none", dir / "loader_none");
+  std::ofstream(dir / "notes.txt") << "text\n";
+  const auto need = runtime_need(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_sm75.so");
+  REQUIRE(need.ok());
+  REQUIRE(need->cudart_major.has_value());
+
+  const detail::RuntimeNeeds n = detail::read_runtime_needs(dir.string());
+  CHECK(n.elf_files == 301);
+  CHECK(n.device_code == 300);
+  CHECK(n.statically == 0);
+  CHECK(n.majors == std::set<unsigned>{*need->cudart_major});
+  CHECK(n.first_error.empty());
+  CHECK(n.note.empty());
+
+  Options o = no_driver_options();
+  o.files = {dir.string()};
+  const Report r = run(o);
+  bool found = false;
+  for (const auto& f : r.steps[1].findings)
+    if (f.subject == dir.string()) found = f.message == "needs libcudart.so." + std::to_string(*need->cudart_major);
+  CHECK(found);
+  std::filesystem::remove_all(dir);
+}
+#endif
