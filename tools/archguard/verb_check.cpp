@@ -18,7 +18,9 @@
 #include <set>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <sstream>
 
@@ -241,17 +243,10 @@ bool is_package(const ScanReport& r) {
   return std::any_of(r.objects.begin(), r.objects.end(), [](const ObjectFatbins& o) { return !o.archive.empty() && o.loaded_by.empty(); });
 }
 
-/// Resolves --cc, --fleet or this machine into the GPUs to judge; prints the usage error itself.
-std::optional<std::vector<Gpu>> resolve_gpus(const CheckOptions& opt, bool this_machine) {
+/// Resolves --cc or --fleet into the GPUs to judge (this machine's: visible_gpus); prints the
+/// usage error itself.
+std::optional<std::vector<Gpu>> resolve_gpus(const CheckOptions& opt) {
   std::vector<Gpu> gpus;
-  if (this_machine) {
-    auto visible = visible_gpus();
-    if (!visible) {
-      std::fprintf(stderr, "archguard check: %s; give --cc (e.g. --cc 9.0) or --fleet\n", visible.message().c_str());
-      return std::nullopt;
-    }
-    return std::move(*visible);
-  }
   if (!opt.cc.empty()) {
     auto cc = parse_cc(opt.cc);
     if (!cc) {
@@ -780,12 +775,25 @@ int run_check(const CheckOptions& opt) {
   }
   // Without --cc or --fleet: this machine's GPUs, driver and environment (said in the output).
   const bool this_machine = opt.cc.empty() && opt.fleet.empty();
-  auto resolved = resolve_gpus(opt, this_machine);
-  if (!resolved) return kExitUsage;
-  const std::vector<Gpu> gpus = std::move(*resolved);
-  const std::optional<DriverSettings> checked = check_settings(opt, this_machine);
-  if (!checked) return kExitUsage;
-  const DriverSettings& settings = *checked;
+  // This machine's GPUs are asked for on another thread while the inputs are read: cuInit
+  // takes 0.2 s on the H200 host and seconds on some nodes of many GPUs. Without a driver the
+  // answer comes at once, and its error before any reading.
+  std::future<Result<std::vector<Gpu>>> machine;
+  std::optional<std::vector<Gpu>> resolved;
+  auto machine_gpus = [&machine, &resolved]() {
+    auto visible = machine.get();
+    if (!visible) std::fprintf(stderr, "archguard check: %s; give --cc (e.g. --cc 9.0) or --fleet\n", visible.message().c_str());
+    else resolved = std::move(*visible);
+    return visible.ok();
+  };
+  if (this_machine) {
+    machine = std::async(std::launch::async, visible_gpus);
+    if (machine.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready && !machine_gpus()) return kExitUsage;
+  } else {
+    resolved = resolve_gpus(opt);
+    if (!resolved) return kExitUsage;
+  }
+  if (!check_settings(opt, false)) return kExitUsage;  // --driver is checked before the reading
 
   ReadOptions read;
   read.deps = !opt.no_deps;
@@ -797,6 +805,11 @@ int run_check(const CheckOptions& opt) {
   read.scan = *scan;
   read.scan.facts = results_cache(opt.no_cache);
   const Inputs in = read_inputs(opt.files, read);
+  if (machine.valid() && !machine_gpus()) return kExitUsage;
+  const std::vector<Gpu> gpus = std::move(*resolved);
+  const std::optional<DriverSettings> checked = check_settings(opt, this_machine);
+  if (!checked) return kExitUsage;
+  const DriverSettings& settings = *checked;
   if (this_machine && !opt.json) print_assumption(gpus, settings);
   // Objects as judged (archive members merged into their library).
   std::vector<std::vector<JudgedObject>> judged;
