@@ -85,9 +85,10 @@ namespace {
 
 /// Step 2 for each file named: which cuda runtime it needs and whether the driver covers it.
 void check_runtime_needs(Session& s, const Report& report, Step& step) {
+  std::vector<RuntimeNeeds> read = s.runtime_needs.valid() ? s.runtime_needs.get() : std::vector<RuntimeNeeds>{};
   for (std::size_t i = 0; i < s.options->files.size(); ++i) {
     const std::string& file = s.options->files[i];
-    const RuntimeNeeds n = i < s.runtime_needs.size() && s.runtime_needs[i].valid() ? s.runtime_needs[i].get() : read_runtime_needs(file);
+    const RuntimeNeeds n = i < read.size() ? std::move(read[i]) : read_runtime_needs(file);
     const std::string& note = n.note;
     const std::set<unsigned>& majors = n.majors;
     const std::size_t elf_files = n.elf_files, device_code = n.device_code, statically = n.statically;
@@ -271,7 +272,13 @@ Report run(const Options& options) {
   if (!options.files.empty())
     s.first_file = std::async(std::launch::async, detail::read_file, std::cref(options), options.files.front());
   // What each FILE needs of the CUDA runtime (step 2) is read while the driver starts too.
-  for (const std::string& file : options.files) s.runtime_needs.push_back(std::async(std::launch::async, detail::read_runtime_needs, file));
+  // One FILE after another, each on up to 16 threads.
+  if (!options.files.empty())
+    s.runtime_needs = std::async(std::launch::async, [&options] {
+      std::vector<detail::RuntimeNeeds> out;
+      for (const std::string& file : options.files) out.push_back(detail::read_runtime_needs(file));
+      return out;
+    });
   report.node = node_name(options, s.env);
   report.time = common::utc_now();
   timed([&] {

@@ -39,9 +39,9 @@ struct Session {
   /// The first FILE, read in the background while step 1 loads the driver (cuInit takes
   /// seconds on some multi-GPU nodes); step 3 takes it instead of reading the file again.
   std::future<Result<ScanReport>> first_file;
-  /// What each FILE needs of the CUDA runtime (read_runtime_needs), read in the background from
-  /// the start of run() as well; step 2 takes them.
-  std::vector<std::future<RuntimeNeeds>> runtime_needs;
+  /// What each FILE needs of the CUDA runtime (read_runtime_needs), in the order of the FILEs,
+  /// read in the background from the start of run() as well; step 2 takes them.
+  std::future<std::vector<RuntimeNeeds>> runtime_needs;
 };
 
 /// How step 3 reads each FILE (the results cache of the options).
