@@ -2,6 +2,7 @@
 // run(): the steps in order, then the final verdict.
 #include "doctor/steps.hpp"
 
+#include "common/parallel.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 
@@ -9,11 +10,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <atomic>
 #include <filesystem>
 #include <future>
 #include <set>
-#include <thread>
 
 namespace archguard::doctor::detail {
 extern const unsigned char kSmokeFatbin[];
@@ -56,15 +55,8 @@ RuntimeNeeds read_runtime_needs(const std::string& file) {
   // Each candidate's dynamic section is read on its own: a directory of a Python environment
   // holds thousands of shared libraries (the step waited for them one by one after the driver).
   std::vector<Result<RuntimeNeed>> needs(candidates.size(), Result<RuntimeNeed>(RuntimeNeed{}));
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < candidates.size();) needs[i] = runtime_need(candidates[i]);
-  };
-  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 16, candidates.size() / 64 + 1}));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(common::thread_count(0, 16), candidates.size() / 64 + 1));
+  common::parallel_for(candidates.size(), threads, [&](std::size_t i) { needs[i] = runtime_need(candidates[i]); });
   for (const auto& need : needs) {  // in the walk's order: the first error is the same on any thread count
     if (!need) {
       if (out.first_error.empty() && candidates.size() == 1) out.first_error = need.message();
@@ -89,31 +81,27 @@ void check_runtime_needs(Session& s, const Report& report, Step& step) {
   for (std::size_t i = 0; i < s.options->files.size(); ++i) {
     const std::string& file = s.options->files[i];
     const RuntimeNeeds n = i < read.size() ? std::move(read[i]) : read_runtime_needs(file);
-    const std::string& note = n.note;
-    const std::set<unsigned>& majors = n.majors;
-    const std::size_t elf_files = n.elf_files, device_code = n.device_code, statically = n.statically;
-    const std::string& first_error = n.first_error;
-    if (!first_error.empty()) {
-      step.findings.push_back({Level::fail, file, first_error, "check the path", FixKind::other});
+    if (!n.first_error.empty()) {
+      step.findings.push_back({Level::fail, file, n.first_error, "check the path", FixKind::other});
       continue;
     }
-    if (elf_files == 0) {
+    if (n.elf_files == 0) {
       step.findings.push_back({Level::skip, file,
-                               "no elf file to read a dynamic section from" + note + " (wheels are examined in step 3)", ""});
+                               "no elf file to read a dynamic section from" + n.note + " (wheels are examined in step 3)", ""});
       continue;
     }
     std::string msg;
     Level status = Level::pass;
     std::string fix;
-    if (majors.empty()) {
-      msg = device_code > 0 ? "device code without libcudart.so in DT_NEEDED: the cuda runtime is linked statically "
-                              "(or the driver api is used directly); its version is not recorded"
-                            : "does not need the cuda runtime";
+    if (n.majors.empty()) {
+      msg = n.device_code > 0 ? "device code without libcudart.so in DT_NEEDED: the cuda runtime is linked statically "
+                                "(or the driver api is used directly); its version is not recorded"
+                              : "does not need the cuda runtime";
     } else {
       msg = "needs";
-      for (unsigned m : majors) msg += " libcudart.so." + std::to_string(m);
-      if (statically > 0) msg += "; " + std::to_string(statically) + " file(s) with device code link it statically";
-      const unsigned newest = *majors.rbegin();
+      for (unsigned m : n.majors) msg += " libcudart.so." + std::to_string(m);
+      if (n.statically > 0) msg += "; " + std::to_string(n.statically) + " file(s) with device code link it statically";
+      const unsigned newest = *n.majors.rbegin();
       if (report.driver_cuda && newest > report.driver_cuda->major) {
         status = Level::fail;
         const ReleaseRow* rel = find_release(Version2{newest, 0});
@@ -126,7 +114,7 @@ void check_runtime_needs(Session& s, const Report& report, Step& step) {
         msg += ": covered by the driver (cuda " + common::version_text(*report.driver_cuda) + ")";
       }
     }
-    step.findings.push_back({status, file, msg + note, fix, FixKind::driver});
+    step.findings.push_back({status, file, msg + n.note, fix, FixKind::driver});
   }
 }
 

@@ -96,6 +96,17 @@ TEST_CASE("step 2 reads a directory's libraries on several threads and counts th
   for (const auto& f : r.steps[1].findings)
     if (f.subject == dir.string()) found = f.message == "needs libcudart.so." + std::to_string(*need->cudart_major);
   CHECK(found);
+  // A program built with nvcc's default static runtime: device code, no libcudart.so needed.
+  const auto static_dir = dir / "static";
+  std::filesystem::create_directories(static_dir);
+  std::filesystem::copy_file(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_exe_ptx80", static_dir / "app");
+  o.files = {static_dir.string()};
+  const Report rs = run(o);
+  bool linked_statically = false;
+  for (const auto& f : rs.steps[1].findings)
+    if (f.subject == static_dir.string())
+      linked_statically = f.message.find("device code without libcudart.so in DT_NEEDED: the cuda runtime is linked statically") == 0;
+  CHECK(linked_statically);
   std::filesystem::remove_all(dir);
 }
 #endif
