@@ -138,12 +138,15 @@ fi
 echo "ok: slurm cluster up: $(sinfo -h -N -o '%N:%G' | tr '\n' ' ')"
 
 # The job step each node runs: its fake GPUs and driver, then the node report.
+uuid_base=$((RANDOM % 200))
 cat > "$work/bin/node-report.sh" <<EOF
 #!/usr/bin/env bash
 n="\$SLURMD_NODENAME"
 case "\$n" in
-$(for n in "${nodes[@]}"; do
-  echo "  $n) export FAKE_CUDA_NAME='${gname[$n]}' FAKE_CUDA_CC=${gcc[$n]} FAKE_CUDA_COUNT=${gres[$n]#*:} FAKE_CUDA_DRIVER=${gcuda[$n]} FAKE_CUDA_UUID_SEED=$((RANDOM % 200 + 1)) ;;"
+$(i=0; for n in "${nodes[@]}"; do
+  # distinct first UUID bytes per node (independent random picks collided ~1.5% of runs)
+  echo "  $n) export FAKE_CUDA_NAME='${gname[$n]}' FAKE_CUDA_CC=${gcc[$n]} FAKE_CUDA_COUNT=${gres[$n]#*:} FAKE_CUDA_DRIVER=${gcuda[$n]} FAKE_CUDA_UUID_SEED=$(( (uuid_base + i * 61) % 200 + 1 )) ;;"
+  i=$((i + 1))
 done)
   *) echo "node-report: unknown node \$n" >&2; exit 2 ;;
 esac
