@@ -35,7 +35,9 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
@@ -321,20 +323,28 @@ bool same_finds(const EmbeddedFinds& a, const EmbeddedFinds& b) {
   return true;
 }
 
-/// A file's identity for the results cache (ObjectFatbins::identity): device, inode, size and
-/// the modification and change times in nanoseconds. Any write moves the change time, which no
-/// one can set back; a file that changed in the last two seconds (a timestamp's granularity on
-/// some file systems, and a write may follow within it) has none, and is read anew each time.
-std::string file_identity(const struct stat& st) {
+/// The fields of a file's identity (file_identity), or nothing for a file that changed in the
+/// last two seconds.
+std::optional<detail::NoCodeFiles::Stamp> file_stamp(const struct stat& st) {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   // Nanoseconds since the epoch fit in 64 bits until 2262.
   auto ns = [](const timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
   constexpr std::int64_t kSettled = std::int64_t{2} * 1000000000;
-  if (ns(st.st_mtim) + kSettled > ns(now) || ns(st.st_ctim) + kSettled > ns(now)) return {};
-  auto text = [](std::int64_t v) { return std::to_string(v); };
-  return "file " + std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " + std::to_string(st.st_size) + " " +
-         text(ns(st.st_mtim)) + " " + text(ns(st.st_ctim));
+  if (ns(st.st_mtim) + kSettled > ns(now) || ns(st.st_ctim) + kSettled > ns(now)) return std::nullopt;
+  return detail::NoCodeFiles::Stamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                                    static_cast<std::uint64_t>(st.st_size), ns(st.st_mtim), ns(st.st_ctim)};
+}
+
+/// A file's identity for the results cache (ObjectFatbins::identity): device, inode, size and
+/// the modification and change times in nanoseconds. Any write moves the change time, which no
+/// one can set back; a file that changed in the last two seconds (a timestamp's granularity on
+/// some file systems, and a write may follow within it) has none, and is read anew each time.
+std::string file_identity(const struct stat& st) {
+  const auto stamp = file_stamp(st);
+  if (!stamp) return {};
+  return "file " + std::to_string(stamp->dev) + " " + std::to_string(stamp->ino) + " " + std::to_string(stamp->size) + " " +
+         std::to_string(stamp->mtime_ns) + " " + std::to_string(stamp->ctime_ns);
 }
 
 // ---- container images: layers applied in order ---------------------------------------------
@@ -1157,12 +1167,29 @@ bool inside(const std::string& path, const std::string& root) {
   return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/');
 }
 
-/// A regular file a walk found, with its identity as the walk saw it (empty unless asked for,
+/// A regular file a walk found, with its identity as the walk saw it (none unless asked for,
 /// or when it changed in the last seconds).
 struct WalkedFile {
   std::string path;
-  std::string identity;
+  std::optional<detail::NoCodeFiles::Stamp> stamp;
 };
+
+/// Whether `a` (followed by "/" when `a_dir`) sorts before `b` (followed by "/" when `b_dir`),
+/// as std::string compares: the files of a directory and the paths below its subdirectories
+/// come out in path order when each directory's entries are merged by this key.
+bool path_key_less(std::string_view a, bool a_dir, std::string_view b, bool b_dir) {
+  const std::size_t n = std::min(a.size(), b.size());
+  if (const int c = a.substr(0, n).compare(b.substr(0, n)); c != 0) return c < 0;
+  auto at = [](std::string_view v, bool dir, std::size_t i) -> int {
+    if (i < v.size()) return static_cast<unsigned char>(v[i]);
+    return i == v.size() && dir ? '/' : -1;  // -1: ended
+  };
+  for (std::size_t i = n;; ++i) {  // one has ended at n: two more characters at most decide
+    const int x = at(a, a_dir, i), y = at(b, b_dir, i);
+    if (x != y) return x < y;
+    if (x < 0) return false;
+  }
+}
 
 /// What a walk found in one directory, in the order readdir() gave it.
 struct WalkedDir {
@@ -1231,16 +1258,21 @@ void read_directory(WalkedDir& node, const std::string& real_root, bool identiti
       node.subdirs.push_back(std::move(child));
     } else if (S_ISREG(st.st_mode)) {
       if (st.st_nlink > 1) node.linked.emplace_back(std::pair{st.st_dev, st.st_ino}, child);
-      node.files.push_back(WalkedFile{std::move(child), identities ? file_identity(st) : std::string()});
+      node.files.push_back(WalkedFile{std::move(child), identities ? file_stamp(st) : std::nullopt});
     }
   }
   ::closedir(d);
+  // In path order here, on the reading thread: the walk then merges the directories' lists
+  // instead of sorting every path of the tree on one thread.
+  std::sort(node.files.begin(), node.files.end(), [](const WalkedFile& a, const WalkedFile& b) { return a.path < b.path; });
+  std::sort(node.subdirs.begin(), node.subdirs.end(),
+            [](const std::string& a, const std::string& b) { return path_key_less(a, true, b, true); });
 }
 
 /// Lists the directories below `root` on `threads` threads (a tree of many small directories
 /// costs one readdir and one fstatat per entry: on an overlay file system most of a cached
-/// run's time). The result does not depend on the scheduling: files, errors and notes come out
-/// as a walk on one thread gives them.
+/// run's time). The result does not depend on the scheduling: files come out in path order,
+/// errors and notes in the order of a walk that reads each directory's entries in path order.
 void walk_directory(const std::string& root, bool identities, unsigned threads, std::vector<WalkedFile>& files,
                     std::vector<std::string>& errors, std::vector<std::string>& skipped) {
   std::error_code ec;
@@ -1277,16 +1309,34 @@ void walk_directory(const std::string& root, bool identities, unsigned threads, 
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  // In the order of a depth-first walk that reads the last subdirectory first.
+  // Depth first, each directory's files and subdirectories merged in path order: the files
+  // come out sorted by path.
   std::vector<std::pair<std::pair<dev_t, ino_t>, std::string>> linked;
-  for (std::vector<std::size_t> order{0}; !order.empty();) {
-    WalkedDir& node = nodes[order.back()];
-    order.pop_back();
+  struct Frame {
+    std::size_t node, file = 0, child = 0;
+  };
+  auto enter = [&](std::size_t n) {
+    WalkedDir& node = nodes[n];
     std::move(node.errors.begin(), node.errors.end(), std::back_inserter(errors));
     std::move(node.skipped.begin(), node.skipped.end(), std::back_inserter(skipped));
-    std::move(node.files.begin(), node.files.end(), std::back_inserter(files));
     std::move(node.linked.begin(), node.linked.end(), std::back_inserter(linked));
-    order.insert(order.end(), node.children.begin(), node.children.end());
+    return Frame{n};
+  };
+  std::size_t total = 0;
+  for (const WalkedDir& node : nodes) total += node.files.size();
+  files.reserve(files.size() + total);
+  for (std::vector<Frame> stack{enter(0)}; !stack.empty();) {
+    Frame& f = stack.back();
+    WalkedDir& node = nodes[f.node];
+    if (f.child < node.children.size() &&
+        (f.file == node.files.size() || !path_key_less(node.files[f.file].path, false, nodes[node.children[f.child]].path, true))) {
+      const std::size_t next = node.children[f.child++];
+      stack.push_back(enter(next));  // f is not used after this
+    } else if (f.file < node.files.size()) {
+      files.push_back(std::move(node.files[f.file++]));
+    } else {
+      stack.pop_back();
+    }
   }
   // Hard links: each file read once, under the first of its names in path order.
   std::sort(linked.begin(), linked.end());
@@ -1367,7 +1417,6 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     report.directory = true;
     std::vector<WalkedFile> files;
     walk_directory(path, options.facts != nullptr, std::min(thread_count(options), 16u), files, report.errors, report.skipped);
-    std::sort(files.begin(), files.end(), [](const WalkedFile& a, const WalkedFile& b) { return a.path < b.path; });
     // The files an earlier walk with the same options found to hold no device code (nothing
     // reported of them: no object, note or error) are not opened again while they have the same
     // identity (any write moves a file's change time).
@@ -1375,46 +1424,67 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     std::optional<detail::NoCodeFiles> known;
     if (options.facts != nullptr)
       if (auto record = options.facts->find_tree(tree)) known = detail::NoCodeFiles::decode(*record);
-    std::vector<char> no_code(files.size(), 0);  // the files found to hold none (one byte each: written by several threads)
+    // Per file: 0 read and holding device code (or not judged), 1 known or found to hold none
+    // and counted as read, 2 the same but not counted (0 bytes). One byte each: written by
+    // several threads.
+    std::vector<std::uint8_t> no_code(files.size(), 0);
+    std::vector<detail::NoCodeFiles::Digest> digests(options.facts != nullptr ? files.size() : 0);
+    std::atomic<std::size_t> hits{0};
     unsigned threads = thread_count(options);
     threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, files.size())));
-    std::vector<ScanReport> parts(files.size());
+    // Only the files read get a report: a cache hit of 70,000 files builds none.
+    std::vector<std::unique_ptr<ScanReport>> parts(files.size());
     std::atomic<std::size_t> next{0};
     auto work = [&] {
+      std::size_t hit = 0;
       for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
+        const bool stamped = files[i].stamp.has_value() && options.facts != nullptr;
+        if (stamped) digests[i] = detail::NoCodeFiles::digest(*files[i].stamp);
         bool counted = false;
-        if (known && !files[i].identity.empty() && known->has(files[i].identity, counted)) {
-          parts[i].files_read = counted ? 1 : 0;
-          no_code[i] = 1;
+        if (stamped && known && known->has(digests[i], counted)) {
+          no_code[i] = counted ? 1 : 2;
+          ++hit;
           continue;
         }
-        scan_file_quietly(files[i].path, options, parts[i]);
-        const ScanReport& p = parts[i];
-        no_code[i] = !files[i].identity.empty() && p.objects.empty() && p.skipped.empty() && p.errors.empty() && p.files_read <= 1 ? 1 : 0;
+        parts[i] = std::make_unique<ScanReport>();
+        ScanReport& p = *parts[i];
+        scan_file_quietly(files[i].path, options, p);
+        if (stamped && p.objects.empty() && p.skipped.empty() && p.errors.empty() && p.files_read <= 1) no_code[i] = p.files_read == 1 ? 1 : 2;
         // Nothing more is read from the file now: its pages leave this process (the mapping
         // stays, and a later decode refetches what it needs from the page cache), so a walk's
         // peak is a few files', not the sum of every file's.
-        for (const auto& st : parts[i].storage) st->release(0, st->bytes().size());
+        for (const auto& st : p.storage) st->release(0, st->bytes().size());
       }
+      hits += hit;
     };
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
     work();
     for (auto& t : pool) t.join();
-    for (auto& p : parts) {  // merged in path order: the output does not depend on scheduling
+    for (std::size_t i = 0; i < files.size(); ++i) {  // merged in path order: the output does not depend on scheduling
+      if (!parts[i]) {
+        report.files_read += no_code[i] == 1 ? 1 : 0;
+        continue;
+      }
+      ScanReport& p = *parts[i];
       report.files_read += p.files_read;
       for (auto& k : p.skipped) report.skipped.push_back(std::move(k));
       for (auto& o : p.objects) report.objects.push_back(std::move(o));
       for (auto& e : p.errors) report.errors.push_back(std::move(e));
-      for (auto& s : p.storage) report.storage.push_back(std::move(s));
+      for (auto& st : p.storage) report.storage.push_back(std::move(st));
     }
     std::sort(report.skipped.begin(), report.skipped.end());  // in path order, as everything else
     if (options.facts != nullptr) {
-      detail::NoCodeFiles now;  // the files of this walk only: those gone are forgotten
-      for (std::size_t i = 0; i < files.size(); ++i)
-        if (no_code[i]) now.add(files[i].identity, parts[i].files_read == 1);
-      now.finish();
-      if (now.size() > 0 && (!known || !(*known == now))) options.facts->keep_tree(tree, now.encode());
+      // The files of this walk only: those gone are forgotten. When every file without device
+      // code was known and every known one is still here, the record stands as it is.
+      const std::size_t none = static_cast<std::size_t>(std::count_if(no_code.begin(), no_code.end(), [](std::uint8_t v) { return v != 0; }));
+      if (!(known && hits == none && hits == known->size())) {
+        detail::NoCodeFiles now;
+        for (std::size_t i = 0; i < files.size(); ++i)
+          if (no_code[i] != 0) now.add(digests[i], no_code[i] == 1);
+        now.finish();
+        if (now.size() > 0 && (!known || !(*known == now))) options.facts->keep_tree(tree, now.encode());
+      }
     }
     return report;
   }

@@ -18,6 +18,8 @@ using common::Writer;
 
 // Bumped with any change of what a record holds.
 constexpr std::uint64_t kFormat = 2;
+// The format of a NoCodeFiles record (3: digests of the binary stamp; 2 hashed its text).
+constexpr std::uint64_t kTreeFormat = 3;
 constexpr std::uint64_t kNoPayload = std::numeric_limits<std::uint64_t>::max();
 
 std::string suffix_of(const std::string& s, const std::string& path, bool& fits) {
@@ -174,33 +176,42 @@ bool decode_file_facts(Bytes record, Bytes whole, const std::string& path, ScanR
   return true;
 }
 
-NoCodeFiles::Digest NoCodeFiles::digest(const std::string& identity, bool counted) {
-  // Two FNV-1a hashes of different bases and a final mix each: 127 bits, against a few hundred
-  // thousand files a walk may hold. Identities are not chosen by anyone (inode and times come
-  // from the kernel), and a digest only says a file of that identity was peeked at before.
-  auto fnv = [&identity](std::uint64_t h) {
-    for (const char c : identity) {
-      h ^= static_cast<unsigned char>(c);
-      h *= 0x100000001b3ull;
-    }
+NoCodeFiles::Digest NoCodeFiles::digest(const Stamp& stamp) {
+  // Two independent chains over the five words, each word multiplied in and mixed with
+  // MurmurHash3's 64-bit finaliser: 127 bits, against a few hundred thousand files a walk may
+  // hold. Stamps are not chosen by anyone (inode and times come from the kernel), and a digest
+  // only says a file of that identity was peeked at before.
+  auto fmix = [](std::uint64_t h) {
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
     return h;
   };
-  return Digest{fnv(0xcbf29ce484222325ull), (fnv(0x84222325cbf29ce4ull) & ~std::uint64_t{1}) | (counted ? 1u : 0u)};
+  const std::uint64_t words[] = {stamp.dev, stamp.ino, stamp.size, static_cast<std::uint64_t>(stamp.mtime_ns),
+                                 static_cast<std::uint64_t>(stamp.ctime_ns)};
+  std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (const std::uint64_t w : words) {
+    a = fmix(a ^ (w * 0x9e3779b97f4a7c15ull));
+    b = fmix((b + w) * 0x100000001b3ull);
+  }
+  return Digest{a, b & ~std::uint64_t{1}};
 }
 
-void NoCodeFiles::add(const std::string& identity, bool counted) { digests_.push_back(digest(identity, counted)); }
+void NoCodeFiles::add(Digest d, bool counted) {
+  d.lo = (d.lo & ~std::uint64_t{1}) | (counted ? 1u : 0u);
+  digests_.push_back(d);
+}
 
 void NoCodeFiles::finish() {
   std::sort(digests_.begin(), digests_.end());
   digests_.erase(std::unique(digests_.begin(), digests_.end()), digests_.end());
 }
 
-bool NoCodeFiles::has(const std::string& identity, bool& counted) const {
-  // Hashed once: the digest not counted sorts just before the counted one.
-  const Digest d = digest(identity, false);
+bool NoCodeFiles::has(Digest d, bool& counted) const {
+  // The digest not counted sorts just before the counted one.
+  d.lo &= ~std::uint64_t{1};
   auto it = std::lower_bound(digests_.begin(), digests_.end(), d);
   if (it == digests_.end() || it->hi != d.hi || (it->lo | 1u) != (d.lo | 1u)) return false;
   counted = (it->lo & 1u) != 0;
@@ -209,7 +220,7 @@ bool NoCodeFiles::has(const std::string& identity, bool& counted) const {
 
 std::vector<std::byte> NoCodeFiles::encode() const {
   Writer w;
-  w.nums(kFormat, digests_.size());
+  w.nums(kTreeFormat, digests_.size());
   for (const Digest& d : digests_) {
     common::append_le(w.out, d.hi, 8);
     common::append_le(w.out, d.lo, 8);
@@ -219,7 +230,7 @@ std::vector<std::byte> NoCodeFiles::encode() const {
 
 std::optional<NoCodeFiles> NoCodeFiles::decode(Bytes record) {
   Reader r{record};
-  if (r.num() != kFormat) return std::nullopt;
+  if (r.num() != kTreeFormat) return std::nullopt;
   const std::uint64_t n = r.num();
   if (!r.ok || n > (record.size() - r.at) / 16 || record.size() - r.at != n * 16) return std::nullopt;
   NoCodeFiles out;

@@ -42,23 +42,32 @@ bool decode_file_facts(Bytes record, Bytes whole, const std::string& path, ScanR
 /// the change time), with whether its bytes counted as read (a file of 0 bytes does not).
 class NoCodeFiles {
  public:
-  void add(const std::string& identity, bool counted);
-  /// Sorts what was added; call before has(), encode() and comparing.
-  void finish();
-  /// Whether the file of `identity` is known to hold no device code; then `counted` is set.
-  bool has(const std::string& identity, bool& counted) const;
-  std::size_t size() const { return digests_.size(); }
-  std::vector<std::byte> encode() const;
-  /// Nothing when the record is damaged (cut short, out of order).
-  static std::optional<NoCodeFiles> decode(Bytes record);
-  friend bool operator==(const NoCodeFiles&, const NoCodeFiles&) = default;
-
- private:
+  /// The fields of a file's identity as a walk's stat gives them (container.cpp file_identity
+  /// writes the same fields as text for the per-file facts).
+  struct Stamp {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0, ctime_ns = 0;
+  };
   struct Digest {
     std::uint64_t hi = 0, lo = 0;  ///< lo's lowest bit: counted
     friend auto operator<=>(const Digest&, const Digest&) = default;
   };
-  static Digest digest(const std::string& identity, bool counted);
+  /// The digest of a stamp (counted bit clear): a few nanoseconds, computed once per file by
+  /// the thread that stat'ed it.
+  static Digest digest(const Stamp& stamp);
+
+  void add(Digest d, bool counted);
+  /// Sorts what was added; call before has(), encode() and comparing.
+  void finish();
+  /// Whether the file of digest `d` is known to hold no device code; then `counted` is set.
+  bool has(Digest d, bool& counted) const;
+  std::size_t size() const { return digests_.size(); }
+  std::vector<std::byte> encode() const;
+  /// Nothing when the record is damaged (cut short, out of order) or of another format.
+  static std::optional<NoCodeFiles> decode(Bytes record);
+  friend bool operator==(const NoCodeFiles&, const NoCodeFiles&) = default;
+
+ private:
   std::vector<Digest> digests_;
 };
 

@@ -126,6 +126,35 @@ TEST_CASE("a directory named through a symbolic link is walked; links below it a
   CHECK(tree->errors.empty());
 }
 
+TEST_CASE("a directory walk lists its files in path order, names that sort around '/' included", "[fatbin][corpus]") {
+  // Each directory's entries are merged by name, a subdirectory by its name and "/": "a-b/x"
+  // comes before "a/x" ('-' < '/'), "a.c" before "a/x", "a/x" before "a0", bytes over 0x7f
+  // last. The objects must come out as a sort of every path gives them, on any thread count.
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("archguard-order-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  const std::vector<std::string> paths = {"a/x.a", "a-b/x.a", "a.c", "a0", "a/b/c.a", "a/b-c.a", "a/b.a", "a/b/-.a",
+                                          "A/x.a", "\xc3\xa9/x.a", "a/\xc3\xa9.a", "ab/x.a", "a b/x.a", "a!.a", "z", "a/b/c/d/e.a"};
+  for (const auto& rel : paths) {
+    fs::create_directories((tmp / rel).parent_path());
+    fs::copy_file(kDir + "valid.a", tmp / rel);
+  }
+  std::vector<std::string> expected;
+  for (const auto& rel : paths) expected.push_back((tmp / rel).string() + ":valid.o");
+  std::sort(expected.begin(), expected.end());
+  for (unsigned threads : {1u, 3u}) {
+    INFO(threads << " threads");
+    ScanOptions options;
+    options.threads = threads;
+    auto r = scan_path(tmp.string(), options);
+    REQUIRE(r.ok());
+    std::vector<std::string> got;
+    for (const auto& o : r->objects) got.push_back(o.path);
+    CHECK(got == expected);
+  }
+  fs::remove_all(tmp);
+}
+
 TEST_CASE("a directory walk on several threads reports what a walk on one thread reports", "[fatbin][corpus]") {
   // 40 directories in 4 levels, each holding copies of corpus files (objects, errors and notes),
   // hard links between levels and symbolic links out of the tree: on 1, 2, 3 and 16 threads the
