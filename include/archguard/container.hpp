@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -145,6 +146,26 @@ class PayloadPages {
   };
   std::vector<Range> ranges_;  ///< by begin; storages do not overlap
 };
+
+/// What identifies the content of a file for the results cache: device, inode, size, and the
+/// modification and change times in nanoseconds (any write moves the change time).
+struct FileStamp {
+  std::uint64_t dev = 0, ino = 0, size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+};
+
+/// A regular file below a directory, as the directory walk of scan_path lists it.
+struct ListedFile {
+  std::string path;
+  std::uint32_t mode = 0;          ///< st_mode
+  std::optional<FileStamp> stamp;  ///< none when the file changed in the last two seconds
+};
+
+/// The regular files below the directory `root`, in path order, listed on up to `threads`
+/// threads as scan_path walks a directory: symbolic links below `root` are not followed, a file
+/// with several names (hard links) is listed once, under the first. Each directory that cannot
+/// be read is named in `errors`.
+std::vector<ListedFile> list_files(const std::string& root, unsigned threads, std::vector<std::string>& errors);
 
 /// Reads one path. Fails only when the path itself cannot be opened or is of no supported
 /// kind; problems inside archives and directories are collected in ScanReport::errors.

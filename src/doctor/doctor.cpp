@@ -5,7 +5,9 @@
 #include "common/parallel.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "fatbin/file_facts.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,49 +28,82 @@ std::string_view smoke_fatbin_targets() { return kSmokeFatbin_note; }
 
 namespace {
 
-/// Files to look at for step 2: the file itself, or the ELF files under a directory (bounded).
-std::vector<std::string> elf_candidates(const std::string& path, std::string& note) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return {path};
-  std::vector<std::string> out;
-  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code ec2;
-    if (!it->is_regular_file(ec2)) continue;
-    const auto name = it->path().filename().string();
-    if (name.find(".so") != std::string::npos || (it->status(ec2).permissions() & fs::perms::owner_exec) != fs::perms::none)
-      out.push_back(it->path().string());
-    if (out.size() >= 4096) {
-      note = " (first 4096 files)";
-      break;
-    }
-  }
-  return out;
+/// The ELF files of a directory step 2 looks at: regular files whose name holds ".so" or that
+/// the owner may execute, in path order, at most this many.
+constexpr std::size_t kMostCandidates = 4096;
+
+/// What step 2 keeps of a file in the results cache: bit 0 an ELF file, bit 1 with device code,
+/// bits 8 and up the N of libcudart.so.N it needs (0: none). A file that could not be read is 0.
+std::uint32_t need_value(const Result<RuntimeNeed>& need) {
+  if (!need || !need->elf) return 0;
+  return 1u | (need->has_device_code ? 2u : 0u) | (need->cudart_major.value_or(0) << 8);
 }
 
 }  // namespace
 
-RuntimeNeeds read_runtime_needs(const std::string& file) {
+RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results) {
   RuntimeNeeds out;
-  const std::vector<std::string> candidates = elf_candidates(file, out.note);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(file, ec)) {
+    const Result<RuntimeNeed> need = runtime_need(file);
+    if (!need) {
+      out.first_error = need.message();
+      return out;
+    }
+    if (need->elf) {
+      out.elf_files = 1;
+      if (need->cudart_major) out.majors.insert(*need->cudart_major);
+      if (need->has_device_code) {
+        out.device_code = 1;
+        if (!need->cudart_major) out.statically = 1;
+      }
+    }
+    return out;
+  }
+  // The directory is listed as `check` and step 3 list it (in path order, on up to 16
+  // threads, links below it not followed, hard links once), and what each candidate needs comes
+  // from the results cache while its identity holds: a cache hit opens none of them.
+  std::vector<std::string> walk_errors;  // step 3 reports the directories it could not read
+  std::vector<ListedFile> files = list_files(file, common::thread_count(0, 16), walk_errors);
+  std::erase_if(files, [](const ListedFile& f) {
+    return f.path.find(".so", f.path.rfind('/') + 1) == std::string::npos && (f.mode & S_IXUSR) == 0;
+  });
+  if (files.size() > kMostCandidates) {
+    files.resize(kMostCandidates);
+    out.note = " (first " + std::to_string(kMostCandidates) + " files)";
+  }
+  const std::string key = "runtime needs 1 | " + ::archguard::detail::tree_key(file);
+  std::optional<::archguard::detail::StampedValues> known;
+  if (results != nullptr)
+    if (auto record = results->find_tree(key)) known = ::archguard::detail::StampedValues::decode(*record);
   // Each candidate's dynamic section is read on its own: a directory of a Python environment
   // holds thousands of shared libraries (the step waited for them one by one after the driver).
-  std::vector<Result<RuntimeNeed>> needs(candidates.size(), Result<RuntimeNeed>(RuntimeNeed{}));
-  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(common::thread_count(0, 16), candidates.size() / 64 + 1));
-  common::parallel_for(candidates.size(), threads, [&](std::size_t i) { needs[i] = runtime_need(candidates[i]); });
-  for (const auto& need : needs) {  // in the walk's order: the first error is the same on any thread count
-    if (!need) {
-      if (out.first_error.empty() && candidates.size() == 1) out.first_error = need.message();
-      continue;
-    }
-    if (!need->elf) continue;
+  std::vector<std::uint32_t> values(files.size(), 0);
+  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(common::thread_count(0, 16), files.size() / 64 + 1));
+  common::parallel_for(files.size(), threads, [&](std::size_t i) {
+    if (known && files[i].stamp)
+      if (auto v = known->find(*files[i].stamp)) {
+        values[i] = *v;
+        return;
+      }
+    values[i] = need_value(runtime_need(files[i].path));
+  });
+  for (const std::uint32_t v : values) {
+    if ((v & 1u) == 0) continue;
     ++out.elf_files;
-    if (need->cudart_major) out.majors.insert(*need->cudart_major);
-    if (need->has_device_code) {
+    const unsigned major = v >> 8;
+    if (major != 0) out.majors.insert(major);
+    if ((v & 2u) != 0) {
       ++out.device_code;
-      if (!need->cudart_major) ++out.statically;
+      if (major == 0) ++out.statically;
     }
+  }
+  if (results != nullptr) {
+    ::archguard::detail::StampedValues now;
+    for (std::size_t i = 0; i < files.size(); ++i)
+      if (files[i].stamp) now.add(*files[i].stamp, values[i]);
+    now.finish();
+    if (now.size() > 0 && (!known || !(*known == now))) results->keep_tree(key, now.encode());
   }
   return out;
 }
@@ -264,7 +299,7 @@ Report run(const Options& options) {
   if (!options.files.empty())
     s.runtime_needs = std::async(std::launch::async, [&options] {
       std::vector<detail::RuntimeNeeds> out;
-      for (const std::string& file : options.files) out.push_back(detail::read_runtime_needs(file));
+      for (const std::string& file : options.files) out.push_back(detail::read_runtime_needs(file, options.results));
       return out;
     });
   report.node = node_name(options, s.env);

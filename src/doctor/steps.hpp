@@ -24,7 +24,10 @@ struct RuntimeNeeds {
   std::size_t elf_files = 0, device_code = 0, statically = 0;
   std::string first_error;  ///< FILE itself could not be read
 };
-RuntimeNeeds read_runtime_needs(const std::string& file);
+/// What `file` (or the ELF files under a directory) needs of the CUDA runtime; what was read of
+/// each file of a directory is kept in `results` (when given) and taken from it while the file's
+/// identity holds.
+RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results = nullptr);
 
 /// What the steps share: the driver (when it opened) and the second opinions.
 struct Session {

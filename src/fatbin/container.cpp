@@ -325,14 +325,14 @@ bool same_finds(const EmbeddedFinds& a, const EmbeddedFinds& b) {
 
 /// The fields of a file's identity (file_identity), or nothing for a file that changed in the
 /// last two seconds.
-std::optional<detail::NoCodeFiles::Stamp> file_stamp(const struct stat& st) {
+std::optional<FileStamp> file_stamp(const struct stat& st) {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   // Nanoseconds since the epoch fit in 64 bits until 2262.
   auto ns = [](const timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
   constexpr std::int64_t kSettled = std::int64_t{2} * 1000000000;
   if (ns(st.st_mtim) + kSettled > ns(now) || ns(st.st_ctim) + kSettled > ns(now)) return std::nullopt;
-  return detail::NoCodeFiles::Stamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+  return FileStamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
                                     static_cast<std::uint64_t>(st.st_size), ns(st.st_mtim), ns(st.st_ctim)};
 }
 
@@ -1171,7 +1171,8 @@ bool inside(const std::string& path, const std::string& root) {
 /// or when it changed in the last seconds).
 struct WalkedFile {
   std::string path;
-  std::optional<detail::NoCodeFiles::Stamp> stamp;
+  std::optional<FileStamp> stamp;
+  std::uint32_t mode = 0;
 };
 
 /// Whether `a` (followed by "/" when `a_dir`) sorts before `b` (followed by "/" when `b_dir`),
@@ -1258,7 +1259,7 @@ void read_directory(WalkedDir& node, const std::string& real_root, bool identiti
       node.subdirs.push_back(std::move(child));
     } else if (S_ISREG(st.st_mode)) {
       if (st.st_nlink > 1) node.linked.emplace_back(std::pair{st.st_dev, st.st_ino}, child);
-      node.files.push_back(WalkedFile{std::move(child), identities ? file_stamp(st) : std::nullopt});
+      node.files.push_back(WalkedFile{std::move(child), identities ? file_stamp(st) : std::nullopt, static_cast<std::uint32_t>(st.st_mode)});
     }
   }
   ::closedir(d);
@@ -1396,6 +1397,16 @@ Result<std::shared_ptr<const Storage>> map_file(const std::string& path) {
   const common::UniqueFd fd(open_nonblocking(path));
   if (!fd.valid()) return errno_error(path + ": cannot open: " + errno_text(errno), errno);
   return map_fd(fd.get(), path);
+}
+
+std::vector<ListedFile> list_files(const std::string& root, unsigned threads, std::vector<std::string>& errors) {
+  std::vector<WalkedFile> walked;
+  std::vector<std::string> skipped;  // links out of the tree and second names: not listed
+  walk_directory(root, true, std::clamp(threads, 1u, 16u), walked, errors, skipped);
+  std::vector<ListedFile> out;
+  out.reserve(walked.size());
+  for (auto& f : walked) out.push_back(ListedFile{std::move(f.path), f.mode, f.stamp});
+  return out;
 }
 
 Result<ScanReport> scan_bytes(Bytes bytes, const std::string& name, const ScanOptions& options) {

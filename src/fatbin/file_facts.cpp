@@ -20,6 +20,8 @@ using common::Writer;
 constexpr std::uint64_t kFormat = 2;
 // The format of a NoCodeFiles record (3: digests of the binary stamp; 2 hashed its text).
 constexpr std::uint64_t kTreeFormat = 3;
+// The format of a StampedValues record.
+constexpr std::uint64_t kStampedFormat = 1;
 constexpr std::uint64_t kNoPayload = std::numeric_limits<std::uint64_t>::max();
 
 std::string suffix_of(const std::string& s, const std::string& path, bool& fits) {
@@ -242,6 +244,51 @@ std::optional<NoCodeFiles> NoCodeFiles::decode(Bytes record) {
   };
   for (std::size_t at = r.at; at < record.size(); at += 16) out.digests_.push_back(Digest{u64(at), u64(at + 8)});
   if (!std::is_sorted(out.digests_.begin(), out.digests_.end())) return std::nullopt;
+  return out;
+}
+
+void StampedValues::add(const FileStamp& stamp, std::uint32_t value) { entries_.push_back(Entry{NoCodeFiles::digest(stamp), value}); }
+
+void StampedValues::finish() {
+  std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.digest < b.digest; });
+  entries_.erase(std::unique(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.digest == b.digest; }),
+                 entries_.end());
+}
+
+std::optional<std::uint32_t> StampedValues::find(const FileStamp& stamp) const {
+  const NoCodeFiles::Digest d = NoCodeFiles::digest(stamp);
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), d, [](const Entry& e, const NoCodeFiles::Digest& k) { return e.digest < k; });
+  if (it == entries_.end() || it->digest != d) return std::nullopt;
+  return it->value;
+}
+
+std::vector<std::byte> StampedValues::encode() const {
+  Writer w;
+  w.nums(kStampedFormat, entries_.size());
+  for (const Entry& e : entries_) {
+    common::append_le(w.out, e.digest.hi, 8);
+    common::append_le(w.out, e.digest.lo, 8);
+    common::append_le(w.out, e.value, 4);
+  }
+  return std::move(w.out);
+}
+
+std::optional<StampedValues> StampedValues::decode(Bytes record) {
+  Reader r{record};
+  if (r.num() != kStampedFormat) return std::nullopt;
+  const std::uint64_t n = r.num();
+  if (!r.ok || record.size() - r.at != n * 20 || n > record.size() / 20) return std::nullopt;
+  auto le = [&record](std::size_t at, unsigned bytes) {
+    std::uint64_t v = 0;
+    for (unsigned i = 0; i < bytes; ++i) v |= std::to_integer<std::uint64_t>(record[at + i]) << (8 * i);
+    return v;
+  };
+  StampedValues out;
+  out.entries_.reserve(n);
+  for (std::size_t at = r.at; at < record.size(); at += 20)
+    out.entries_.push_back(Entry{NoCodeFiles::Digest{le(at, 8), le(at + 8, 8)}, static_cast<std::uint32_t>(le(at + 16, 4))});
+  for (std::size_t i = 1; i < out.entries_.size(); ++i)
+    if (!(out.entries_[i - 1].digest < out.entries_[i].digest)) return std::nullopt;
   return out;
 }
 

@@ -44,10 +44,7 @@ class NoCodeFiles {
  public:
   /// The fields of a file's identity as a walk's stat gives them (container.cpp file_identity
   /// writes the same fields as text for the per-file facts).
-  struct Stamp {
-    std::uint64_t dev = 0, ino = 0, size = 0;
-    std::int64_t mtime_ns = 0, ctime_ns = 0;
-  };
+  using Stamp = FileStamp;
   struct Digest {
     std::uint64_t hi = 0, lo = 0;  ///< lo's lowest bit: counted
     friend auto operator<=>(const Digest&, const Digest&) = default;
@@ -69,6 +66,32 @@ class NoCodeFiles {
 
  private:
   std::vector<Digest> digests_;
+};
+
+/// Small values of the files of a directory walk (what the doctor's step 2 read of each:
+/// whether it is an ELF file, holds device code, which libcudart it needs), by the digest of each
+/// file's stamp (NoCodeFiles::digest), kept as a tree record (FactsStore::keep_tree) under a key
+/// of its own.
+class StampedValues {
+ public:
+  void add(const FileStamp& stamp, std::uint32_t value);
+  /// Sorts what was added (a digest added twice keeps its first value); call before find(),
+  /// encode() and comparing.
+  void finish();
+  std::optional<std::uint32_t> find(const FileStamp& stamp) const;
+  std::size_t size() const { return entries_.size(); }
+  std::vector<std::byte> encode() const;
+  /// Nothing when the record is damaged (cut short, out of order) or of another format.
+  static std::optional<StampedValues> decode(Bytes record);
+  friend bool operator==(const StampedValues&, const StampedValues&) = default;
+
+ private:
+  struct Entry {
+    NoCodeFiles::Digest digest;
+    std::uint32_t value = 0;
+    friend auto operator<=>(const Entry&, const Entry&) = default;
+  };
+  std::vector<Entry> entries_;
 };
 
 /// The key of a directory's NoCodeFiles: the path as named and as resolved.

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../jit/memory_store.hpp"
 #include "doctor/steps.hpp"
 
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 
 using namespace archguard::doctor;
 
@@ -67,6 +69,64 @@ TEST_CASE("files are read in step 2 even without a driver", "[doctor]") {
 }
 
 #ifdef ARCHGUARD_DOCTOR_FIXTURE_DIR
+TEST_CASE("step 2 keeps what it read of each file in the results cache while the file's identity holds", "[doctor]") {
+  // Three libraries with device code that need libcudart.so.N, a host program, a text file and a
+  // link inside the tree (not followed: the library is counted once).
+  const auto dir = std::filesystem::temp_directory_path() / ("archguard-step2-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "lib");
+  for (int i = 0; i < 3; ++i)
+    std::filesystem::copy_file(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_sm75.so", dir / "lib" / ("libk" + std::to_string(i) + ".so"));
+  std::filesystem::create_symlink("libk0.so", dir / "lib" / "libk0.so.1");
+  std::filesystem::copy_file(ARCHGUARD_DOCTOR_HOST_FIXTURE_DIR "/loader_none", dir / "app");
+  std::ofstream(dir / "notes.txt") << "text\n";
+  const auto need = runtime_need(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_sm75.so");
+  REQUIRE(need.ok());
+  REQUIRE(need->cudart_major.has_value());
+  const std::set<unsigned> majors{*need->cudart_major};
+  // A file changed in the last two seconds has no identity and is never kept.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+
+  archguard::test::MemoryStore store;
+  const detail::RuntimeNeeds first = detail::read_runtime_needs(dir.string(), &store);
+  CHECK(first.elf_files == 4);
+  CHECK(first.device_code == 3);
+  CHECK(first.majors == majors);
+  CHECK(store.trees.kept == 1);
+  const detail::RuntimeNeeds again = detail::read_runtime_needs(dir.string(), &store);
+  CHECK(again.elf_files == 4);
+  CHECK(again.device_code == 3);
+  CHECK(again.majors == majors);
+  CHECK(store.trees.kept == 1);  // nothing changed: the record stands
+  CHECK(detail::read_runtime_needs(dir.string()).elf_files == 4);  // without a store: the same
+
+  // The answers come from the record: altered to say libcudart.so.99 and device code, they are
+  // what step 2 reports.
+  store.trees.edit = [](std::vector<std::byte>& record) {
+    REQUIRE(record.size() == 2 + 4 * 20);  // format, count, then 20 bytes a file
+    for (std::size_t at = 2; at < record.size(); at += 20) {
+      record[at + 16] = std::byte{3};
+      record[at + 17] = std::byte{99};
+    }
+  };
+  const detail::RuntimeNeeds altered = detail::read_runtime_needs(dir.string(), &store);
+  CHECK(altered.majors == std::set<unsigned>{99});
+  CHECK(altered.device_code == 4);
+  // A damaged record is not used: read again.
+  store.trees.edit = [](std::vector<std::byte>& record) { record.resize(record.size() - 3); };
+  CHECK(detail::read_runtime_needs(dir.string(), &store).device_code == 3);
+  store.trees.edit = nullptr;
+
+  // A library rewritten as a host program: its identity changed, it is read again.
+  std::filesystem::copy_file(ARCHGUARD_DOCTOR_HOST_FIXTURE_DIR "/loader_none", dir / "lib" / "libk2.so",
+                             std::filesystem::copy_options::overwrite_existing);
+  const detail::RuntimeNeeds changed = detail::read_runtime_needs(dir.string(), &store);
+  CHECK(changed.elf_files == 4);
+  CHECK(changed.device_code == 2);
+  CHECK(changed.majors == majors);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("step 2 reads a directory's libraries on several threads and counts them as one by one", "[doctor]") {
   // 300 libraries that need libcudart.so.N and carry device code, a host program, a text file:
   // read on several threads in the background while step 1 runs.
