@@ -289,7 +289,7 @@ int run_explain(const ExplainOptions& opt) {
       }
       j["targets"].push_back(item);
     }
-    std::cout << cli::json_text(j) << "\n";
+    std::cout << cli::json_text(std::move(j)) << "\n";
     return rc;
   }
   for (std::size_t i = 0; i < targets->size(); ++i) {

@@ -841,7 +841,7 @@ int run_check(const CheckOptions& opt) {
                        {"fleet", opt.fleet.empty() ? nlohmann::json(nullptr) : fleet_json(gpus, outcomes)},
                        {"fails", any_fail},
                        {"errors", in.errors}};
-    std::printf("%s\n", cli::json_text(doc).c_str());
+    std::printf("%s\n", cli::json_text(std::move(doc)).c_str());
   } else {
     if (!opt.fleet.empty()) print_fleet(gpus, outcomes);
     print_skipped(in);

@@ -553,7 +553,7 @@ int run_inspect(const InspectOptions& opt) {
       inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"files_read", r.files_read}, {"skipped", r.skipped}, {"objects", std::move(objects)}});
     }
     nlohmann::json doc{{"schema", "archguard.inspect/1"}, {"inputs", std::move(inputs)}, {"errors", in.errors}};
-    std::printf("%s\n", cli::json_text(doc).c_str());
+    std::printf("%s\n", cli::json_text(std::move(doc)).c_str());
   } else {
     print_table(in, opt, kernel_source);
     print_skipped(in);

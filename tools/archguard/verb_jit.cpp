@@ -127,7 +127,7 @@ int run_info(bool as_json) {
     j["cache"] = {{"error", cache.message()}};
   }
   if (as_json) {
-    std::cout << cli::json_text(j) << "\n";
+    std::cout << cli::json_text(std::move(j)) << "\n";
   } else {
     if (!nv) {
       std::cout << "nvrtc:     " << cli::shown(nv.message()) << "\n";
