@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 namespace archguard::cli {
 namespace {
@@ -215,40 +216,6 @@ nlohmann::json coverage_json(const CoverageSummary& c) {
           {"images", c.images}};
 }
 
-nlohmann::json entry_json(const FatbinEntry& e, const KernelMap* kernels) {
-  nlohmann::json j{{"index", e.index},
-                   {"offset", e.offset},
-                   {"kind", kind_text(e.kind)},
-                   {"raw_kind", e.raw_kind},
-                   {"arch", entry_arch(e)},
-                   {"sm", e.arch.sm},
-                   {"suffix", e.arch.suffix == Suffix::a ? "a" : e.arch.suffix == Suffix::f ? "f"
-                                                                                            : ""},
-                   {"version", version_text(e.version)},
-                   {"header_size", e.header_size},
-                   {"stored_size", e.stored_size},
-                   {"compressed_size", e.compressed_size},
-                   {"uncompressed_size", e.uncompressed_size},
-                   {"image_size", e.image_size()},
-                   {"compression", to_string(e.compression)},
-                   {"flags", e.flags},
-                   {"debug", e.debug},
-                   {"identifier", e.identifier},
-                   {"options", e.options}};
-  if (e.kind == CodeKind::ptx) j["ptx_isa"] = version_text(e.version);
-  if (e.kind == CodeKind::sass) j["elf_abi"] = e.version.minor;
-  if (kernels != nullptr) {
-    const auto it = kernels->find(&e);
-    auto list = nlohmann::json::array();
-    if (it != kernels->end()) {
-      for (const auto& k : it->second.kernels) list.push_back({{"name", k.name}, {"demangled", k.demangled}});
-      if (!it->second.error.empty()) j["kernel_error"] = it->second.error;
-    }
-    j["kernels"] = std::move(list);
-  }
-  return j;
-}
-
 nlohmann::json counts_json(const FatbinCounts& c) {
   return {{"nv_fatbin", c[FatbinSection::nv_fatbin]}, {"nv_relfatbin", c[FatbinSection::nv_relfatbin]}, {"embedded", c[FatbinSection::embedded]}, {"embedded_by_section", c.embedded_by_section}, {"standalone", c[FatbinSection::standalone]}, {"memory", c[FatbinSection::memory]}};
 }
@@ -266,23 +233,219 @@ std::vector<LinkDrop> link_drops_of(const ObjectFatbins& o) {
   return device_link_drops(o, &index);
 }
 
-nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
-  nlohmann::json fatbins = nlohmann::json::array();
-  for (const auto& fb : o.fatbins) {
-    nlohmann::json images = nlohmann::json::array();
-    for (const auto& e : fb.entries) images.push_back(entry_json(e, kernels));
-    fatbins.push_back({{"index", fb.index},
-                       {"section", to_string(fb.section)},
-                       {"section_name", fb.section_name},
-                       {"translation_unit", fb.translation_unit},
-                       {"offset", fb.offset},
-                       {"size", fb.size},
-                       {"version", fb.version},
-                       {"linked", fb.linked},
-                       {"device_link", fb.device_link},
-                       {"identifier", fb.identifier()},
-                       {"images", std::move(images)}});
+/// The fatbins of an object as JSON text, written directly: as nlohmann-json writes them with
+/// indent 2 (keys in byte order, strings made UTF-8 as make_utf8 does and escaped as dump()
+/// escapes them), without a tree of 24,000 fatbins' objects to build, copy and destroy
+/// (`inspect --json` of libcufft spent most of its time there). `depth` is the nesting of the
+/// array. tests/cli/json_format.sh checks the text against a re-dump with sorted keys.
+class FatbinsJson {
+ public:
+  FatbinsJson(std::string& out, const KernelMap* kernels) : out_(out), kernels_(kernels) {}
+
+  void fatbins(const ObjectFatbins& o, int depth) {
+    if (o.fatbins.empty()) {
+      out_ += "[]";
+      return;
+    }
+    out_ += "[";
+    for (std::size_t i = 0; i < o.fatbins.size(); ++i) {
+      out_ += i == 0 ? "\n" : ",\n";
+      indent(depth + 1);
+      fatbin(o.fatbins[i], depth + 1);
+    }
+    out_ += "\n";
+    indent(depth);
+    out_ += "]";
   }
+
+ private:
+  void fatbin(const Fatbin& fb, int depth) {
+    open();
+    key("device_link", depth);
+    boolean(fb.device_link);
+    key("identifier", depth);
+    string(fb.identifier());
+    key("images", depth);
+    if (fb.entries.empty()) {
+      out_ += "[]";
+    } else {
+      out_ += "[";
+      for (std::size_t i = 0; i < fb.entries.size(); ++i) {
+        out_ += i == 0 ? "\n" : ",\n";
+        indent(depth + 2);
+        entry(fb.entries[i], depth + 2);
+      }
+      out_ += "\n";
+      indent(depth + 1);
+      out_ += "]";
+    }
+    key("index", depth);
+    number(fb.index);
+    key("linked", depth);
+    boolean(fb.linked);
+    key("offset", depth);
+    number(fb.offset);
+    key("section", depth);
+    string(to_string(fb.section));
+    key("section_name", depth);
+    string(fb.section_name);
+    key("size", depth);
+    number(fb.size);
+    key("translation_unit", depth);
+    string(fb.translation_unit);
+    key("version", depth);
+    number(fb.version);
+    close(depth);
+  }
+
+  void entry(const FatbinEntry& e, int depth) {
+    const KernelList* listed = nullptr;
+    if (kernels_ != nullptr)
+      if (const auto it = kernels_->find(&e); it != kernels_->end()) listed = &it->second;
+    open();
+    key("arch", depth);
+    string(entry_arch(e));
+    key("compressed_size", depth);
+    number(e.compressed_size);
+    key("compression", depth);
+    string(to_string(e.compression));
+    key("debug", depth);
+    boolean(e.debug);
+    if (e.kind == CodeKind::sass) {
+      key("elf_abi", depth);
+      number(e.version.minor);
+    }
+    key("flags", depth);
+    number(e.flags);
+    key("header_size", depth);
+    number(e.header_size);
+    key("identifier", depth);
+    string(e.identifier);
+    key("image_size", depth);
+    number(e.image_size());
+    key("index", depth);
+    number(e.index);
+    if (listed != nullptr && !listed->error.empty()) {
+      key("kernel_error", depth);
+      string(listed->error);
+    }
+    if (kernels_ != nullptr) {
+      key("kernels", depth);
+      if (listed == nullptr || listed->kernels.empty()) {
+        out_ += "[]";
+      } else {
+        out_ += "[";
+        for (std::size_t i = 0; i < listed->kernels.size(); ++i) {
+          out_ += i == 0 ? "\n" : ",\n";
+          indent(depth + 2);
+          open();
+          key("demangled", depth + 2);
+          string(listed->kernels[i].demangled);
+          key("name", depth + 2);
+          string(listed->kernels[i].name);
+          close(depth + 2);
+        }
+        out_ += "\n";
+        indent(depth + 1);
+        out_ += "]";
+      }
+    }
+    key("kind", depth);
+    string(kind_text(e.kind));
+    key("offset", depth);
+    number(e.offset);
+    key("options", depth);
+    string(e.options);
+    if (e.kind == CodeKind::ptx) {
+      key("ptx_isa", depth);
+      string(version_text(e.version));
+    }
+    key("raw_kind", depth);
+    number(e.raw_kind);
+    key("sm", depth);
+    number(e.arch.sm);
+    key("stored_size", depth);
+    number(e.stored_size);
+    key("suffix", depth);
+    string(e.arch.suffix == Suffix::a ? "a" : e.arch.suffix == Suffix::f ? "f" : "");
+    key("uncompressed_size", depth);
+    number(e.uncompressed_size);
+    key("version", depth);
+    string(version_text(e.version));
+    close(depth);
+  }
+
+  void indent(int depth) { out_.append(static_cast<std::size_t>(depth) * 2, ' '); }
+  void open() {
+    out_ += "{";
+    first_ = true;
+  }
+  void close(int depth) {
+    out_ += "\n";
+    indent(depth);
+    out_ += "}";
+    first_ = false;
+  }
+  /// A key of the object at `depth` (whose members are at depth + 1).
+  void key(std::string_view k, int depth) {
+    out_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    indent(depth + 1);
+    out_ += '"';
+    out_ += k;
+    out_ += "\": ";
+  }
+  void boolean(bool v) { out_ += v ? "true" : "false"; }
+  template <class T>
+  void number(T v) {
+    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, v).ptr;
+    out_.append(digits, static_cast<std::size_t>(end - digits));
+  }
+  void string(std::string_view v) {
+    if (!common::valid_utf8(v)) {
+      escaped(common::utf8_escaped(v));
+      return;
+    }
+    escaped(v);
+  }
+  void escaped(std::string_view v) {
+    out_ += '"';
+    std::size_t plain = 0;  // bytes since the last escape, appended at once
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const auto c = static_cast<unsigned char>(v[i]);
+      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      out_.append(v.substr(plain, i - plain));
+      plain = i + 1;
+      switch (c) {
+        case '"': out_ += "\\\""; break;
+        case '\\': out_ += "\\\\"; break;
+        case '\b': out_ += "\\b"; break;
+        case '\f': out_ += "\\f"; break;
+        case '\n': out_ += "\\n"; break;
+        case '\r': out_ += "\\r"; break;
+        case '\t': out_ += "\\t"; break;
+        default: {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out_ += "\\u00";
+          out_ += kHex[c >> 4];
+          out_ += kHex[c & 15];
+        }
+      }
+    }
+    out_.append(v.substr(plain));
+    out_ += '"';
+  }
+
+  std::string& out_;
+  const KernelMap* kernels_;
+  bool first_ = false;
+};
+
+/// An object's JSON without its fatbins: `fatbins_placeholder` stands in their place (FatbinsJson
+/// writes them into the text).
+nlohmann::json object_json(const ObjectFatbins& o, long long fatbins_placeholder) {
   return {{"path", o.path},
           {"archive", o.archive},
           {"member", o.member},
@@ -291,7 +454,7 @@ nlohmann::json object_json(const ObjectFatbins& o, const KernelMap* kernels) {
           {"format", o.pe ? "pe" : o.elf_type == 0 ? ""
                                                    : "elf"},
           {"machine", machine_text(o.machine)},
-          {"fatbins", std::move(fatbins)},
+          {"fatbins", fatbins_placeholder},
           {"fatbin_counts", counts_json(count_fatbins(o))},
           {"coverage", coverage_json(summarize(o))},
           {"device_link_drops", [&] {
@@ -542,18 +705,43 @@ int run_inspect(const InspectOptions& opt) {
   if (opt.kernels) source.emplace(KernelSource{PayloadPages(in.reports), opt.threads, *scan});
   const KernelSource* kernel_source = source ? &*source : nullptr;
   if (opt.json) {
+    // Each object's "fatbins" holds a placeholder in the tree (-1, -2, ...: no count is
+    // negative, and a string's quotes are escaped, so none of the input can write one); its
+    // fatbins are written directly in its place (FatbinsJson).
     nlohmann::json inputs = nlohmann::json::array();
+    std::vector<const ObjectFatbins*> shown_objects;
     for (const auto& r : in.reports) {
       nlohmann::json objects = nlohmann::json::array();
       for (const auto& o : r.objects) {
         if (o.fatbins.empty() && !o.archive.empty()) continue;
-        const KernelMap object_kernels = kernel_source != nullptr ? kernel_source->of(o) : KernelMap{};
-        objects.push_back(object_json(o, kernel_source != nullptr ? &object_kernels : nullptr));
+        shown_objects.push_back(&o);
+        objects.push_back(object_json(o, -static_cast<long long>(shown_objects.size())));
       }
       inputs.push_back({{"path", r.input}, {"directory", r.directory}, {"files_read", r.files_read}, {"skipped", r.skipped}, {"objects", std::move(objects)}});
     }
     nlohmann::json doc{{"schema", "archguard.inspect/1"}, {"inputs", std::move(inputs)}, {"errors", in.errors}};
-    std::printf("%s\n", cli::json_text(std::move(doc)).c_str());
+    const std::string tree = cli::json_text(std::move(doc));
+    std::string text;
+    text.reserve(tree.size());
+    static constexpr std::string_view kKey = "\"fatbins\": -";
+    std::size_t from = 0;
+    for (std::size_t n = 0; n < shown_objects.size(); ++n) {
+      const std::size_t at = tree.find(kKey, from);
+      if (at == std::string::npos) break;  // cannot happen: one placeholder per object
+      const std::size_t line = tree.rfind('\n', at) + 1;
+      text.append(tree, from, at + kKey.size() - 1 - from);
+      from = tree.find_first_not_of("0123456789", at + kKey.size());
+      const ObjectFatbins& o = *shown_objects[n];
+      const KernelMap object_kernels = kernel_source != nullptr ? kernel_source->of(o) : KernelMap{};
+      FatbinsJson(text, kernel_source != nullptr ? &object_kernels : nullptr).fatbins(o, static_cast<int>((at - line) / 2));
+      if (text.size() >= (std::size_t{1} << 20)) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        text.clear();
+      }
+    }
+    text.append(tree, from);
+    text += '\n';
+    std::fwrite(text.data(), 1, text.size(), stdout);
   } else {
     print_table(in, opt, kernel_source);
     print_skipped(in);
