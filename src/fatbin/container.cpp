@@ -333,7 +333,7 @@ std::optional<FileStamp> file_stamp(const struct stat& st) {
   constexpr std::int64_t kSettled = std::int64_t{2} * 1000000000;
   if (ns(st.st_mtim) + kSettled > ns(now) || ns(st.st_ctim) + kSettled > ns(now)) return std::nullopt;
   return FileStamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
-                                    static_cast<std::uint64_t>(st.st_size), ns(st.st_mtim), ns(st.st_ctim)};
+                   static_cast<std::uint64_t>(st.st_size), ns(st.st_mtim), ns(st.st_ctim)};
 }
 
 /// A file's identity for the results cache (ObjectFatbins::identity): device, inode, size and

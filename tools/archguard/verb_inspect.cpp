@@ -367,7 +367,8 @@ class FatbinsJson {
     key("stored_size", depth);
     number(e.stored_size);
     key("suffix", depth);
-    string(e.arch.suffix == Suffix::a ? "a" : e.arch.suffix == Suffix::f ? "f" : "");
+    string(e.arch.suffix == Suffix::a ? "a" : e.arch.suffix == Suffix::f ? "f"
+                                                                         : "");
     key("uncompressed_size", depth);
     number(e.uncompressed_size);
     key("version", depth);
@@ -419,13 +420,27 @@ class FatbinsJson {
       out_.append(v.substr(plain, i - plain));
       plain = i + 1;
       switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\b': out_ += "\\b"; break;
-        case '\f': out_ += "\\f"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\r': out_ += "\\r"; break;
-        case '\t': out_ += "\\t"; break;
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\b':
+          out_ += "\\b";
+          break;
+        case '\f':
+          out_ += "\\f";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
         default: {
           static constexpr char kHex[] = "0123456789abcdef";
           out_ += "\\u00";

@@ -97,8 +97,9 @@ TEST_CASE("step 2 keeps what it read of each file in the results cache while the
   CHECK(again.elf_files == 4);
   CHECK(again.device_code == 3);
   CHECK(again.majors == majors);
-  CHECK(store.trees.kept == 1);  // nothing changed: the record stands
-  CHECK(detail::read_runtime_needs(dir.string()).elf_files == 4);  // without a store: the same
+  // Nothing changed: the record stands. Without a store: the same answer.
+  CHECK(store.trees.kept == 1);
+  CHECK(detail::read_runtime_needs(dir.string()).elf_files == 4);
 
   // The answers come from the record: altered to say libcudart.so.99 and device code, they are
   // what step 2 reports.
