@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Issue 25 on the GPU machine, after scripts/gpu-validate.sh on the same machine (it reuses that
-# build): the driver oracle alone (when ORACLE=1), then cache hits on the host's site-packages:
+# build; on a fresh machine it builds the tool alone): the driver oracle alone (when ORACLE=1), then cache hits on the host's site-packages:
 # doctor, check --cc 9.0 (all threads and one), inspect --summary, check --no-cache, and
 # inspect --json of libtorch_cuda; wall time, peak memory, whether outputs agree. Logs under $OUT.
 #   OUT=<dir> (required)  AG=<archguard> (default /tmp/archguard-gpu-build/bin/archguard)
 set -uo pipefail
 ag=${AG:-/tmp/archguard-gpu-build/bin/archguard}
-[ -x "$ag" ] || { echo "no archguard at $ag: run scripts/gpu-validate.sh first"; exit 1; }
+if [ ! -x "$ag" ]; then  # a fresh machine: build the tool alone (no tests, no samples)
+  . scripts/lib/gpu-deps.sh
+  echo "$deps_note"
+  b=/tmp/archguard-hits-build t0=$(date +%s)
+  cmake -S . -B $b -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCHGUARD_BUILD_TESTS=OFF -DARCHGUARD_BUILD_SAMPLES=OFF "${extra[@]}" > "$OUT/build.log" 2>&1 &&
+    ninja -C $b archguard >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  echo "build $(( $(date +%s) - t0 )) s"
+  ag=$b/bin/archguard
+fi
 sp=$(python3 -c 'import site;print(site.getsitepackages()[0])')
 if [ "${ORACLE:-0}" = 1 ]; then
   timeout "${ORACLE_LIMIT:-200}" python3 tests/gpu/driver_oracle.py "$ag" "$sp" /usr/local/cuda/lib64 \
