@@ -243,19 +243,7 @@ class FatbinsJson {
   FatbinsJson(std::string& out, const KernelMap* kernels) : out_(out), kernels_(kernels) {}
 
   void fatbins(const ObjectFatbins& o, int depth) {
-    if (o.fatbins.empty()) {
-      out_ += "[]";
-      return;
-    }
-    out_ += "[";
-    for (std::size_t i = 0; i < o.fatbins.size(); ++i) {
-      out_ += i == 0 ? "\n" : ",\n";
-      indent(depth + 1);
-      fatbin(o.fatbins[i], depth + 1);
-    }
-    out_ += "\n";
-    indent(depth);
-    out_ += "]";
+    array(o.fatbins.size(), depth, [&](std::size_t i) { fatbin(o.fatbins[i], depth + 1); });
   }
 
  private:
@@ -266,19 +254,7 @@ class FatbinsJson {
     key("identifier", depth);
     string(fb.identifier());
     key("images", depth);
-    if (fb.entries.empty()) {
-      out_ += "[]";
-    } else {
-      out_ += "[";
-      for (std::size_t i = 0; i < fb.entries.size(); ++i) {
-        out_ += i == 0 ? "\n" : ",\n";
-        indent(depth + 2);
-        entry(fb.entries[i], depth + 2);
-      }
-      out_ += "\n";
-      indent(depth + 1);
-      out_ += "]";
-    }
+    array(fb.entries.size(), depth + 1, [&](std::size_t i) { entry(fb.entries[i], depth + 2); });
     key("index", depth);
     number(fb.index);
     key("linked", depth);
@@ -331,24 +307,14 @@ class FatbinsJson {
     }
     if (kernels_ != nullptr) {
       key("kernels", depth);
-      if (listed == nullptr || listed->kernels.empty()) {
-        out_ += "[]";
-      } else {
-        out_ += "[";
-        for (std::size_t i = 0; i < listed->kernels.size(); ++i) {
-          out_ += i == 0 ? "\n" : ",\n";
-          indent(depth + 2);
-          open();
-          key("demangled", depth + 2);
-          string(listed->kernels[i].demangled);
-          key("name", depth + 2);
-          string(listed->kernels[i].name);
-          close(depth + 2);
-        }
-        out_ += "\n";
-        indent(depth + 1);
-        out_ += "]";
-      }
+      array(listed != nullptr ? listed->kernels.size() : 0, depth + 1, [&](std::size_t i) {
+        open();
+        key("demangled", depth + 2);
+        string(listed->kernels[i].demangled);
+        key("name", depth + 2);
+        string(listed->kernels[i].name);
+        close(depth + 2);
+      });
     }
     key("kind", depth);
     string(kind_text(e.kind));
@@ -377,6 +343,24 @@ class FatbinsJson {
   }
 
   void indent(int depth) { out_.append(static_cast<std::size_t>(depth) * 2, ' '); }
+  /// An array of `n` elements whose "[" stands at `depth`: "[]" when empty, else each element
+  /// on a line of its own at depth + 1 (`element(i)` writes it).
+  template <class Element>
+  void array(std::size_t n, int depth, Element&& element) {
+    if (n == 0) {
+      out_ += "[]";
+      return;
+    }
+    out_ += "[";
+    for (std::size_t i = 0; i < n; ++i) {
+      out_ += i == 0 ? "\n" : ",\n";
+      indent(depth + 1);
+      element(i);
+    }
+    out_ += "\n";
+    indent(depth);
+    out_ += "]";
+  }
   void open() {
     out_ += "{";
     first_ = true;
