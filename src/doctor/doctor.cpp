@@ -42,52 +42,52 @@ std::uint32_t need_value(const Result<RuntimeNeed>& need) {
 }  // namespace
 
 RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results) {
+  using Values = ::archguard::detail::StampedValues;
   RuntimeNeeds out;
+  std::vector<std::uint32_t> values;  // need_value of each file looked at
   std::error_code ec;
   if (!std::filesystem::is_directory(file, ec)) {
     const Result<RuntimeNeed> need = runtime_need(file);
-    if (!need) {
-      out.first_error = need.message();
-      return out;
+    if (!need) out.first_error = need.message();
+    values.push_back(need_value(need));
+  } else {
+    // The directory is listed as `check` and step 3 list it (in path order, on up to 16
+    // threads, links below it not followed, hard links once), and what each candidate needs
+    // comes from the results cache while its identity holds: a cache hit opens none of them.
+    std::vector<std::string> walk_errors;  // step 3 reports the directories it could not read
+    std::vector<ListedFile> files = list_files(file, common::thread_count(0, 16), walk_errors);
+    std::erase_if(files, [](const ListedFile& f) {
+      return f.path.find(".so", f.path.rfind('/') + 1) == std::string::npos && (f.mode & S_IXUSR) == 0;
+    });
+    if (files.size() > kMostCandidates) {
+      files.resize(kMostCandidates);
+      out.note = " (first " + std::to_string(kMostCandidates) + " files)";
     }
-    if (need->elf) {
-      out.elf_files = 1;
-      if (need->cudart_major) out.majors.insert(*need->cudart_major);
-      if (need->has_device_code) {
-        out.device_code = 1;
-        if (!need->cudart_major) out.statically = 1;
-      }
-    }
-    return out;
-  }
-  // The directory is listed as `check` and step 3 list it (in path order, on up to 16
-  // threads, links below it not followed, hard links once), and what each candidate needs comes
-  // from the results cache while its identity holds: a cache hit opens none of them.
-  std::vector<std::string> walk_errors;  // step 3 reports the directories it could not read
-  std::vector<ListedFile> files = list_files(file, common::thread_count(0, 16), walk_errors);
-  std::erase_if(files, [](const ListedFile& f) {
-    return f.path.find(".so", f.path.rfind('/') + 1) == std::string::npos && (f.mode & S_IXUSR) == 0;
-  });
-  if (files.size() > kMostCandidates) {
-    files.resize(kMostCandidates);
-    out.note = " (first " + std::to_string(kMostCandidates) + " files)";
-  }
-  const std::string key = "runtime needs 1 | " + ::archguard::detail::tree_key(file);
-  std::optional<::archguard::detail::StampedValues> known;
-  if (results != nullptr)
-    if (auto record = results->find_tree(key)) known = ::archguard::detail::StampedValues::decode(*record);
-  // Each candidate's dynamic section is read on its own: a directory of a Python environment
-  // holds thousands of shared libraries (the step waited for them one by one after the driver).
-  std::vector<std::uint32_t> values(files.size(), 0);
-  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(common::thread_count(0, 16), files.size() / 64 + 1));
-  common::parallel_for(files.size(), threads, [&](std::size_t i) {
-    if (known && files[i].stamp)
-      if (auto v = known->find(*files[i].stamp)) {
+    const std::string key = "runtime needs | " + ::archguard::detail::tree_key(file);
+    std::optional<Values> known;
+    if (results != nullptr)
+      if (auto record = results->find_tree(key)) known = Values::decode(*record);
+    std::vector<std::optional<Values::Digest>> digests(files.size());
+    values.assign(files.size(), 0);
+    // Each candidate's dynamic section is read on its own: a directory of a Python environment
+    // holds thousands of shared libraries (the step waited for them one by one after the driver).
+    const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(common::thread_count(0, 16), files.size() / 64 + 1));
+    common::parallel_for(files.size(), threads, [&](std::size_t i) {
+      if (files[i].stamp) digests[i] = Values::digest(*files[i].stamp);
+      if (const auto v = digests[i] && known ? known->find(*digests[i]) : std::nullopt) {
         values[i] = *v;
         return;
       }
-    values[i] = need_value(runtime_need(files[i].path));
-  });
+      values[i] = need_value(runtime_need(files[i].path));
+    });
+    if (results != nullptr) {
+      Values now;
+      for (std::size_t i = 0; i < files.size(); ++i)
+        if (digests[i]) now.add(*digests[i], values[i]);
+      now.finish();
+      if (now.size() > 0 && (!known || !(*known == now))) results->keep_tree(key, now.encode());
+    }
+  }
   for (const std::uint32_t v : values) {
     if ((v & 1u) == 0) continue;
     ++out.elf_files;
@@ -97,13 +97,6 @@ RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results) {
       ++out.device_code;
       if (major == 0) ++out.statically;
     }
-  }
-  if (results != nullptr) {
-    ::archguard::detail::StampedValues now;
-    for (std::size_t i = 0; i < files.size(); ++i)
-      if (files[i].stamp) now.add(*files[i].stamp, values[i]);
-    now.finish();
-    if (now.size() > 0 && (!known || !(*known == now))) results->keep_tree(key, now.encode());
   }
   return out;
 }

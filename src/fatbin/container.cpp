@@ -1432,14 +1432,14 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     // reported of them: no object, note or error) are not opened again while they have the same
     // identity (any write moves a file's change time).
     const std::string tree = options.facts != nullptr ? detail::file_facts_key(detail::tree_key(path), options, false) : std::string();
-    std::optional<detail::NoCodeFiles> known;
+    std::optional<detail::StampedValues> known;
     if (options.facts != nullptr)
-      if (auto record = options.facts->find_tree(tree)) known = detail::NoCodeFiles::decode(*record);
+      if (auto record = options.facts->find_tree(tree)) known = detail::StampedValues::decode(*record);
     // Per file: 0 read and holding device code (or not judged), 1 known or found to hold none
     // and counted as read, 2 the same but not counted (0 bytes). One byte each: written by
     // several threads.
     std::vector<std::uint8_t> no_code(files.size(), 0);
-    std::vector<detail::NoCodeFiles::Digest> digests(options.facts != nullptr ? files.size() : 0);
+    std::vector<detail::StampedValues::Digest> digests(options.facts != nullptr ? files.size() : 0);
     std::atomic<std::size_t> hits{0};
     unsigned threads = thread_count(options);
     threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, files.size())));
@@ -1450,10 +1450,9 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
       std::size_t hit = 0;
       for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
         const bool stamped = files[i].stamp.has_value() && options.facts != nullptr;
-        if (stamped) digests[i] = detail::NoCodeFiles::digest(*files[i].stamp);
-        bool counted = false;
-        if (stamped && known && known->has(digests[i], counted)) {
-          no_code[i] = counted ? 1 : 2;
+        if (stamped) digests[i] = detail::StampedValues::digest(*files[i].stamp);
+        if (const auto counted = stamped && known ? known->find(digests[i]) : std::nullopt) {
+          no_code[i] = *counted != 0 ? 1 : 2;
           ++hit;
           continue;
         }
@@ -1490,9 +1489,9 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
       // code was known and every known one is still here, the record stands as it is.
       const std::size_t none = static_cast<std::size_t>(std::count_if(no_code.begin(), no_code.end(), [](std::uint8_t v) { return v != 0; }));
       if (!(known && hits == none && hits == known->size())) {
-        detail::NoCodeFiles now;
+        detail::StampedValues now;
         for (std::size_t i = 0; i < files.size(); ++i)
-          if (no_code[i] != 0) now.add(digests[i], no_code[i] == 1);
+          if (no_code[i] != 0) now.add(digests[i], no_code[i] == 1 ? 1 : 0);
         now.finish();
         if (now.size() > 0 && (!known || !(*known == now))) options.facts->keep_tree(tree, now.encode());
       }

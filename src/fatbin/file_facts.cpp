@@ -18,10 +18,9 @@ using common::Writer;
 
 // Bumped with any change of what a record holds.
 constexpr std::uint64_t kFormat = 2;
-// The format of a NoCodeFiles record (3: digests of the binary stamp; 2 hashed its text).
-constexpr std::uint64_t kTreeFormat = 3;
-// The format of a StampedValues record.
-constexpr std::uint64_t kStampedFormat = 1;
+// The format of a StampedValues record (4; 2 and 3 were records of files without device code
+// alone, 1 of doctor's step 2 alone).
+constexpr std::uint64_t kTreeFormat = 4;
 constexpr std::uint64_t kNoPayload = std::numeric_limits<std::uint64_t>::max();
 
 std::string suffix_of(const std::string& s, const std::string& path, bool& fits) {
@@ -178,11 +177,11 @@ bool decode_file_facts(Bytes record, Bytes whole, const std::string& path, ScanR
   return true;
 }
 
-NoCodeFiles::Digest NoCodeFiles::digest(const Stamp& stamp) {
+StampedValues::Digest StampedValues::digest(const FileStamp& stamp) {
   // Two independent chains over the five words, each word multiplied in and mixed with
-  // MurmurHash3's 64-bit finaliser: 127 bits, against a few hundred thousand files a walk may
+  // MurmurHash3's 64-bit finaliser: 128 bits, against a few hundred thousand files a walk may
   // hold. Stamps are not chosen by anyone (inode and times come from the kernel), and a digest
-  // only says a file of that identity was peeked at before.
+  // only says a file of that identity was read before.
   auto fmix = [](std::uint64_t h) {
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
@@ -198,56 +197,10 @@ NoCodeFiles::Digest NoCodeFiles::digest(const Stamp& stamp) {
     a = fmix(a ^ (w * 0x9e3779b97f4a7c15ull));
     b = fmix((b + w) * 0x100000001b3ull);
   }
-  return Digest{a, b & ~std::uint64_t{1}};
+  return Digest{a, b};
 }
 
-void NoCodeFiles::add(Digest d, bool counted) {
-  d.lo = (d.lo & ~std::uint64_t{1}) | (counted ? 1u : 0u);
-  digests_.push_back(d);
-}
-
-void NoCodeFiles::finish() {
-  std::sort(digests_.begin(), digests_.end());
-  digests_.erase(std::unique(digests_.begin(), digests_.end()), digests_.end());
-}
-
-bool NoCodeFiles::has(Digest d, bool& counted) const {
-  // The digest not counted sorts just before the counted one.
-  d.lo &= ~std::uint64_t{1};
-  auto it = std::lower_bound(digests_.begin(), digests_.end(), d);
-  if (it == digests_.end() || it->hi != d.hi || (it->lo | 1u) != (d.lo | 1u)) return false;
-  counted = (it->lo & 1u) != 0;
-  return true;
-}
-
-std::vector<std::byte> NoCodeFiles::encode() const {
-  Writer w;
-  w.nums(kTreeFormat, digests_.size());
-  for (const Digest& d : digests_) {
-    common::append_le(w.out, d.hi, 8);
-    common::append_le(w.out, d.lo, 8);
-  }
-  return std::move(w.out);
-}
-
-std::optional<NoCodeFiles> NoCodeFiles::decode(Bytes record) {
-  Reader r{record};
-  if (r.num() != kTreeFormat) return std::nullopt;
-  const std::uint64_t n = r.num();
-  if (!r.ok || n > (record.size() - r.at) / 16 || record.size() - r.at != n * 16) return std::nullopt;
-  NoCodeFiles out;
-  out.digests_.reserve(n);
-  auto u64 = [&record](std::size_t at) {
-    std::uint64_t v = 0;
-    for (unsigned i = 0; i < 8; ++i) v |= std::to_integer<std::uint64_t>(record[at + i]) << (8 * i);
-    return v;
-  };
-  for (std::size_t at = r.at; at < record.size(); at += 16) out.digests_.push_back(Digest{u64(at), u64(at + 8)});
-  if (!std::is_sorted(out.digests_.begin(), out.digests_.end())) return std::nullopt;
-  return out;
-}
-
-void StampedValues::add(const FileStamp& stamp, std::uint32_t value) { entries_.push_back(Entry{NoCodeFiles::digest(stamp), value}); }
+void StampedValues::add(Digest d, std::uint32_t value) { entries_.push_back(Entry{d, value}); }
 
 void StampedValues::finish() {
   std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.digest < b.digest; });
@@ -255,16 +208,15 @@ void StampedValues::finish() {
                  entries_.end());
 }
 
-std::optional<std::uint32_t> StampedValues::find(const FileStamp& stamp) const {
-  const NoCodeFiles::Digest d = NoCodeFiles::digest(stamp);
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), d, [](const Entry& e, const NoCodeFiles::Digest& k) { return e.digest < k; });
+std::optional<std::uint32_t> StampedValues::find(Digest d) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), d, [](const Entry& e, const Digest& k) { return e.digest < k; });
   if (it == entries_.end() || it->digest != d) return std::nullopt;
   return it->value;
 }
 
 std::vector<std::byte> StampedValues::encode() const {
   Writer w;
-  w.nums(kStampedFormat, entries_.size());
+  w.nums(kTreeFormat, entries_.size());
   for (const Entry& e : entries_) {
     common::append_le(w.out, e.digest.hi, 8);
     common::append_le(w.out, e.digest.lo, 8);
@@ -275,9 +227,9 @@ std::vector<std::byte> StampedValues::encode() const {
 
 std::optional<StampedValues> StampedValues::decode(Bytes record) {
   Reader r{record};
-  if (r.num() != kStampedFormat) return std::nullopt;
+  if (r.num() != kTreeFormat) return std::nullopt;
   const std::uint64_t n = r.num();
-  if (!r.ok || record.size() - r.at != n * 20 || n > record.size() / 20) return std::nullopt;
+  if (!r.ok || n > record.size() / 20 || record.size() - r.at != n * 20) return std::nullopt;
   auto le = [&record](std::size_t at, unsigned bytes) {
     std::uint64_t v = 0;
     for (unsigned i = 0; i < bytes; ++i) v |= std::to_integer<std::uint64_t>(record[at + i]) << (8 * i);
@@ -286,7 +238,7 @@ std::optional<StampedValues> StampedValues::decode(Bytes record) {
   StampedValues out;
   out.entries_.reserve(n);
   for (std::size_t at = r.at; at < record.size(); at += 20)
-    out.entries_.push_back(Entry{NoCodeFiles::Digest{le(at, 8), le(at + 8, 8)}, static_cast<std::uint32_t>(le(at + 16, 4))});
+    out.entries_.push_back(Entry{Digest{le(at, 8), le(at + 8, 8)}, static_cast<std::uint32_t>(le(at + 16, 4))});
   for (std::size_t i = 1; i < out.entries_.size(); ++i)
     if (!(out.entries_[i - 1].digest < out.entries_[i].digest)) return std::nullopt;
   return out;

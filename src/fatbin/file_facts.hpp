@@ -35,50 +35,28 @@ std::optional<std::vector<std::byte>> encode_file_facts(const ScanReport& report
 /// `report` unchanged, when the record is damaged or does not fit `whole`.
 bool decode_file_facts(Bytes record, Bytes whole, const std::string& path, ScanReport& report);
 
-/// The files of a directory walk found to hold no device code (not an ELF file, archive, cubin,
-/// PTX or fatbin file by their first bytes), kept in a FactsStore (FactsStore::keep_tree) so
-/// that the next walk of the same directory opens none of them again: a digest (128 bits) of
-/// each file's identity (device, inode, size, modification and change times: any write moves
-/// the change time), with whether its bytes counted as read (a file of 0 bytes does not).
-class NoCodeFiles {
- public:
-  /// The fields of a file's identity as a walk's stat gives them (container.cpp file_identity
-  /// writes the same fields as text for the per-file facts).
-  using Stamp = FileStamp;
-  struct Digest {
-    std::uint64_t hi = 0, lo = 0;  ///< lo's lowest bit: counted
-    friend auto operator<=>(const Digest&, const Digest&) = default;
-  };
-  /// The digest of a stamp (counted bit clear): a few nanoseconds, computed once per file by
-  /// the thread that stat'ed it.
-  static Digest digest(const Stamp& stamp);
-
-  void add(Digest d, bool counted);
-  /// Sorts what was added; call before has(), encode() and comparing.
-  void finish();
-  /// Whether the file of digest `d` is known to hold no device code; then `counted` is set.
-  bool has(Digest d, bool& counted) const;
-  std::size_t size() const { return digests_.size(); }
-  std::vector<std::byte> encode() const;
-  /// Nothing when the record is damaged (cut short, out of order) or of another format.
-  static std::optional<NoCodeFiles> decode(Bytes record);
-  friend bool operator==(const NoCodeFiles&, const NoCodeFiles&) = default;
-
- private:
-  std::vector<Digest> digests_;
-};
-
-/// Small values of the files of a directory walk (what the doctor's step 2 read of each:
-/// whether it is an ELF file, holds device code, which libcudart it needs), by the digest of each
-/// file's stamp (NoCodeFiles::digest), kept as a tree record (FactsStore::keep_tree) under a key
-/// of its own.
+/// Small values of the files of a directory walk, by a digest (128 bits) of each file's
+/// identity (device, inode, size, modification and change times: any write moves the change
+/// time), kept in a FactsStore as a tree record (FactsStore::keep_tree) so that the next walk of
+/// the same directory need not open them again while they keep that identity. scan_path keeps
+/// the files found to hold no device code (not an ELF file, archive, cubin, PTX or fatbin file
+/// by their first bytes), with 1 when their bytes counted as read (a file of 0 bytes does not);
+/// doctor's step 2 keeps what it read of each library (whether it is an ELF file, holds device
+/// code, which libcudart it needs).
 class StampedValues {
  public:
-  void add(const FileStamp& stamp, std::uint32_t value);
+  struct Digest {
+    std::uint64_t hi = 0, lo = 0;
+    friend auto operator<=>(const Digest&, const Digest&) = default;
+  };
+  /// A few nanoseconds: computed once per file, by the thread that stat'ed it.
+  static Digest digest(const FileStamp& stamp);
+
+  void add(Digest d, std::uint32_t value);
   /// Sorts what was added (a digest added twice keeps its first value); call before find(),
   /// encode() and comparing.
   void finish();
-  std::optional<std::uint32_t> find(const FileStamp& stamp) const;
+  std::optional<std::uint32_t> find(Digest d) const;
   std::size_t size() const { return entries_.size(); }
   std::vector<std::byte> encode() const;
   /// Nothing when the record is damaged (cut short, out of order) or of another format.
@@ -87,14 +65,14 @@ class StampedValues {
 
  private:
   struct Entry {
-    NoCodeFiles::Digest digest;
+    Digest digest;
     std::uint32_t value = 0;
     friend auto operator<=>(const Entry&, const Entry&) = default;
   };
   std::vector<Entry> entries_;
 };
 
-/// The key of a directory's NoCodeFiles: the path as named and as resolved.
+/// The key of a directory's StampedValues: the path as named and as resolved.
 std::string tree_key(const std::string& path);
 
 }  // namespace archguard::detail

@@ -18,8 +18,8 @@ namespace {
 // entries at the same offset).
 constexpr std::string_view kFormat = "archguard-results/4";
 // Record kinds: where the embedded-fatbin search found fatbins ("EMB1"), kernel lists ("KLS3"),
-// what a scan read from a file ("FIL1"), an object's verdict and judgement on one GPU ("JDG1"), the files of a directory that hold no
-// device code ("TRE1").
+// what a scan read from a file ("FIL1"), an object's verdict and judgement on one GPU ("JDG1"), per-file values of a directory walk
+// (its files without device code, doctor's step 2; "TRE1").
 constexpr std::uint32_t kEmbeddedKind = 0x31424d45;
 constexpr std::uint32_t kKernelListsKind = 0x33534c4b;
 constexpr std::uint32_t kFileKind = 0x314c4946;
