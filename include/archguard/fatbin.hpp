@@ -335,8 +335,9 @@ bool defines_no_kernel(const Fatbin& fatbin, std::string_view name);
 
 /// The most bytes of payload copies and decoded images held by decoders at once in a process
 /// (DecodeBudget::process()): each image may claim up to kMaxImageSize, so that without a bound
-/// 16 threads decoding hostile images would hold 16 of them.
-inline constexpr std::uint64_t kDecodeBytesAtOnce = std::uint64_t{256} << 20;
+/// 16 threads decoding hostile images would hold 16 of them. 96 MiB: `inspect --kernels` of
+/// cuBLASLt on 16 threads peaks at 175-190 MB with it (260-280 MB with 256 MiB).
+inline constexpr std::uint64_t kDecodeBytesAtOnce = std::uint64_t{96} << 20;
 
 /// A bound on the bytes being decoded at once across threads. take() waits while its bytes do
 /// not fit beside those already taken, unless none are taken (an image larger than the bound
@@ -408,6 +409,12 @@ Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
 /// into buffers the calling thread keeps for its next image (up to 4 MiB each), not zeroed.
 Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& entry, std::string_view name,
                                            const DerivedLimits& limits = {});
+
+/// The bytes this thread's zstd decoder holds between payloads (0 when built without the
+/// compression libraries). A frame decoded in steps (its size not stated, or its output growing
+/// past a claim) makes the decoder allocate a window of up to the frame's window size; that
+/// window is given back after the payload, so this stays near its 100-200 KiB of tables.
+std::size_t zstd_decoder_bytes();
 
 /// The header fields of an entry that identify its image within its object: offset, kind,
 /// architecture, flags and sizes ("<offset> <kind> <sm> ..."). A kernel list kept for an

@@ -130,9 +130,10 @@ std::uint64_t decode_footprint(const FatbinEntry& e, std::uint64_t limit) {
 
 namespace {
 
-/// What the threads' scratch buffers keep between images, all together (2 threads keep theirs
-/// whole; 16 threads kept up to 2 x 4 MiB each, and their malloc arenas the larger ones).
-constexpr std::size_t kScratchKeptTotal = std::size_t{96} << 20;
+/// What the threads' scratch buffers keep between images, all together (16 threads kept up to
+/// 2 x 4 MiB each, and their malloc arenas the larger ones); with kDecodeBytesAtOnce in flight
+/// the most the decoders hold at once.
+constexpr std::size_t kScratchKeptTotal = std::size_t{48} << 20;
 /// A buffer up to this size is kept in any case, uncounted: most images are smaller.
 constexpr std::size_t kScratchAlwaysKept = std::size_t{256} << 10;
 std::atomic<std::size_t> scratch_kept_total{0};
@@ -153,6 +154,9 @@ class ScratchBuffer {
   ~ScratchBuffer() { release(); }
   std::byte* data() { return bytes_; }
   std::size_t size() const { return size_; }
+  /// Pages of a fresh buffer cost memory only once written (mapped, not filled): sizing it to
+  /// an image's claimed size at once costs no more than the bytes a decoder really writes.
+  static constexpr bool kSizedLazily = true;
   void resize(std::size_t n) {
     if (n > capacity_) {
       // Grown by half at least: the streaming decoder asks for more in steps.
@@ -207,11 +211,20 @@ class ScratchBuffer {
   std::size_t counted_ = 0;  ///< what of it scratch_kept_total counts
 };
 
+#ifndef ARCHGUARD_NO_COMPRESSION
+/// This thread's zstd decoder, reset for each payload: creating one cost 5% of a judging run of
+/// the toolkit's libraries (thousands of small images).
+std::unique_ptr<ZSTD_DCtx, std::size_t (*)(ZSTD_DCtx*)>& zstd_decoder() {
+  thread_local std::unique_ptr<ZSTD_DCtx, std::size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  return dctx;
+}
+#endif
+
 /// Decodes the payload of `e` into `out` (`in` holds the copy of a compressed payload), for
 /// decompress (vectors) and decode_kernels (a thread's scratch buffers). Refuses sizes above
 /// `limit` or inconsistent with the header; `where` names the entry in messages.
 template <class Buffer>
-Status decode_payload(const FatbinEntry& e, const std::string& where, std::uint64_t limit, Buffer& in, Buffer& out) {
+Status decode_payload_once(const FatbinEntry& e, const std::string& where, std::uint64_t limit, Buffer& in, Buffer& out) {
   // The payload is copied out of the file's mapping first, with the copy guarded: a file that
   // someone truncates while we read it gives an error here instead of SIGBUS in a decoder.
   // Sizes from the header are claims: memory follows what the payload really yields.
@@ -263,15 +276,15 @@ Status decode_payload(const FatbinEntry& e, const std::string& where, std::uint6
   if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != claim)
     return Error{ErrorKind::corrupt, where + ": zstd frame holds " + hex(content) + " bytes, the header claims " + hex(claim)};
   // Streamed into a buffer that grows with the output actually produced, never past the claim.
-  // One decoder per thread, reset for each payload: creating one cost 5% of a judging run of
-  // the toolkit's libraries (thousands of small images).
-  thread_local std::unique_ptr<ZSTD_DCtx, std::size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  auto& dctx = zstd_decoder();
   if (!dctx) return Error{ErrorKind::io, where + ": cannot create a zstd decoder"};
   if (ZSTD_isError(ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only)) != 0)
     return Error{ErrorKind::io, where + ": cannot reset the zstd decoder"};
   // Right-sized at once where the claim is plausible for the payload (SASS compresses 3 to 10
-  // times); a larger claim is believed only as far as output is really produced.
-  const bool plausible = content == claim && claim <= std::uint64_t{in_size} * 64 + (std::uint64_t{1} << 16);
+  // times), or wherever the buffer's pages cost nothing until written (a thread's scratch
+  // buffer); otherwise a larger claim is believed only as far as output is really produced.
+  constexpr bool lazily = requires { Buffer::kSizedLazily; };
+  const bool plausible = content == claim && (lazily || claim <= std::uint64_t{in_size} * 64 + (std::uint64_t{1} << 16));
   out.resize(static_cast<std::size_t>(plausible ? claim : std::min<std::uint64_t>(claim, std::uint64_t{1} << 16)));
   if (plausible) {
     // Single-shot into the right-sized buffer: the decoder needs no window buffer of its own
@@ -316,7 +329,28 @@ Status decode_payload(const FatbinEntry& e, const std::string& where, std::uint6
 #endif
 }
 
+/// decode_payload_once, then gives back a window buffer the thread's zstd decoder
+/// grew for a streamed frame (up to the frame's window, 8 MiB and more): the decoder lives as
+/// long as its thread, and 16 threads kept 100 MB of windows in an `inspect --kernels`.
+template <class Buffer>
+Status decode_payload(const FatbinEntry& e, const std::string& where, std::uint64_t limit, Buffer& in, Buffer& out) {
+  Status status = decode_payload_once(e, where, limit, in, out);
+#ifndef ARCHGUARD_NO_COMPRESSION
+  constexpr std::size_t kDecoderKept = std::size_t{1} << 20;
+  if (e.compression == Compression::zstd && ZSTD_sizeof_DCtx(zstd_decoder().get()) > kDecoderKept) zstd_decoder().reset(ZSTD_createDCtx());
+#endif
+  return status;
+}
+
 }  // namespace
+
+std::size_t zstd_decoder_bytes() {
+#ifdef ARCHGUARD_NO_COMPRESSION
+  return 0;
+#else
+  return ZSTD_sizeof_DCtx(zstd_decoder().get());
+#endif
+}
 
 Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view name, std::uint64_t limit) {
   const DecodeBudget::Ticket ticket = DecodeBudget::process().take(decode_footprint(e, limit));

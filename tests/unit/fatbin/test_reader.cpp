@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -283,6 +284,47 @@ TEST_CASE("lz4 and zstd payloads decompress, within limits", "[fatbin]") {
     auto out2 = decompress(f, "c.fatbin");
     REQUIRE_FALSE(out2.ok());
     CHECK(out2.message().find("zstd frame holds") != std::string::npos);
+  }
+}
+
+TEST_CASE("a zstd frame decoded in steps leaves no window in the thread's decoder", "[fatbin][decode]") {
+  // 6 MiB of PTX (one .entry, then comments) compresses about 1000 times: above the ratio a
+  // vector is sized for at once. Compressed in steps with an 8 MiB window and no stated size,
+  // the decoder must stream it and allocate a window; afterwards the thread's decoder holds
+  // only its tables again, for decompress() and for decode_kernels() alike.
+  std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry big_kernel()\n{\nret;\n}\n";
+  while (ptx.size() < (std::size_t{6} << 20)) ptx += "// padding line that repeats, compressing very well\n";
+  const Buf text = bytes_of(ptx);
+  auto compress = [&](bool stated) {
+    std::unique_ptr<ZSTD_CCtx, std::size_t (*)(ZSTD_CCtx*)> c(ZSTD_createCCtx(), ZSTD_freeCCtx);
+    REQUIRE(ZSTD_isError(ZSTD_CCtx_setParameter(c.get(), ZSTD_c_windowLog, 23)) == 0);
+    REQUIRE(ZSTD_isError(ZSTD_CCtx_setParameter(c.get(), ZSTD_c_contentSizeFlag, stated ? 1 : 0)) == 0);
+    if (stated) REQUIRE(ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(c.get(), text.size())) == 0);
+    Buf out(ZSTD_compressBound(text.size()));
+    ZSTD_inBuffer in{text.data(), text.size(), 0};
+    ZSTD_outBuffer o{out.data(), out.size(), 0};
+    REQUIRE(ZSTD_compressStream2(c.get(), &o, &in, ZSTD_e_end) == 0);
+    out.resize(o.pos);
+    return out;
+  };
+  const Buf streamed = compress(false), stated = compress(true);
+  REQUIRE(streamed.size() * 500 < text.size());
+  EntrySpec a = spec(1, 90, 0x8011, 9, 0, streamed, static_cast<std::uint32_t>(streamed.size()), text.size());
+  EntrySpec b = spec(1, 90, 0x8011, 9, 0, stated, static_cast<std::uint32_t>(stated.size()), text.size());
+  const Buf fatbin_bytes = make_fatbin({a, b});
+  auto r = Fatbin::parse_all(fatbin_bytes, "w.fatbin");
+  REQUIRE(r.ok());
+  for (const auto& e : r->front().entries) {
+    INFO("entry " << e.index);
+    auto out = decompress(e, "w.fatbin");
+    REQUIRE(out.ok());
+    CHECK(*out == text);
+    CHECK(zstd_decoder_bytes() < (std::size_t{1} << 20));
+    auto k = decode_kernels(e, "w.fatbin");
+    REQUIRE(k.ok());
+    REQUIRE(k->size() == 1);
+    CHECK((*k)[0].name == "big_kernel");
+    CHECK(zstd_decoder_bytes() < (std::size_t{1} << 20));
   }
 }
 
