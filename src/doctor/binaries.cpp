@@ -12,8 +12,10 @@
 #include <archguard/deps.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 namespace archguard::doctor::detail {
 namespace {
@@ -55,10 +57,10 @@ std::string first_few(const std::vector<std::string>& items, std::size_t most) {
 }
 
 /// The driver's settings as the environment makes them.
-DriverSettings driver_settings(const Session& s, const Report& report) {
+DriverSettings driver_settings(const EnvLookup& env, const std::optional<DriverVersion>& driver) {
   DriverSettings settings;
-  settings.driver = report.driver_version;
-  const common::DriverEnv driver_env = common::read_driver_env(s.env);
+  settings.driver = driver;
+  const common::DriverEnv driver_env = common::read_driver_env(env);
   settings.force_ptx_jit = driver_env.force_ptx_jit_on();
   settings.disable_ptx_jit = driver_env.disable_ptx_jit_on();
   return settings;
@@ -108,15 +110,78 @@ std::vector<Target> targets_for(const std::string& file, const Report& report) {
   return targets;
 }
 
-/// Every object's verdict and judgement, per target.
-struct Judgements {
-  std::vector<std::vector<ObjectVerdict>> verdicts;
-  std::vector<std::vector<ObjectJudgement>> judgements;
-};
+// ---- the last run's GPUs, to judge the first FILE for while the driver starts -------------
+
+/// The key of the record of the GPUs and driver settings step 3 last judged for.
+constexpr std::string_view kDevicesKey = "doctor: devices judged 1";
+
+bool same_devices(const std::vector<Device>& a, const std::vector<Device>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const Device& x, const Device& y) { return x.cc == y.cc && x.tegra == y.tegra; });
+}
+
+bool same_settings(const DriverSettings& a, const DriverSettings& b) {
+  const auto version = [](const std::optional<DriverVersion>& v) {
+    return v ? std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + "/" +
+                   std::to_string(v->components)
+             : std::string("-");
+  };
+  return version(a.driver) == version(b.driver) && a.force_ptx_jit == b.force_ptx_jit && a.disable_ptx_jit == b.disable_ptx_jit;
+}
+
+/// The record: "<major> <minor> <patch> <components>" of the driver (or "-"), then one line
+/// "<cc major> <cc minor> <tegra>" per device.
+std::string devices_record(const std::vector<Device>& devs, const std::optional<DriverVersion>& driver) {
+  std::string text = driver ? std::to_string(driver->major) + " " + std::to_string(driver->minor) + " " +
+                                  std::to_string(driver->patch) + " " + std::to_string(driver->components)
+                            : std::string("-");
+  for (const Device& d : devs)
+    text += "\n" + std::to_string(d.cc.major) + " " + std::to_string(d.cc.minor) + " " + (d.tegra ? "1" : "0");
+  return text;
+}
+
+void keep_devices_judged(FactsStore* results, const std::vector<Device>& devs, const DriverSettings& settings) {
+  if (results == nullptr) return;
+  const std::string text = devices_record(devs, settings.driver);
+  if (auto kept = results->find_file(std::string(kDevicesKey));
+      kept && std::string(reinterpret_cast<const char*>(kept->data()), kept->size()) == text)  // bytes as chars
+    return;
+  std::vector<std::byte> bytes(text.size());
+  std::memcpy(bytes.data(), text.data(), text.size());
+  results->keep_file(std::string(kDevicesKey), std::move(bytes));
+}
+
+/// The GPUs and driver of the record; nothing when there is none or it does not parse.
+std::optional<std::pair<std::vector<Device>, std::optional<DriverVersion>>> devices_judged(FactsStore* results) {
+  if (results == nullptr) return std::nullopt;
+  const auto kept = results->find_file(std::string(kDevicesKey));
+  if (!kept || kept->size() > 4096) return std::nullopt;
+  std::istringstream in(std::string(reinterpret_cast<const char*>(kept->data()), kept->size()));  // bytes as chars
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  std::optional<DriverVersion> driver;
+  if (line != "-") {
+    std::istringstream f(line);
+    DriverVersion v;
+    if (!(f >> v.major >> v.minor >> v.patch >> v.components)) return std::nullopt;
+    driver = v;
+  }
+  std::vector<Device> devs;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    unsigned major = 0, minor = 0, tegra = 0;
+    if (!(f >> major >> minor >> tegra) || major > 99 || minor > 99) return std::nullopt;
+    Device d = device_for_cc(Version2{major, minor});
+    d.tegra = tegra != 0;
+    devs.push_back(d);
+  }
+  if (devs.empty()) return std::nullopt;
+  return std::pair{std::move(devs), driver};
+}
 
 /// Every object on every target, objects in parallel: each object's images are decoded once
 /// (or found in the results cache) for all targets.
-Judgements judge_all(const Session& s, const ScanReport& scan, const std::vector<const ObjectFatbins*>& with_code,
+Judgements judge_all(FactsStore* results, const ScanReport& scan, const std::vector<const ObjectFatbins*>& with_code,
                      const std::vector<Device>& devs, const DriverSettings& settings) {
   Judgements all{std::vector<std::vector<ObjectVerdict>>(devs.size(), std::vector<ObjectVerdict>(with_code.size())),
                  std::vector<std::vector<ObjectJudgement>>(devs.size(), std::vector<ObjectJudgement>(with_code.size()))};
@@ -131,7 +196,7 @@ Judgements judge_all(const Session& s, const ScanReport& scan, const std::vector
   common::parallel_for(with_code.size(), threads, [&](std::size_t w) {
     const std::size_t oi = order[w];
     {
-      KernelIndex index(s.options->results, *with_code[oi]);
+      KernelIndex index(results, *with_code[oi]);
       index.set_threads(threads);  // a large object's images on every core, not on this thread alone
       for (std::size_t ti = 0; ti < devs.size(); ++ti) {
         auto judged = judge_with_store(*with_code[oi], devs[ti], settings, false, index);
@@ -267,16 +332,30 @@ Finding target_finding(const Target& d, std::size_t objects, const Tally& t, con
 
 /// One FILE judged on every target: a finding per target (or why none).
 void judge_file(const Session& s, const std::string& file, const Report& report, const DriverSettings& settings,
-                std::set<std::string>& seen, Step& step, std::optional<Result<ScanReport>> read_before) {
+                std::set<std::string>& seen, Step& step, std::unique_ptr<FirstFile> first) {
   ScanReport scan;
   std::size_t files_scanned = 0;
+  std::optional<Result<ScanReport>> read_before;
+  if (first) read_before = std::move(first->read);
+  // The objects of a first FILE judged in advance stay valid in `scan`: moving the report moves
+  // its objects' array, not the objects. A program whose libraries --deps adds is judged anew.
+  const bool in_advance = first && !first->judged.empty();
   if (!scan_file(s, file, seen, step, scan, files_scanned, std::move(read_before))) return;
+  const bool grown = s.options->deps && is_program(scan);
   // Judged as `check` judges them: an archive's members as one static library, and a
   // directory or archive of several objects as a package (docs/verdicts.md).
-  const std::vector<JudgedObject> judged = judged_objects(scan.objects);
+  std::vector<JudgedObject> judged;
   std::vector<const ObjectFatbins*> with_code;
-  for (const auto& jo : judged)
-    if (!units_of(jo.get()).empty()) with_code.push_back(&jo.get());
+  std::vector<PackageMember> members;
+  if (in_advance && !grown) {
+    judged = std::move(first->judged);
+    with_code = std::move(first->with_code);
+    members = std::move(first->members);
+  } else {
+    judged = judged_objects(scan.objects);
+    for (const auto& jo : judged)
+      if (!units_of(jo.get()).empty()) with_code.push_back(&jo.get());
+  }
   const bool package = scan.directory || std::any_of(with_code.begin(), with_code.end(), [](const ObjectFatbins* o) {
                          return !o->archive.empty() && o->loaded_by.empty();
                        });
@@ -300,13 +379,19 @@ void judge_file(const Session& s, const std::string& file, const Report& report,
     devs.push_back(device_for_cc(d.cc));
     devs.back().tegra = devs.back().tegra || d.tegra;
   }
-  const Judgements all = judge_all(s, scan, with_code, devs, settings);
+  keep_devices_judged(s.options->results, devs, settings);
+  const bool same = in_advance && !grown && first->judgements && same_devices(first->devices, devs) &&
+                    same_settings(first->settings, settings);
+  const Judgements all = same ? std::move(*first->judgements) : judge_all(s.options->results, scan, with_code, devs, settings);
   for (std::size_t ti = 0; ti < targets.size(); ++ti) {
     const std::vector<ObjectJudgement>& judgements = all.judgements[ti];
     PackageVerdict pv;
     if (package) {
-      std::vector<PackageMember> members;
-      for (std::size_t i = 0; i < with_code.size(); ++i) members.push_back(package_member(*with_code[i], judgements[i]));
+      if (members.size() != with_code.size()) {
+        members.clear();
+        for (std::size_t i = 0; i < with_code.size(); ++i) members.push_back(package_member(*with_code[i], judgements[i]));
+      }
+      for (std::size_t i = 0; i < with_code.size(); ++i) members[i].judgement = &judgements[i];
       pv = judge_package(members, devs[ti]);
     }
     Tally tally;
@@ -326,6 +411,26 @@ Result<ScanReport> read_file(const Options& options, const std::string& file) {
   return scan_path(file, scan_options);
 }
 
+std::unique_ptr<FirstFile> read_first_file(const Options& options, const std::string& file, const EnvLookup& env) {
+  auto first = std::make_unique<FirstFile>();
+  first->read = read_file(options, file);
+  const auto last = devices_judged(options.results);
+  if (!last || !*first->read) return first;
+  const ScanReport& scan = **first->read;
+  // A program whose libraries --deps adds is judged in step 3 with them.
+  if (options.deps && is_program(scan)) return first;
+  first->judged = judged_objects(scan.objects);
+  for (const auto& jo : first->judged)
+    if (!units_of(jo.get()).empty()) first->with_code.push_back(&jo.get());
+  if (first->with_code.empty()) return first;
+  const ObjectJudgement none;
+  for (const ObjectFatbins* o : first->with_code) first->members.push_back(package_member(*o, none));
+  first->devices = last->first;
+  first->settings = driver_settings(env, last->second);
+  first->judgements = judge_all(options.results, scan, first->with_code, first->devices, first->settings);
+  return first;
+}
+
 Step step_binaries(Session& s, Report& report) {
   Step step;
   step.number = 3;
@@ -337,13 +442,13 @@ Step step_binaries(Session& s, Report& report) {
                              ""});
     return step;
   }
-  const DriverSettings settings = driver_settings(s, report);
+  const DriverSettings settings = driver_settings(s.env, report.driver_version);
   std::set<std::string> seen;  // each loaded library judged once over all FILEs
   for (const auto& file : s.options->files) seen.insert(real_path_or_self(file));
   for (std::size_t i = 0; i < s.options->files.size(); ++i) {
-    std::optional<Result<ScanReport>> read_before;
-    if (i == 0 && s.first_file.valid()) read_before = s.first_file.get();
-    judge_file(s, s.options->files[i], report, settings, seen, step, std::move(read_before));
+    std::unique_ptr<FirstFile> first;
+    if (i == 0 && s.first_file.valid()) first = s.first_file.get();
+    judge_file(s, s.options->files[i], report, settings, seen, step, std::move(first));
   }
   note_runtime_loading(s.options->files, step, report);
   return step;

@@ -286,7 +286,7 @@ Report run(const Options& options) {
   auto nvrtc = std::async(std::launch::async, detail::probe_nvrtc);
   auto cudart = std::async(std::launch::async, detail::probe_cudart);
   if (!options.files.empty())
-    s.first_file = std::async(std::launch::async, detail::read_file, std::cref(options), options.files.front());
+    s.first_file = std::async(std::launch::async, detail::read_first_file, std::cref(options), options.files.front(), s.env);
   // What each FILE needs of the CUDA runtime (step 2) is read while the driver starts too.
   // One FILE after another, each on up to 16 threads.
   if (!options.files.empty())

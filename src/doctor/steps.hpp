@@ -3,6 +3,7 @@
 // The steps of run(), one per file. Internal to src/doctor.
 
 #include <archguard/container.hpp>
+#include <archguard/coverage.hpp>
 #include <archguard/device.hpp>
 #include <archguard/doctor.hpp>
 
@@ -10,6 +11,7 @@
 
 #include <future>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +31,29 @@ struct RuntimeNeeds {
 /// identity holds.
 RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results = nullptr);
 
+/// Every object's verdict and judgement of a FILE, per target (step 3).
+struct Judgements {
+  std::vector<std::vector<ObjectVerdict>> verdicts;
+  std::vector<std::vector<ObjectJudgement>> judgements;
+};
+
+/// The first FILE, read in the background while step 1 loads the driver (cuInit takes a
+/// quarter of a second on an idle H100 host, seconds on some multi-GPU nodes). Where the last
+/// run kept which GPUs and driver it judged for (the results cache), the FILE's objects are
+/// judged for those too, meanwhile; step 3 takes these judgements only when step 1 finds the
+/// same GPUs and driver, and judges again otherwise.
+struct FirstFile {
+  std::optional<Result<ScanReport>> read;
+  std::vector<JudgedObject> judged;             ///< of the read, when judged in advance
+  std::vector<const ObjectFatbins*> with_code;  ///< those of `judged` with units
+  std::vector<PackageMember> members;           ///< of with_code, no judgement yet
+  std::vector<Device> devices;                  ///< what they were judged for
+  DriverSettings settings;
+  std::optional<Judgements> judgements;
+};
+/// Reads `file` and, when the last run's GPUs are known, judges it for them (see FirstFile).
+std::unique_ptr<FirstFile> read_first_file(const Options& options, const std::string& file, const EnvLookup& env);
+
 /// What the steps share: the driver (when it opened) and the second opinions.
 struct Session {
   const Options* options = nullptr;
@@ -41,7 +66,7 @@ struct Session {
   ToolVersion cudart;
   /// The first FILE, read in the background while step 1 loads the driver (cuInit takes
   /// seconds on some multi-GPU nodes); step 3 takes it instead of reading the file again.
-  std::future<Result<ScanReport>> first_file;
+  std::future<std::unique_ptr<FirstFile>> first_file;
   /// What each FILE needs of the CUDA runtime (read_runtime_needs), in the order of the FILEs,
   /// read in the background from the start of run() as well; step 2 takes them.
   std::future<std::vector<RuntimeNeeds>> runtime_needs;

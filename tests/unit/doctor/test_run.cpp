@@ -171,3 +171,59 @@ TEST_CASE("step 2 reads a directory's libraries on several threads and counts th
   std::filesystem::remove_all(dir);
 }
 #endif
+
+TEST_CASE("the first FILE is judged while the driver starts, for the GPUs the last run judged for", "[doctor]") {
+  // A directory (a single program or library is judged with the libraries it loads, found in
+  // step 3): two libraries with device code.
+  const auto dir = std::filesystem::temp_directory_path() / ("archguard-first-file-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_sm75.so", dir / "libk.so");
+  std::filesystem::copy_file(ARCHGUARD_DOCTOR_FIXTURE_DIR "/fixture_sm75_ptx.so", dir / "libp.so");
+  // A file changed in the last two seconds has no identity: its judgement is never kept.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+  archguard::test::MemoryStore store;
+  Options o = no_driver_options();
+  o.smoke = false;
+  o.results = &store;
+  o.files = {dir.string()};
+  const auto step3 = [](const Report& r) {
+    std::vector<std::string> lines;
+    for (const Step& st : r.steps)
+      if (st.number == 3)
+        for (const Finding& f : st.findings) lines.push_back(std::string(to_string(f.status)) + " " + f.subject + ": " + f.message);
+    return lines;
+  };
+  const auto uncached = [&](archguard::Version2 cc) {
+    Options plain = o;
+    plain.results = nullptr;
+    plain.assume_cc = {cc};
+    return step3(run(plain));
+  };
+  o.assume_cc = {archguard::Version2{9, 0}};
+  // No record yet: nothing is judged in advance; the run keeps what it judged for.
+  CHECK_FALSE(detail::read_first_file(o, o.files.front(), o.env)->judgements.has_value());
+  const auto first = step3(run(o));
+  CHECK(first == uncached({9, 0}));
+  const auto ahead = detail::read_first_file(o, o.files.front(), o.env);
+  REQUIRE(ahead->judgements.has_value());
+  REQUIRE(ahead->devices.size() == 1);
+  CHECK(ahead->devices.front().cc == archguard::Version2{9, 0});
+  // The same GPU: the judgement made in advance is the one reported (the object's judgement is
+  // looked up once, not again after step 1), and the report is the same.
+  std::size_t asked = store.judgements.asked;
+  CHECK(step3(run(o)) == first);
+  CHECK(store.judgements.asked == asked + 2);  // two objects, once each
+  // Another GPU: judged again after step 1 (looked up in advance and after), as without a cache.
+  o.assume_cc = {archguard::Version2{7, 0}};
+  asked = store.judgements.asked;
+  CHECK(step3(run(o)) == uncached({7, 0}));
+  CHECK(store.judgements.asked == asked + 4);
+  // A damaged record judges nothing in advance.
+  const std::string junk = "580 x\n9 0 0";
+  auto& record = store.files.records.at("doctor: devices judged 1");
+  record.assign(reinterpret_cast<const std::byte*>(junk.data()), reinterpret_cast<const std::byte*>(junk.data()) + junk.size());
+  CHECK_FALSE(detail::read_first_file(o, o.files.front(), o.env)->judgements.has_value());
+  CHECK(step3(run(o)) == uncached({7, 0}));
+  std::filesystem::remove_all(dir);
+}

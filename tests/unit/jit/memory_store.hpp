@@ -2,11 +2,13 @@
 #pragma once
 // A FactsStore in memory for the results-cache tests: the opaque records (a file's facts, a
 // judgement, a walked tree) kept by key, counted, and handed back through an optional edit (a
-// record cut short or altered). Embedded finds and kernel lists are never kept.
+// record cut short or altered). Embedded finds and kernel lists are never kept. Safe to call
+// from several threads (doctor reads and judges on threads of its own).
 #include <archguard/fatbin.hpp>
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +20,9 @@ struct Records {
   std::map<std::string, std::vector<std::byte>> records;
   std::function<void(std::vector<std::byte>&)> edit;
   std::size_t asked = 0, found = 0, kept = 0;
+  std::mutex mutex;
   std::optional<std::vector<std::byte>> find(const std::string& key) {
+    const std::lock_guard lock(mutex);
     ++asked;
     auto it = records.find(key);
     if (it == records.end()) return std::nullopt;
@@ -28,6 +32,7 @@ struct Records {
     return bytes;
   }
   void keep(const std::string& key, std::vector<std::byte> bytes) {
+    const std::lock_guard lock(mutex);
     ++kept;
     records[key] = std::move(bytes);
   }
