@@ -24,8 +24,10 @@ if [ "${ORACLE:-0}" = 1 ]; then
 fi
 export ARCHGUARD_CACHE_DIR=/tmp/agcache-hits
 rm -rf "$ARCHGUARD_CACHE_DIR"
-tm() { local s=$(date +%s%N); /usr/bin/time -f "%M KB" -o /tmp/tm "$@" > /tmp/o 2>/tmp/e; local rc=$?; local e=$(date +%s%N); echo "$(( (e-s)/1000000 )) ms rc=$rc $(cat /tmp/tm)"; }
+tm() { local s=$(date +%s%N); /usr/bin/time -f "%M KB, user %U s, sys %S s" -o /tmp/tm "$@" > /tmp/o 2>/tmp/e; local rc=$?; local e=$(date +%s%N); echo "$(( (e-s)/1000000 )) ms rc=$rc $(cat /tmp/tm)"; }
 echo "== site-packages: $(find "$sp" | wc -l) entries"
+# The floors of a cache hit: listing the tree, and one stat per entry (what a hit must look at).
+for i in 1 2; do echo -n "floor: find (names only): "; tm find "$sp"; echo -n "floor: find -printf (a stat per entry): "; tm find "$sp" -printf '%i %s %T@ %C@\n'; done
 echo -n "doctor --no-smoke, empty cache: "; tm "$ag" doctor --no-smoke "$sp"; cp /tmp/o "$OUT/doctor-fill.txt"
 for i in 1 2 3; do echo -n "doctor --no-smoke hit $i: "; tm "$ag" doctor --no-smoke "$sp"; done; cp /tmp/o "$OUT/doctor-hit.txt"
 echo -n "doctor --no-smoke (no files): "; tm "$ag" doctor --no-smoke
