@@ -104,6 +104,28 @@ struct ScanOptions {
   DerivedLimits limits;
   /// `threads` is lowered to this (kMaxThreads by default; the CLI's ARCHGUARD_MAX_THREADS).
   unsigned max_threads = kMaxThreads;
+  /// A walk of the directory scanned shared with another reader of it (see SharedWalk); null
+  /// or another directory's: the scan walks on its own.
+  class SharedWalk* walk = nullptr;
+};
+
+/// One walk of a directory for several readers of it in one process: `doctor` reads its first
+/// FILE twice at once (what the files need of the CUDA runtime, and their device code), and a
+/// walk of a large tree (76,660 entries of an environment's site-packages) costs a stat of each
+/// entry. The first of list_files() and scan_path() to ask for `root` walks it, with the
+/// files' identities; the others wait for that walk and take a copy of what it found.
+class SharedWalk {
+ public:
+  explicit SharedWalk(std::string root);
+  ~SharedWalk();
+  SharedWalk(const SharedWalk&) = delete;
+  SharedWalk& operator=(const SharedWalk&) = delete;
+  const std::string& root() const;
+  struct State;
+
+ private:
+  friend struct SharedWalkAccess;
+  std::unique_ptr<State> state_;
 };
 
 /// What one input path held.
@@ -165,7 +187,9 @@ struct ListedFile {
 /// threads as scan_path walks a directory: symbolic links below `root` are not followed, a file
 /// with several names (hard links) is listed once, under the first. Each directory that cannot
 /// be read is named in `errors`.
-std::vector<ListedFile> list_files(const std::string& root, unsigned threads, std::vector<std::string>& errors);
+/// With `shared` of `root`, its walk (see SharedWalk).
+std::vector<ListedFile> list_files(const std::string& root, unsigned threads, std::vector<std::string>& errors,
+                                   SharedWalk* shared = nullptr);
 
 /// Reads one path. Fails only when the path itself cannot be opened or is of no supported
 /// kind; problems inside archives and directories are collected in ScanReport::errors.

@@ -405,15 +405,16 @@ void judge_file(const Session& s, const std::string& file, const Report& report,
 
 }  // namespace
 
-Result<ScanReport> read_file(const Options& options, const std::string& file) {
+Result<ScanReport> read_file(const Options& options, const std::string& file, SharedWalk* walk) {
   ScanOptions scan_options;
   scan_options.facts = options.results;
+  scan_options.walk = walk;
   return scan_path(file, scan_options);
 }
 
-std::unique_ptr<FirstFile> read_first_file(const Options& options, const std::string& file, const EnvLookup& env) {
+std::unique_ptr<FirstFile> read_first_file(const Options& options, const std::string& file, const EnvLookup& env, SharedWalk* walk) {
   auto first = std::make_unique<FirstFile>();
-  first->read = read_file(options, file);
+  first->read = read_file(options, file, walk);
   const auto last = devices_judged(options.results);
   if (!last || !*first->read) return first;
   const ScanReport& scan = **first->read;

@@ -41,7 +41,7 @@ std::uint32_t need_value(const Result<RuntimeNeed>& need) {
 
 }  // namespace
 
-RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results) {
+RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results, SharedWalk* walk) {
   using Values = ::archguard::detail::StampedValues;
   RuntimeNeeds out;
   std::vector<std::uint32_t> values;  // need_value of each file looked at
@@ -55,7 +55,7 @@ RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results) {
     // threads, links below it not followed, hard links once), and what each candidate needs
     // comes from the results cache while its identity holds: a cache hit opens none of them.
     std::vector<std::string> walk_errors;  // step 3 reports the directories it could not read
-    std::vector<ListedFile> files = list_files(file, common::thread_count(0, 16), walk_errors);
+    std::vector<ListedFile> files = list_files(file, common::thread_count(0, 16), walk_errors, walk);
     std::erase_if(files, [](const ListedFile& f) {
       return f.path.find(".so", f.path.rfind('/') + 1) == std::string::npos && (f.mode & S_IXUSR) == 0;
     });
@@ -285,14 +285,16 @@ Report run(const Options& options) {
   auto nvcc = std::async(std::launch::async, detail::probe_nvcc, options.nvcc);
   auto nvrtc = std::async(std::launch::async, detail::probe_nvrtc);
   auto cudart = std::async(std::launch::async, detail::probe_cudart);
+  // Both read the first FILE: a directory is walked once for the two.
+  if (!options.files.empty()) s.walk = std::make_shared<SharedWalk>(options.files.front());
   if (!options.files.empty())
-    s.first_file = std::async(std::launch::async, detail::read_first_file, std::cref(options), options.files.front(), s.env);
+    s.first_file = std::async(std::launch::async, detail::read_first_file, std::cref(options), options.files.front(), s.env, s.walk.get());
   // What each FILE needs of the CUDA runtime (step 2) is read while the driver starts too.
   // One FILE after another, each on up to 16 threads.
   if (!options.files.empty())
-    s.runtime_needs = std::async(std::launch::async, [&options] {
+    s.runtime_needs = std::async(std::launch::async, [&options, walk = s.walk] {
       std::vector<detail::RuntimeNeeds> out;
-      for (const std::string& file : options.files) out.push_back(detail::read_runtime_needs(file, options.results));
+      for (const std::string& file : options.files) out.push_back(detail::read_runtime_needs(file, options.results, walk.get()));
       return out;
     });
   report.node = node_name(options, s.env);

@@ -29,7 +29,8 @@ struct RuntimeNeeds {
 /// What `file` (or the ELF files under a directory) needs of the CUDA runtime; what was read of
 /// each file of a directory is kept in `results` (when given) and taken from it while the file's
 /// identity holds.
-RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results = nullptr);
+/// With `walk` (of `file`), the directory is listed by that shared walk.
+RuntimeNeeds read_runtime_needs(const std::string& file, FactsStore* results = nullptr, SharedWalk* walk = nullptr);
 
 /// Every object's verdict and judgement of a FILE, per target (step 3).
 struct Judgements {
@@ -52,7 +53,8 @@ struct FirstFile {
   std::optional<Judgements> judgements;
 };
 /// Reads `file` and, when the last run's GPUs are known, judges it for them (see FirstFile).
-std::unique_ptr<FirstFile> read_first_file(const Options& options, const std::string& file, const EnvLookup& env);
+std::unique_ptr<FirstFile> read_first_file(const Options& options, const std::string& file, const EnvLookup& env,
+                                           SharedWalk* walk = nullptr);
 
 /// What the steps share: the driver (when it opened) and the second opinions.
 struct Session {
@@ -64,6 +66,9 @@ struct Session {
   ToolVersion nvcc;
   ToolVersion nvrtc;
   ToolVersion cudart;
+  /// The walk of the first FILE (a directory) that both background readers share; declared
+  /// before them, so that it outlives their tasks.
+  std::shared_ptr<SharedWalk> walk;
   /// The first FILE, read in the background while step 1 loads the driver (cuInit takes
   /// seconds on some multi-GPU nodes); step 3 takes it instead of reading the file again.
   std::future<std::unique_ptr<FirstFile>> first_file;
@@ -73,7 +78,7 @@ struct Session {
 };
 
 /// How step 3 reads each FILE (the results cache of the options).
-Result<ScanReport> read_file(const Options& options, const std::string& file);
+Result<ScanReport> read_file(const Options& options, const std::string& file, SharedWalk* walk = nullptr);
 
 /// Step 1. Fills report.devices, driver_found, driver_problem, driver_cuda.
 Step step_devices(Session& session, Report& report);

@@ -1353,6 +1353,38 @@ void walk_directory(const std::string& root, bool identities, unsigned threads, 
   if (!again.empty()) std::erase_if(files, [&again](const WalkedFile& f) { return again.count(f.path) != 0; });
 }
 
+}  // namespace
+
+struct SharedWalk::State {
+  std::string root;
+  std::once_flag once;
+  std::vector<WalkedFile> files;
+  std::vector<std::string> errors, skipped;
+};
+
+/// What walk_once reaches of a SharedWalk.
+struct SharedWalkAccess {
+  static SharedWalk::State& state(SharedWalk& w) { return *w.state_; }
+};
+
+SharedWalk::SharedWalk(std::string root) : state_(std::make_unique<State>()) { state_->root = std::move(root); }
+SharedWalk::~SharedWalk() = default;
+const std::string& SharedWalk::root() const { return state_->root; }
+
+namespace {
+
+/// walk_directory, or a copy of the walk `shared` made (made now by this thread if it is the
+/// first to ask) when it is of `root`. A shared walk always records identities.
+void walk_once(const std::string& root, bool identities, unsigned threads, SharedWalk* shared, std::vector<WalkedFile>& files,
+               std::vector<std::string>& errors, std::vector<std::string>& skipped) {
+  if (shared == nullptr || shared->root() != root) return walk_directory(root, identities, threads, files, errors, skipped);
+  SharedWalk::State& st = SharedWalkAccess::state(*shared);
+  std::call_once(st.once, [&] { walk_directory(root, true, threads, st.files, st.errors, st.skipped); });
+  files.insert(files.end(), st.files.begin(), st.files.end());
+  errors.insert(errors.end(), st.errors.begin(), st.errors.end());
+  skipped.insert(skipped.end(), st.skipped.begin(), st.skipped.end());
+}
+
 /// ScanOptions::threads, 0 meaning the hardware concurrency.
 unsigned thread_count(const ScanOptions& options) {
   return std::min(std::max(1u, options.max_threads), options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
@@ -1399,10 +1431,10 @@ Result<std::shared_ptr<const Storage>> map_file(const std::string& path) {
   return map_fd(fd.get(), path);
 }
 
-std::vector<ListedFile> list_files(const std::string& root, unsigned threads, std::vector<std::string>& errors) {
+std::vector<ListedFile> list_files(const std::string& root, unsigned threads, std::vector<std::string>& errors, SharedWalk* shared) {
   std::vector<WalkedFile> walked;
   std::vector<std::string> skipped;  // links out of the tree and second names: not listed
-  walk_directory(root, true, std::clamp(threads, 1u, 16u), walked, errors, skipped);
+  walk_once(root, true, std::clamp(threads, 1u, 16u), shared, walked, errors, skipped);
   std::vector<ListedFile> out;
   out.reserve(walked.size());
   for (auto& f : walked) out.push_back(ListedFile{std::move(f.path), f.mode, f.stamp});
@@ -1427,7 +1459,7 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
   if (std::filesystem::is_directory(status)) {
     report.directory = true;
     std::vector<WalkedFile> files;
-    walk_directory(path, options.facts != nullptr, std::min(thread_count(options), 16u), files, report.errors, report.skipped);
+    walk_once(path, options.facts != nullptr, std::min(thread_count(options), 16u), options.walk, files, report.errors, report.skipped);
     // The files an earlier walk with the same options found to hold no device code (nothing
     // reported of them: no object, note or error) are not opened again while they have the same
     // identity (any write moves a file's change time).

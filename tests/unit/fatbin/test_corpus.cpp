@@ -218,3 +218,39 @@ TEST_CASE("a directory walk on several threads reports what a walk on one thread
   std::error_code ec;
   CHECK(!fs::exists(tmp, ec));
 }
+
+TEST_CASE("a shared walk is made once and handed to every reader of its directory", "[fatbin][walk]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("archguard-shared-walk-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "b");
+  std::ofstream(dir / "a.txt") << "a\n";
+  std::ofstream(dir / "b" / "c.txt") << "c\n";
+  const auto paths = [](const std::vector<ListedFile>& files) {
+    std::vector<std::string> out;
+    for (const auto& f : files) out.push_back(f.path);
+    return out;
+  };
+  std::vector<std::string> errors;
+  const std::vector<std::string> both{(dir / "a.txt").string(), (dir / "b" / "c.txt").string()};
+  SharedWalk walk(dir.string());
+  CHECK(paths(list_files(dir.string(), 2, errors, &walk)) == both);
+  CHECK(paths(list_files(dir.string(), 2, errors)) == both);
+  // A file removed after the walk: a reader of the shared walk still gets it (the walk is not
+  // made again), a reader on its own does not; scan_path reads what the shared walk found.
+  std::filesystem::remove(dir / "b" / "c.txt");
+  CHECK(paths(list_files(dir.string(), 3, errors, &walk)) == both);
+  CHECK(paths(list_files(dir.string(), 3, errors)) == std::vector<std::string>{both.front()});
+  ScanOptions shared;
+  shared.walk = &walk;
+  auto with = scan_path(dir.string(), shared);
+  auto without = scan_path(dir.string());
+  REQUIRE(with.ok());
+  REQUIRE(without.ok());
+  CHECK(without->errors.empty());
+  REQUIRE(with->errors.size() == 1);
+  CHECK(with->errors.front().find((dir / "b" / "c.txt").string()) != std::string::npos);
+  // Another directory's walk is not used.
+  CHECK(paths(list_files((dir / "b").string(), 2, errors, &walk)).empty());
+  CHECK(errors.empty());
+  std::filesystem::remove_all(dir);
+}
