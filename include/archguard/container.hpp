@@ -117,6 +117,9 @@ struct ScanOptions {
 class SharedWalk {
  public:
   explicit SharedWalk(std::string root);
+  /// A walk of `root` made already by list_files() (its files, errors and skipped notes): the
+  /// readers take it as their walk.
+  SharedWalk(std::string root, std::vector<struct ListedFile> files, std::vector<std::string> errors, std::vector<std::string> skipped);
   ~SharedWalk();
   SharedWalk(const SharedWalk&) = delete;
   SharedWalk& operator=(const SharedWalk&) = delete;
@@ -187,9 +190,10 @@ struct ListedFile {
 /// threads as scan_path walks a directory: symbolic links below `root` are not followed, a file
 /// with several names (hard links) is listed once, under the first. Each directory that cannot
 /// be read is named in `errors`.
-/// With `shared` of `root`, its walk (see SharedWalk).
+/// With `shared` of `root`, its walk (see SharedWalk). With `skipped`, the notes scan_path
+/// gives of what it does not read (links out of the tree, second names) go there.
 std::vector<ListedFile> list_files(const std::string& root, unsigned threads, std::vector<std::string>& errors,
-                                   SharedWalk* shared = nullptr);
+                                   SharedWalk* shared = nullptr, std::vector<std::string>* skipped = nullptr);
 
 /// Reads one path. Fails only when the path itself cannot be opened or is of no supported
 /// kind; problems inside archives and directories are collected in ScanReport::errors.

@@ -485,6 +485,16 @@ class FactsStore {
     (void)key;
     (void)record;
   }
+  /// A whole answer of a verb (what it printed and its exit code) by a key of everything it
+  /// depends on (the verb computes the key; opaque here). None by default.
+  virtual std::optional<std::vector<std::byte>> find_answer(const std::string& key) {
+    (void)key;
+    return std::nullopt;
+  }
+  virtual void keep_answer(const std::string& key, std::vector<std::byte> record) {
+    (void)key;
+    (void)record;
+  }
 };
 
 /// Whether the decoded image of a SASS entry (raw kind 2) is a cubin: a 64-bit little-endian

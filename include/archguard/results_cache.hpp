@@ -50,9 +50,11 @@ namespace archguard {
 /// embedded-fatbin search was skipped; files_known: files read from their record (nothing of
 /// them parsed; counted in scans_known too); judgements_known: objects whose verdict and
 /// judgement on a GPU were read from their record; trees_known: directory walks that found the
-/// record of their files without device code; stores: records written.
+/// record of their files without device code; answers_known: runs answered whole from the
+/// record of an earlier identical run; stores: records written.
 struct ResultsCacheCounters {
-  std::uint64_t hits = 0, misses = 0, stores = 0, scans_known = 0, files_known = 0, judgements_known = 0, trees_known = 0;
+  std::uint64_t hits = 0, misses = 0, stores = 0, scans_known = 0, files_known = 0, judgements_known = 0, trees_known = 0,
+                answers_known = 0;
 };
 
 class ResultsCache final : public FactsStore {
@@ -80,6 +82,8 @@ class ResultsCache final : public FactsStore {
   void keep_judgement(const std::string& key, std::vector<std::byte> record) override;
   std::optional<std::vector<std::byte>> find_tree(const std::string& key) override;
   void keep_tree(const std::string& key, std::vector<std::byte> record) override;
+  std::optional<std::vector<std::byte>> find_answer(const std::string& key) override;
+  void keep_answer(const std::string& key, std::vector<std::byte> record) override;
 
   ResultsCacheCounters counters() const;
   /// Problems met while reading or writing (at most a few, then a count).
@@ -97,7 +101,8 @@ class ResultsCache final : public FactsStore {
   std::string producer_;
   std::string dir_;
   std::unique_ptr<jit::Cache> cache_;
-  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0}, scans_known_{0}, files_known_{0}, judgements_known_{0}, trees_known_{0};
+  std::atomic<std::uint64_t> hits_{0}, misses_{0}, stores_{0}, scans_known_{0}, files_known_{0}, judgements_known_{0}, trees_known_{0},
+      answers_known_{0};
   mutable std::mutex mu_;
   std::vector<std::string> warnings_;
   std::uint64_t more_warnings_ = 0;

@@ -664,27 +664,41 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
 }
 
 void KernelIndex::prefetch(const ObjectFatbins& object, const std::function<void(KernelIndex&)>& ask) {
-  // Threads are started per object: an object with a few images (most of an environment's
-  // thousands) is left to of() on its own thread without a recording run, and a large one gets
-  // one thread per kImagesPerThread images at most.
+  // Threads are started per object: an object with a few small images (most of an
+  // environment's thousands) is left to of() on its own thread without a recording run; a
+  // large one gets a thread per kImagesPerThread images or kBytesPerThread decoded bytes,
+  // whichever gives more (a library of a few huge images, as NCCL's, is as much work as one of
+  // thousands of small ones).
   constexpr std::size_t kImagesPerThread = 8;
+  constexpr std::uint64_t kBytesPerThread = std::uint64_t{4} << 20;
   std::size_t images = 0;
-  for (const Fatbin& fb : object.fatbins) images += fb.entries.size();
-  if (threads_ <= 1 || images < 2 * kImagesPerThread) return;
+  std::uint64_t bytes = 0;
+  for (const Fatbin& fb : object.fatbins)
+    for (const FatbinEntry& e : fb.entries) {
+      ++images;
+      bytes += e.image_size();
+    }
+  if (threads_ <= 1 || images < 2 || (images < 2 * kImagesPerThread && bytes < 2 * kBytesPerThread)) return;
   asked_.clear();
   recording_ = true;
   ask(*this);
   recording_ = false;
   std::vector<std::pair<const FatbinEntry*, std::string>> work;
   std::set<const FatbinEntry*> seen;
+  std::uint64_t work_bytes = 0;
   for (auto& asked : asked_) {
     const FatbinEntry* entry = asked.first;
     if (entry->kind == CodeKind::ltoir || cache_.count(entry) != 0 || stored_for(*entry) != nullptr || !seen.insert(entry).second) continue;
+    work_bytes += entry->image_size();
     work.emplace_back(entry, std::move(asked.second));
   }
   asked_.clear();
-  const auto threads = static_cast<unsigned>(std::min<std::size_t>(threads_, work.size() / kImagesPerThread));
+  const auto threads = static_cast<unsigned>(
+      std::min<std::uint64_t>({threads_, work.size(), std::max<std::uint64_t>(work.size() / kImagesPerThread, work_bytes / kBytesPerThread)}));
   if (threads < 2) return;
+  // Largest images first: the last one a thread picks up is a small one, so the threads end
+  // together (the claimed sizes order them; a false claim only orders badly).
+  std::stable_sort(work.begin(), work.end(), [](const auto& a, const auto& b) { return a.first->image_size() > b.first->image_size(); });
   std::vector<std::optional<Result<std::vector<Kernel>>>> lists(work.size());
   common::parallel_for(work.size(), threads, [&](std::size_t i) { lists[i] = decode_sorted(*work[i].first, work[i].second); });
   for (std::size_t i = 0; i < work.size(); ++i) {

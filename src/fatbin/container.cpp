@@ -1368,6 +1368,15 @@ struct SharedWalkAccess {
 };
 
 SharedWalk::SharedWalk(std::string root) : state_(std::make_unique<State>()) { state_->root = std::move(root); }
+SharedWalk::SharedWalk(std::string root, std::vector<ListedFile> files, std::vector<std::string> errors, std::vector<std::string> skipped)
+    : SharedWalk(std::move(root)) {
+  std::call_once(state_->once, [&] {
+    state_->files.reserve(files.size());
+    for (ListedFile& f : files) state_->files.push_back(WalkedFile{std::move(f.path), f.stamp, f.mode});
+    state_->errors = std::move(errors);
+    state_->skipped = std::move(skipped);
+  });
+}
 SharedWalk::~SharedWalk() = default;
 const std::string& SharedWalk::root() const { return state_->root; }
 
@@ -1431,10 +1440,15 @@ Result<std::shared_ptr<const Storage>> map_file(const std::string& path) {
   return map_fd(fd.get(), path);
 }
 
-std::vector<ListedFile> list_files(const std::string& root, unsigned threads, std::vector<std::string>& errors, SharedWalk* shared) {
+std::vector<ListedFile> list_files(const std::string& root, unsigned threads, std::vector<std::string>& errors, SharedWalk* shared,
+                                   std::vector<std::string>* skipped) {
   std::vector<WalkedFile> walked;
-  std::vector<std::string> skipped;  // links out of the tree and second names: not listed
-  walk_once(root, true, std::clamp(threads, 1u, 16u), shared, walked, errors, skipped);
+  std::vector<std::string> not_listed;  // links out of the tree and second names
+  walk_once(root, true, std::clamp(threads, 1u, 16u), shared, walked, errors, not_listed);
+  if (skipped != nullptr) {
+    std::sort(not_listed.begin(), not_listed.end());  // in path order, as scan_path gives them
+    *skipped = std::move(not_listed);
+  }
   std::vector<ListedFile> out;
   out.reserve(walked.size());
   for (auto& f : walked) out.push_back(ListedFile{std::move(f.path), f.mode, f.stamp});

@@ -19,12 +19,13 @@ namespace {
 constexpr std::string_view kFormat = "archguard-results/4";
 // Record kinds: where the embedded-fatbin search found fatbins ("EMB1"), kernel lists ("KLS3"),
 // what a scan read from a file ("FIL1"), an object's verdict and judgement on one GPU ("JDG1"), per-file values of a directory walk
-// (its files without device code, doctor's step 2; "TRE1").
+// (its files without device code, doctor's step 2; "TRE1"), a verb's whole answer ("ANS1").
 constexpr std::uint32_t kEmbeddedKind = 0x31424d45;
 constexpr std::uint32_t kKernelListsKind = 0x33534c4b;
 constexpr std::uint32_t kFileKind = 0x314c4946;
 constexpr std::uint32_t kJudgementKind = 0x3147444a;
 constexpr std::uint32_t kTreeKind = 0x31455254;
+constexpr std::uint32_t kAnswerKind = 0x31534e41;
 constexpr std::size_t kMaxWarnings = 4;
 
 jit::Digest key_of(const std::string& producer, std::string_view what, const std::string& identity) {
@@ -281,6 +282,14 @@ void ResultsCache::keep_tree(const std::string& key, std::vector<std::byte> reco
   store(key_of(producer_, "tree", key), kTreeKind, {}, std::move(record));
 }
 
+std::optional<std::vector<std::byte>> ResultsCache::find_answer(const std::string& key) {
+  return find_bytes("answer", kAnswerKind, key, answers_known_);
+}
+
+void ResultsCache::keep_answer(const std::string& key, std::vector<std::byte> record) {
+  store(key_of(producer_, "answer", key), kAnswerKind, {}, std::move(record));
+}
+
 void ResultsCache::count(std::uint64_t hits, std::uint64_t misses) {
   hits_.fetch_add(hits, std::memory_order_relaxed);
   misses_.fetch_add(misses, std::memory_order_relaxed);
@@ -288,7 +297,7 @@ void ResultsCache::count(std::uint64_t hits, std::uint64_t misses) {
 
 ResultsCacheCounters ResultsCache::counters() const {
   return {hits_.load(), misses_.load(), stores_.load(), scans_known_.load(), files_known_.load(), judgements_known_.load(),
-          trees_known_.load()};
+          trees_known_.load(), answers_known_.load()};
 }
 
 std::vector<std::string> ResultsCache::warnings() const {

@@ -61,7 +61,8 @@ void report_results_cache() {
     const auto c = g_results->counters();
     std::cerr << "archguard: results cache " << shown(g_results->dir()) << ": " << c.hits << " hits, " << c.misses << " misses, "
               << c.stores << " stored, " << c.scans_known << " searches skipped, " << c.files_known << " files known, "
-              << c.judgements_known << " judgements known, " << c.trees_known << " trees known\n";
+              << c.judgements_known << " judgements known, " << c.trees_known << " trees known, " << c.answers_known
+              << " answers known\n";
   }
 }
 

@@ -14,7 +14,13 @@
 
 #include "common/fs.hpp"
 
+#include <archguard/cache.hpp>
+#include <archguard/container.hpp>
+
+#include <unistd.h>
+
 #include <cctype>
+#include <cstdarg>
 #include <set>
 #include <cstdio>
 #include <cstdlib>
@@ -24,8 +30,36 @@
 #include <memory>
 #include <sstream>
 
+extern char** environ;
+
 namespace archguard::cli {
 namespace {
+
+/// What this run printed, kept while its answer may be stored (see AnswerKey): stdout's bytes
+/// and the notes printed last on stderr.
+struct Printed {
+  bool keep = false;
+  std::string out, err;
+};
+Printed g_printed;
+
+/// printf to stdout, also kept in g_printed.
+[[gnu::format(printf, 1, 2)]] void say(const char* format, ...) {
+  std::va_list args;
+  va_start(args, format);
+  std::va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, again);
+  va_end(again);
+  if (n > 0) {
+    std::string text(static_cast<std::size_t>(n) + 1, '\0');
+    std::vsnprintf(text.data(), text.size(), format, args);
+    text.pop_back();
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (g_printed.keep) g_printed.out += text;
+  }
+  va_end(args);
+}
 
 struct CheckOptions {
   std::vector<std::string> files;
@@ -325,10 +359,21 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
       for (std::size_t oi = 0; oi < judged[ri].size(); ++oi) work.emplace_back(ri, oi);
   }
   FactsStore* store = opt.no_kernels ? nullptr : results_cache(opt.no_cache);
-  // Largest objects first: one library of 500 MB must not be the last item a thread picks up.
-  std::stable_sort(work.begin(), work.end(), [&](const auto& a, const auto& b) {
-    return judged[a.first][a.second].get().fatbins.size() > judged[b.first][b.second].get().fatbins.size();
-  });
+  // Most work first: one library of 500 MB must not be the last item a thread picks up. The
+  // work is the bytes its images decode to (NCCL's 143 fatbins hold more than cuFFT's 24,000).
+  std::vector<std::uint64_t> cost(work.size(), 0);
+  for (std::size_t w = 0; w < work.size(); ++w)
+    for (const Fatbin& fb : judged[work[w].first][work[w].second].get().fatbins)
+      for (const FatbinEntry& e : fb.entries) cost[w] += e.image_size();
+  std::vector<std::size_t> order(work.size());
+  for (std::size_t w = 0; w < order.size(); ++w) order[w] = w;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
+  {
+    std::vector<std::pair<std::size_t, std::size_t>> sorted;
+    sorted.reserve(work.size());
+    for (const std::size_t w : order) sorted.push_back(work[w]);
+    work = std::move(sorted);
+  }
   const unsigned threads = common::thread_count(opt.limits.threads);
   common::parallel_for(work.size(), threads, [&](std::size_t w) {
     const auto [ri, oi] = work[w];
@@ -587,19 +632,19 @@ void print_fleet(const std::vector<Gpu>& gpus, const std::vector<GroupOutcome>& 
   }
   std::string head = "fleet: runs on " + std::to_string(groups_run) + " of " + count_text(gpus.size(), "GPU group");
   if (!all.empty()) head += " (" + std::to_string(all.size() - failing.size()) + " of " + count_text(all.size(), "node") + ")";
-  std::printf("%s\n", head.c_str());
+  say("%s\n", head.c_str());
   for (std::size_t i = 0; i < gpus.size(); ++i)
-    std::printf("  %s: %s\n", shown(device_text(gpus[i])).c_str(), outcomes[i].text().c_str());
+    say("  %s: %s\n", shown(device_text(gpus[i])).c_str(), outcomes[i].text().c_str());
   const auto targets = fleet_fix_targets(gpus, outcomes);
   if (targets.empty()) return;
-  std::printf("to cover the whole fleet, add to the build's targets (what it has stays):\n");
-  std::printf("  CMake: \"%s\" in CMAKE_CUDA_ARCHITECTURES, or -DARCH_POLICY=fleet:<the fleet CSV of archguard fleet merge --csv-file>\n",
-              format_targets(targets, Dialect::cmake).c_str());
-  std::printf("  nvcc: %s\n", format_targets(targets, Dialect::nvcc).c_str());
+  say("to cover the whole fleet, add to the build's targets (what it has stays):\n");
+  say("  CMake: \"%s\" in CMAKE_CUDA_ARCHITECTURES, or -DARCH_POLICY=fleet:<the fleet CSV of archguard fleet merge --csv-file>\n",
+      format_targets(targets, Dialect::cmake).c_str());
+  say("  nvcc: %s\n", format_targets(targets, Dialect::nvcc).c_str());
   for (std::size_t i = 0; i < gpus.size(); ++i)
     if (outcomes[i].errors.count(kErrUnsupportedPtx) != 0)
-      std::printf("  or, for %s: a driver that accepts the build's PTX (222: the PTX is newer than this driver's)\n",
-                  shown(gpus[i].nodes.empty() ? device_text(gpus[i]) : fleet::node_list(gpus[i].nodes)).c_str());
+      say("  or, for %s: a driver that accepts the build's PTX (222: the PTX is newer than this driver's)\n",
+          shown(gpus[i].nodes.empty() ? device_text(gpus[i]) : fleet::node_list(gpus[i].nodes)).c_str());
 }
 
 std::string environment_text(const DriverSettings& s) {
@@ -639,7 +684,7 @@ void print_assumption(const std::vector<Gpu>& gpus, const DriverSettings& settin
   for (std::size_t i = 0; i < gpus.size(); ++i) line += (i == 0 ? "" : ", ") + device_text(gpus[i]);
   line += settings.driver ? ", driver " + format_driver_version(*settings.driver) : ", driver version unknown";
   line += ", environment: " + environment_text(settings);
-  std::printf("%s\n", line.c_str());
+  say("%s\n", line.c_str());
 }
 
 /// A node group of a fleet report is judged with its own driver, unless --driver says otherwise.
@@ -695,8 +740,8 @@ void check_input(const InputResult& result, const ScanReport& r, const Gpu& g, c
     const std::string indent = lead + (res.object->loaded_by.empty() ? "" : "  ");
     const std::string who = res.object->loaded_by.empty() ? "" : " (loaded by " + res.object->loaded_by + ")";
     if (!assumption.empty()) summary += "; " + assumption;
-    std::printf("%s%s%s: %s%s\n", indent.c_str(), shown(res.object->path).c_str(), shown(who).c_str(), shown(summary).c_str(),
-                on.c_str());
+    say("%s%s%s: %s%s\n", indent.c_str(), shown(res.object->path).c_str(), shown(who).c_str(), shown(summary).c_str(),
+        on.c_str());
     object_details(res, out.details);
   }
   if (!result.package || result.verdict.objects < 2) return;
@@ -711,8 +756,8 @@ void check_input(const InputResult& result, const ScanReport& r, const Gpu& g, c
                             {"groups", result.verdict.groups}});
     return;
   }
-  std::printf("%s%s: package %s%s\n", lead.c_str(), shown(r.input).c_str(), shown(result.verdict.summary).c_str(), on.c_str());
-  for (const auto& line : result.verdict.groups) std::printf("%s  %s\n", lead.c_str(), shown(line).c_str());
+  say("%s%s: package %s%s\n", lead.c_str(), shown(r.input).c_str(), shown(result.verdict.summary).c_str(), on.c_str());
+  for (const auto& line : result.verdict.groups) say("%s  %s\n", lead.c_str(), shown(line).c_str());
 }
 
 /// Every input on GPU `gi`; `any_fail` is set by a problem.
@@ -721,13 +766,13 @@ GpuReport check_gpu(std::size_t gi, const std::vector<Gpu>& gpus, const DriverSe
   const Gpu& g = gpus[gi];
   const std::string lead = gpus.size() > 1 ? "  " : "";
   GpuReport out;
-  if (!opt.json && gpus.size() > 1) std::printf("%s\n", shown(device_text(g)).c_str());
+  if (!opt.json && gpus.size() > 1) say("%s\n", shown(device_text(g)).c_str());
   for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
     const ScanReport& r = in.reports[ri];
     const InputFacts& facts = in.facts[ri];
-    if (!has_device_code(r) && !opt.json) std::printf("%s%s\n", lead.c_str(), shown(no_device_code_line(facts)).c_str());
+    if (!has_device_code(r) && !opt.json) say("%s%s\n", lead.c_str(), shown(no_device_code_line(facts)).c_str());
     if (!opt.json && gi == 0)
-      for (const auto& n : dependency_notes(facts)) std::printf("%s\n", shown(n).c_str());
+      for (const auto& n : dependency_notes(facts)) say("%s\n", shown(n).c_str());
     if (!opt.json && !has_device_code(r)) continue;  // said once above: "no device code (N files scanned)"
     const InputResult result = judge_input(r, std::move(judgements[ri][gi]), g);
     any_fail = any_fail || result.problem;
@@ -735,8 +780,8 @@ GpuReport check_gpu(std::size_t gi, const std::vector<Gpu>& gpus, const DriverSe
     check_input(result, r, g, gs, gpus.size(), opt, out);
   }
   if (!opt.json && !out.details.empty()) {
-    std::printf("%sdetails:\n", lead.c_str());
-    for (const auto& d : out.details) std::printf("%s%s\n", lead.c_str(), shown(d).c_str());
+    say("%sdetails:\n", lead.c_str());
+    for (const auto& d : out.details) say("%s%s\n", lead.c_str(), shown(d).c_str());
   }
   return out;
 }
@@ -766,6 +811,149 @@ nlohmann::json inputs_json(const Inputs& in) {
                       {"skipped", f.skipped}});
   }
   return inputs;
+}
+
+/// The key of a whole answer of `check` in the results cache: a second run with the same
+/// inputs, options, environment and GPUs prints what the first printed, reading nothing but
+/// the directory walks. Usable only where everything the answer depends on goes into the key:
+/// every input a directory (a file's answer would depend on the libraries it loads, found
+/// through the environment, and its own records make it quick anyway), no --fleet file, every
+/// file below with an identity (none changed in the last two seconds), no walk errors.
+class AnswerKey {
+ public:
+  AnswerKey(const CheckOptions& opt, FactsStore* store, unsigned threads) {
+    if (store == nullptr || !opt.fleet.empty()) return;
+    for (const auto& f : opt.files) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(f, ec)) return;
+    }
+    auto add = [this](std::string_view tag, std::string_view value) {
+      material_ += tag;
+      material_ += '\0';
+      material_ += std::to_string(value.size());
+      material_ += '\0';
+      material_ += value;
+    };
+    auto add_num = [this](std::uint64_t v) { material_.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    add("answer", "archguard check 1");
+    std::error_code ec;
+    add("cwd", std::filesystem::current_path(ec).string());
+    for (const auto& f : opt.files) add("file", f);
+    add("cc", opt.cc);
+    add("driver", opt.driver);
+    add("limits", opt.limits.max_inflated + '\0' + opt.limits.max_inflated_total + '\0' + opt.limits.max_ratio);
+    for (const bool b : {opt.tegra, opt.force_ptx_jit, opt.disable_ptx_jit, opt.from_env, opt.json, opt.no_kernels, opt.no_deps})
+      add_num(b ? 1 : 0);
+    // Every variable of archguard's and CUDA's (limits, JIT switches, visible devices) but
+    // those of the cache itself and the thread count, which change no output.
+    std::vector<std::string> vars;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view v = *e;
+      if (v.starts_with("ARCHGUARD_CACHE_") || v.starts_with("ARCHGUARD_RESULTS_CACHE_") || v.starts_with("ARCHGUARD_MAX_THREADS=")) continue;
+      if (v.starts_with("ARCHGUARD_") || v.starts_with("CUDA_")) vars.emplace_back(v);
+    }
+    std::sort(vars.begin(), vars.end());
+    for (const auto& v : vars) add("env", v);
+    // Walked here without keeping a copy for the read: a hit needs nothing more, a miss hands
+    // each listing to the read (walks()).
+    for (const auto& f : opt.files) {
+      std::vector<std::string> errors, skipped;
+      std::vector<ListedFile> files = list_files(f, threads, errors, nullptr, &skipped);
+      if (!errors.empty()) return;
+      for (const auto& k : skipped) add("skipped", k);
+      for (const ListedFile& lf : files) {
+        if (!lf.stamp) return;  // changed in the last seconds: it may be changing still
+        add("path", lf.path);
+        for (const std::uint64_t v : {std::uint64_t{lf.mode}, lf.stamp->dev, lf.stamp->ino, lf.stamp->size,
+                                      static_cast<std::uint64_t>(lf.stamp->mtime_ns), static_cast<std::uint64_t>(lf.stamp->ctime_ns)})
+          add_num(v);
+        if (material_.size() >= kFlushAt) flush();
+      }
+      listings_.push_back(Listing{f, std::move(files), std::move(errors), std::move(skipped)});
+    }
+    flush();
+    usable_ = true;
+  }
+  bool usable() const { return usable_; }
+  /// The walks made, one per input, handed to the read (once).
+  std::vector<SharedWalk*> walks() {
+    std::vector<SharedWalk*> out;
+    for (Listing& l : listings_) {
+      walks_.push_back(std::make_unique<SharedWalk>(l.root, std::move(l.files), std::move(l.errors), std::move(l.skipped)));
+      out.push_back(walks_.back().get());
+    }
+    listings_.clear();
+    return out;
+  }
+  /// The key, with the GPUs judged for and their driver settings.
+  std::string key(const std::vector<Gpu>& gpus, const std::vector<DriverSettings>& settings) {
+    jit::Hasher& h = *hasher_;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      const Gpu& g = gpus[i];
+      h.add_field("gpu", device_text(g) + " cc " + version_text(g.device.cc) + (g.device.tegra ? " tegra" : ""));
+      const DriverSettings& d = settings[i];
+      h.add_field("settings", (d.driver ? format_driver_version(*d.driver) : std::string("unknown")) + (d.force_ptx_jit ? " force" : "") +
+                                  (d.disable_ptx_jit ? " disable" : ""));
+    }
+    return jit::to_hex(h.finish());
+  }
+
+ private:
+  struct Listing {
+    std::string root;
+    std::vector<ListedFile> files;
+    std::vector<std::string> errors, skipped;
+  };
+  static constexpr std::size_t kFlushAt = std::size_t{1} << 16;
+  /// The material gathered so far goes into the hash (in pieces: 76,660 paths make megabytes).
+  void flush() {
+    hasher_->add(material_);
+    material_.clear();
+  }
+  bool usable_ = false;
+  std::unique_ptr<jit::Hasher> hasher_ = std::make_unique<jit::Hasher>();
+  std::string material_;
+  std::vector<Listing> listings_;
+  std::vector<std::unique_ptr<SharedWalk>> walks_;
+};
+
+/// An answer's record: the exit code, stdout's bytes, stderr's bytes.
+std::vector<std::byte> encode_answer(int code, const Printed& printed) {
+  std::vector<std::byte> out;
+  auto num = [&out](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::byte>(v >> (8 * i)));
+  };
+  auto text = [&](const std::string& t) {
+    num(t.size());
+    for (const char c : t) out.push_back(static_cast<std::byte>(c));
+  };
+  num(static_cast<std::uint64_t>(code));
+  text(printed.out);
+  text(printed.err);
+  return out;
+}
+
+/// Decodes encode_answer's record; none when it is not one (a damaged record is judged anew).
+std::optional<std::pair<int, Printed>> decode_answer(const std::vector<std::byte>& record) {
+  std::size_t at = 0;
+  auto num = [&](std::uint64_t& v) {
+    if (record.size() - at < 8) return false;
+    v = 0;
+    for (int i = 0; i < 8; ++i) v |= std::to_integer<std::uint64_t>(record[at + static_cast<std::size_t>(i)]) << (8 * i);
+    at += 8;
+    return true;
+  };
+  auto text = [&](std::string& t) {
+    std::uint64_t n = 0;
+    if (!num(n) || n > record.size() - at) return false;
+    t.assign(reinterpret_cast<const char*>(record.data() + at), static_cast<std::size_t>(n));
+    at += static_cast<std::size_t>(n);
+    return true;
+  };
+  std::uint64_t code = 0;
+  Printed p;
+  if (!num(code) || (code != kExitOk && code != kExitProblem) || !text(p.out) || !text(p.err) || at != record.size()) return std::nullopt;
+  return std::pair{static_cast<int>(code), std::move(p)};
 }
 
 int run_check(const CheckOptions& opt) {
@@ -804,6 +992,25 @@ int run_check(const CheckOptions& opt) {
   }
   read.scan = *scan;
   read.scan.facts = results_cache(opt.no_cache);
+  // A run answered whole by an earlier identical one (AnswerKey): the inputs are walked first,
+  // and this machine's GPUs waited for, to make the key.
+  AnswerKey answer(opt, read.scan.facts, common::thread_count(opt.limits.threads, 16));
+  std::string answer_key;
+  if (answer.usable()) {
+    read.walks = answer.walks();
+    if (machine.valid() && !machine_gpus()) return kExitUsage;
+    const std::optional<DriverSettings> early = check_settings(opt, this_machine);
+    if (!early) return kExitUsage;
+    answer_key = answer.key(*resolved, group_settings(*resolved, *early, opt));
+    if (auto record = read.scan.facts->find_answer(answer_key))
+      if (auto known = decode_answer(*record)) {
+        std::fwrite(known->second.out.data(), 1, known->second.out.size(), stdout);
+        std::fflush(stdout);
+        std::fwrite(known->second.err.data(), 1, known->second.err.size(), stderr);
+        return known->first;
+      }
+    g_printed.keep = true;
+  }
   const Inputs in = read_inputs(opt.files, read);
   if (machine.valid() && !machine_gpus()) return kExitUsage;
   const std::vector<Gpu> gpus = std::move(*resolved);
@@ -841,12 +1048,20 @@ int run_check(const CheckOptions& opt) {
                        {"fleet", opt.fleet.empty() ? nlohmann::json(nullptr) : fleet_json(gpus, outcomes)},
                        {"fails", any_fail},
                        {"errors", in.errors}};
-    std::printf("%s\n", cli::json_text(std::move(doc)).c_str());
+    say("%s\n", cli::json_text(std::move(doc)).c_str());
   } else {
     if (!opt.fleet.empty()) print_fleet(gpus, outcomes);
-    print_skipped(in);
+    std::fflush(stdout);
+    for (const auto& f : in.facts)
+      for (const auto& k : f.skipped) {
+        const std::string line = "archguard: note: not read: " + shown(k) + "\n";
+        std::fputs(line.c_str(), stderr);
+        if (g_printed.keep) g_printed.err += line;
+      }
     print_errors(in.errors);
   }
+  // Kept only for an answer without errors (one that may pass once the cause is mended).
+  if (g_printed.keep && in.errors.empty() && code != kExitUsage) read.scan.facts->keep_answer(answer_key, encode_answer(code, g_printed));
   return code;
 }
 

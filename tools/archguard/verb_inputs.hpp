@@ -119,6 +119,8 @@ struct ReadOptions {
   /// archives are not walked: their files are judged one by one.
   bool deps = false;
   DependencyOptions dependency_options;
+  /// Per path (by index), a walk of it made already (SharedWalk), or none.
+  std::vector<SharedWalk*> walks;
 };
 
 bool stderr_is_tty();  // main.cpp
@@ -178,6 +180,7 @@ inline Inputs read_inputs(const std::vector<std::string>& paths, const ReadOptio
   for (const auto& p : paths) seen.insert(real_path_or_self(p));
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const std::string& p = paths[i];
+    scan.walk = i < options.walks.size() ? options.walks[i] : options.scan.walk;
     auto r = [&] {
       ScanProgress progress(p, i, paths.size());
       return scan_path(p, scan);
