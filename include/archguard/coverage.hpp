@@ -125,6 +125,11 @@ struct ObjectVerdict {
 /// The kernels of each image, decoded once and shared by the verdicts of several GPUs (a
 /// fleet, --cc given twice, the doctor's devices). Not thread-safe: one per thread. With a
 /// `store` (the results cache) an image decoded by an earlier run is not decoded again.
+/// The bytes the images of `object` decode to (as their headers claim): the work of judging it
+/// cold, by which `check` and `doctor` order their objects (NCCL's 143 fatbins decode to more
+/// than cuFFT's 24,000).
+std::uint64_t decoded_bytes(const ObjectFatbins& object);
+
 class KernelIndex {
  public:
   KernelIndex() = default;

@@ -339,6 +339,13 @@ bool defines_no_kernel(const Fatbin& fatbin, std::string_view name);
 /// cuBLASLt on 16 threads peaks at 175-190 MB with it (260-280 MB with 256 MiB).
 inline constexpr std::uint64_t kDecodeBytesAtOnce = std::uint64_t{96} << 20;
 
+/// What the decoders may hold at once while `check` and `doctor` judge many objects on `threads`
+/// threads (DecodeBudget::Raised): 32 MiB per thread, at least kDecodeBytesAtOnce and at most
+/// 512 MiB. With 96 MiB the 16 threads of an H100 host waited for one another: a cold `check`
+/// of a whole site-packages took 1.70-1.78 s with 55,000-61,000 waits (voluntary context
+/// switches), 1.13-1.24 s with 512 MiB (22,000-30,000), at 0.7 GB and 1.0-1.2 GB of peak memory.
+std::uint64_t judging_decode_bytes(unsigned threads);
+
 /// A bound on the bytes being decoded at once across threads. take() waits while its bytes do
 /// not fit beside those already taken, unless none are taken (an image larger than the bound
 /// is decoded alone). A thread that already holds a ticket of a budget gets an empty ticket
@@ -375,6 +382,21 @@ class DecodeBudget {
   std::uint64_t peak() const;
   /// The budget every decoder of the library takes from (kDecodeBytesAtOnce).
   static DecodeBudget& process();
+  /// The bound now, and a new one (waiting takers are woken to look again).
+  std::uint64_t most() const;
+  void set_most(std::uint64_t most);
+
+  /// The process budget raised to at least `most` while it lives, then put back.
+  class Raised {
+   public:
+    explicit Raised(std::uint64_t most);
+    ~Raised();
+    Raised(const Raised&) = delete;
+    Raised& operator=(const Raised&) = delete;
+
+   private:
+    std::uint64_t before_;
+  };
 
  private:
   struct State;

@@ -640,6 +640,13 @@ Result<std::vector<Kernel>> KernelIndex::decode_sorted(const FatbinEntry& entry,
   return kernels;
 }
 
+std::uint64_t decoded_bytes(const ObjectFatbins& object) {
+  std::uint64_t bytes = 0;
+  for (const Fatbin& fb : object.fatbins)
+    for (const FatbinEntry& e : fb.entries) bytes += e.image_size();
+  return bytes;
+}
+
 const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std::string_view name) {
   if (auto it = cache_.find(&entry); it != cache_.end()) return it->second;
   if (recording_) {
@@ -672,12 +679,8 @@ void KernelIndex::prefetch(const ObjectFatbins& object, const std::function<void
   constexpr std::size_t kImagesPerThread = 8;
   constexpr std::uint64_t kBytesPerThread = std::uint64_t{4} << 20;
   std::size_t images = 0;
-  std::uint64_t bytes = 0;
-  for (const Fatbin& fb : object.fatbins)
-    for (const FatbinEntry& e : fb.entries) {
-      ++images;
-      bytes += e.image_size();
-    }
+  for (const Fatbin& fb : object.fatbins) images += fb.entries.size();
+  const std::uint64_t bytes = decoded_bytes(object);
   if (threads_ <= 1 || images < 2 || (images < 2 * kImagesPerThread && bytes < 2 * kBytesPerThread)) return;
   asked_.clear();
   recording_ = true;

@@ -86,6 +86,31 @@ std::uint64_t DecodeBudget::peak() const {
   return state_->peak;
 }
 
+std::uint64_t DecodeBudget::most() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->most;
+}
+
+void DecodeBudget::set_most(std::uint64_t most) {
+  {
+    const std::lock_guard lock(state_->mutex);
+    state_->most = most;
+  }
+  state_->room.notify_all();
+}
+
+DecodeBudget::Raised::Raised(std::uint64_t most) : before_(process().most()) {
+  if (most > before_) process().set_most(most);
+}
+
+DecodeBudget::Raised::~Raised() { process().set_most(before_); }
+
+std::uint64_t judging_decode_bytes(unsigned threads) {
+  constexpr std::uint64_t kPerThread = std::uint64_t{32} << 20;
+  constexpr std::uint64_t kMost = std::uint64_t{512} << 20;
+  return std::clamp<std::uint64_t>(std::uint64_t{threads} * kPerThread, kDecodeBytesAtOnce, kMost);
+}
+
 DecodeBudget& DecodeBudget::process() {
   static DecodeBudget budget(kDecodeBytesAtOnce);
   return budget;

@@ -359,12 +359,10 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
       for (std::size_t oi = 0; oi < judged[ri].size(); ++oi) work.emplace_back(ri, oi);
   }
   FactsStore* store = opt.no_kernels ? nullptr : results_cache(opt.no_cache);
-  // Most work first: one library of 500 MB must not be the last item a thread picks up. The
-  // work is the bytes its images decode to (NCCL's 143 fatbins hold more than cuFFT's 24,000).
-  std::vector<std::uint64_t> cost(work.size(), 0);
-  for (std::size_t w = 0; w < work.size(); ++w)
-    for (const Fatbin& fb : judged[work[w].first][work[w].second].get().fatbins)
-      for (const FatbinEntry& e : fb.entries) cost[w] += e.image_size();
+  // Most work first: one library of 500 MB must not be the last item a thread picks up
+  // (decoded_bytes).
+  std::vector<std::uint64_t> cost(work.size());
+  for (std::size_t w = 0; w < work.size(); ++w) cost[w] = decoded_bytes(judged[work[w].first][work[w].second].get());
   std::vector<std::size_t> order(work.size());
   for (std::size_t w = 0; w < order.size(); ++w) order[w] = w;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
@@ -375,6 +373,7 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
     work = std::move(sorted);
   }
   const unsigned threads = common::thread_count(opt.limits.threads);
+  const DecodeBudget::Raised room(judging_decode_bytes(threads));  // the threads must not wait for one another
   common::parallel_for(work.size(), threads, [&](std::size_t w) {
     const auto [ri, oi] = work[w];
     const ObjectFatbins& o = judged[ri][oi].get();
@@ -994,7 +993,7 @@ int run_check(const CheckOptions& opt) {
   read.scan.facts = results_cache(opt.no_cache);
   // A run answered whole by an earlier identical one (AnswerKey): the inputs are walked first,
   // and this machine's GPUs waited for, to make the key.
-  AnswerKey answer(opt, read.scan.facts, common::thread_count(opt.limits.threads, 16));
+  AnswerKey answer(opt, read.scan.facts, std::min(read.scan.max_threads, common::thread_count(opt.limits.threads, 16)));
   std::string answer_key;
   if (answer.usable()) {
     read.walks = answer.walks();

@@ -126,3 +126,37 @@ TEST_CASE("the library's decoders take from the process budget", "[fatbin][budge
   REQUIRE(again.ok());
   CHECK(again->size() == 1);
 }
+
+TEST_CASE("a raised budget lets a waiting taker in, and is put back when it ends", "[fatbin][budget]") {
+  // Judging many objects on many threads raises the process budget (judging_decode_bytes): 32 MiB
+  // per thread, never below the default nor above 512 MiB.
+  CHECK(judging_decode_bytes(1) == kDecodeBytesAtOnce);
+  CHECK(judging_decode_bytes(2) == kDecodeBytesAtOnce);
+  CHECK(judging_decode_bytes(8) == (std::uint64_t{256} << 20));
+  CHECK(judging_decode_bytes(16) == (std::uint64_t{512} << 20));
+  CHECK(judging_decode_bytes(128) == (std::uint64_t{512} << 20));
+
+  DecodeBudget& process = DecodeBudget::process();
+  REQUIRE(process.most() == kDecodeBytesAtOnce);
+  REQUIRE(process.in_use() == 0);
+  const std::uint64_t big = kDecodeBytesAtOnce / 2 + 1;  // two do not fit in the default
+  auto first = process.take(big);
+  std::atomic<bool> got{false};
+  std::thread other([&] {
+    const auto second = process.take(big);
+    got = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(got);  // waits under the default bound
+  {
+    const DecodeBudget::Raised raised(2 * kDecodeBytesAtOnce);
+    CHECK(process.most() == 2 * kDecodeBytesAtOnce);
+    CHECK(eventually([&] { return got.load(); }));  // woken by the raise, it fits now
+    other.join();
+    const DecodeBudget::Raised lower(kDecodeBytesAtOnce / 2);  // never lowers it
+    CHECK(process.most() == 2 * kDecodeBytesAtOnce);
+  }
+  CHECK(process.most() == kDecodeBytesAtOnce);  // put back
+  first = DecodeBudget::Ticket{};
+  CHECK(process.in_use() == 0);
+}
