@@ -122,14 +122,17 @@ struct ObjectVerdict {
   bool has_device_code() const { return !units.empty(); }
 };
 
+/// The bytes the images of `object` decode to (as their headers claim): the work of judging it
+/// cold (NCCL's 143 fatbins decode to more than cuFFT's 24,000).
+std::uint64_t decoded_bytes(const ObjectFatbins& object);
+/// The positions of `objects`, most decoded_bytes first (ties in their order): how `check` and
+/// `doctor` hand objects to their threads, so that a library of 500 MB is not the last item a
+/// thread picks up while the others wait.
+std::vector<std::size_t> most_work_first(const std::vector<const ObjectFatbins*>& objects);
+
 /// The kernels of each image, decoded once and shared by the verdicts of several GPUs (a
 /// fleet, --cc given twice, the doctor's devices). Not thread-safe: one per thread. With a
 /// `store` (the results cache) an image decoded by an earlier run is not decoded again.
-/// The bytes the images of `object` decode to (as their headers claim): the work of judging it
-/// cold, by which `check` and `doctor` order their objects (NCCL's 143 fatbins decode to more
-/// than cuFFT's 24,000).
-std::uint64_t decoded_bytes(const ObjectFatbins& object);
-
 class KernelIndex {
  public:
   KernelIndex() = default;

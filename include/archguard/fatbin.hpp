@@ -386,7 +386,8 @@ class DecodeBudget {
   std::uint64_t most() const;
   void set_most(std::uint64_t most);
 
-  /// The process budget raised to at least `most` while it lives, then put back.
+  /// The process budget raised to at least `most` while it lives, then put back (one judging
+  /// loop at a time: scopes on several threads at once would put back each other's bound).
   class Raised {
    public:
     explicit Raised(std::uint64_t most);

@@ -647,6 +647,15 @@ std::uint64_t decoded_bytes(const ObjectFatbins& object) {
   return bytes;
 }
 
+std::vector<std::size_t> most_work_first(const std::vector<const ObjectFatbins*>& objects) {
+  std::vector<std::uint64_t> cost(objects.size());
+  for (std::size_t i = 0; i < objects.size(); ++i) cost[i] = decoded_bytes(*objects[i]);
+  std::vector<std::size_t> order(objects.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
+  return order;
+}
+
 const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std::string_view name) {
   if (auto it = cache_.find(&entry); it != cache_.end()) return it->second;
   if (recording_) {

@@ -186,13 +186,7 @@ Judgements judge_all(FactsStore* results, const ScanReport& scan, const std::vec
   Judgements all{std::vector<std::vector<ObjectVerdict>>(devs.size(), std::vector<ObjectVerdict>(with_code.size())),
                  std::vector<std::vector<ObjectJudgement>>(devs.size(), std::vector<ObjectJudgement>(with_code.size()))};
   const PayloadPages pages(std::span<const ScanReport>(&scan, 1));
-  // Most work first (as `check` does): libtorch_cuda must not be the last item a thread picks
-  // up while the others wait.
-  std::vector<std::uint64_t> cost(with_code.size());
-  for (std::size_t i = 0; i < cost.size(); ++i) cost[i] = decoded_bytes(*with_code[i]);
-  std::vector<std::size_t> order(with_code.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
+  const std::vector<std::size_t> order = most_work_first(with_code);
   const unsigned threads = common::thread_count(0);
   const DecodeBudget::Raised room(judging_decode_bytes(threads));  // the threads must not wait for one another
   common::parallel_for(with_code.size(), threads, [&](std::size_t w) {

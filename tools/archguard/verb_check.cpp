@@ -13,11 +13,10 @@
 #include <archguard/fleet.hpp>
 
 #include "common/fs.hpp"
+#include "common/record.hpp"
 
 #include <archguard/cache.hpp>
 #include <archguard/container.hpp>
-
-#include <unistd.h>
 
 #include <cctype>
 #include <cstdarg>
@@ -359,17 +358,11 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
       for (std::size_t oi = 0; oi < judged[ri].size(); ++oi) work.emplace_back(ri, oi);
   }
   FactsStore* store = opt.no_kernels ? nullptr : results_cache(opt.no_cache);
-  // Most work first: one library of 500 MB must not be the last item a thread picks up
-  // (decoded_bytes).
-  std::vector<std::uint64_t> cost(work.size());
-  for (std::size_t w = 0; w < work.size(); ++w) cost[w] = decoded_bytes(judged[work[w].first][work[w].second].get());
-  std::vector<std::size_t> order(work.size());
-  for (std::size_t w = 0; w < order.size(); ++w) order[w] = w;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
   {
+    std::vector<const ObjectFatbins*> objects;
+    for (const auto& [ri, oi] : work) objects.push_back(&judged[ri][oi].get());
     std::vector<std::pair<std::size_t, std::size_t>> sorted;
-    sorted.reserve(work.size());
-    for (const std::size_t w : order) sorted.push_back(work[w]);
+    for (const std::size_t w : most_work_first(objects)) sorted.push_back(work[w]);
     work = std::move(sorted);
   }
   const unsigned threads = common::thread_count(opt.limits.threads);
@@ -884,7 +877,7 @@ class AnswerKey {
     listings_.clear();
     return out;
   }
-  /// The key, with the GPUs judged for and their driver settings.
+  /// The key, with the GPUs judged for and their driver settings (once: it finishes the hash).
   std::string key(const std::vector<Gpu>& gpus, const std::vector<DriverSettings>& settings) {
     jit::Hasher& h = *hasher_;
     for (std::size_t i = 0; i < gpus.size(); ++i) {
@@ -916,42 +909,23 @@ class AnswerKey {
   std::vector<std::unique_ptr<SharedWalk>> walks_;
 };
 
-/// An answer's record: the exit code, stdout's bytes, stderr's bytes.
+/// An answer's record (common::Writer): the exit code, stdout's bytes, stderr's bytes.
 std::vector<std::byte> encode_answer(int code, const Printed& printed) {
-  std::vector<std::byte> out;
-  auto num = [&out](std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::byte>(v >> (8 * i)));
-  };
-  auto text = [&](const std::string& t) {
-    num(t.size());
-    for (const char c : t) out.push_back(static_cast<std::byte>(c));
-  };
-  num(static_cast<std::uint64_t>(code));
-  text(printed.out);
-  text(printed.err);
-  return out;
+  common::Writer w;
+  w.num(static_cast<std::uint64_t>(code));
+  w.str(printed.out);
+  w.str(printed.err);
+  return std::move(w.out);
 }
 
 /// Decodes encode_answer's record; none when it is not one (a damaged record is judged anew).
 std::optional<std::pair<int, Printed>> decode_answer(const std::vector<std::byte>& record) {
-  std::size_t at = 0;
-  auto num = [&](std::uint64_t& v) {
-    if (record.size() - at < 8) return false;
-    v = 0;
-    for (int i = 0; i < 8; ++i) v |= std::to_integer<std::uint64_t>(record[at + static_cast<std::size_t>(i)]) << (8 * i);
-    at += 8;
-    return true;
-  };
-  auto text = [&](std::string& t) {
-    std::uint64_t n = 0;
-    if (!num(n) || n > record.size() - at) return false;
-    t.assign(reinterpret_cast<const char*>(record.data() + at), static_cast<std::size_t>(n));
-    at += static_cast<std::size_t>(n);
-    return true;
-  };
-  std::uint64_t code = 0;
+  common::Reader r{record};
+  const std::uint64_t code = r.num();
   Printed p;
-  if (!num(code) || (code != kExitOk && code != kExitProblem) || !text(p.out) || !text(p.err) || at != record.size()) return std::nullopt;
+  p.out = r.str();
+  p.err = r.str();
+  if (!r.ok || r.at != record.size() || (code != kExitOk && code != kExitProblem)) return std::nullopt;
   return std::pair{static_cast<int>(code), std::move(p)};
 }
 
