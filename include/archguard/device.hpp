@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -266,5 +267,16 @@ class Context {
   int device_ = 0;  ///< CUdevice
   ContextHandle ctx_ = nullptr;
 };
+
+/// What decides the GPUs and driver this machine's driver would report, read without starting
+/// the driver (cuInit takes 0.2-0.3 s on a data-centre node): the NVIDIA kernel module's version,
+/// the NVIDIA PCI functions (address, device, subsystem, revision), the /dev/nvidia* nodes with
+/// their numbers, owners, modes and whether this process may open them, the MIG capability tree,
+/// and the file the loader picks for the user-space driver (libcuda.so.1, or $ARCHGUARD_LIBCUDA)
+/// with its identity. Two equal identities mean the same GPUs as far as the driver can tell; none
+/// when any part cannot be read (no NVIDIA kernel module, no PCI function, no driver library):
+/// then only the driver can say. `root` prefixes /proc, /sys and /dev (tests); empty:
+/// $ARCHGUARD_SYS_ROOT, else none.
+std::optional<std::string> machine_identity(const std::string& root = {});
 
 }  // namespace archguard::device

@@ -5,11 +5,16 @@
 # same exit code, reading nothing but the walk; any change of what the answer depends on (a file
 # rewritten, added or removed, a link out of the tree, another --cc, a JIT switch from the
 # environment, --json) makes a run that judges anew and prints what --no-cache prints; a tree
-# with a file changed in the last seconds keeps no answer; a file input keeps none.
-# Usage: results_cache_answer.sh ARCHGUARD FIXTURES. Skips (77) without the nvcc fixtures.
+# with a file changed in the last seconds keeps no answer; a file input keeps none. Without --cc,
+# the machine's identity (kernel module, PCI functions, device nodes, MIG tree, driver library:
+# here a fake root and the fake driver) stands for its GPUs: an answer comes without starting the
+# driver, and a change of any part judges anew; without an identity the driver is asked.
+# Usage: results_cache_answer.sh ARCHGUARD FIXTURES FAKE_LIBCUDA. Skips (77) without the nvcc
+# fixtures.
 set -u
 ag=${1:?archguard}
 fixtures=${2:?fixture dir}
+fake_libcuda=${3:?fake libcuda}
 [[ -f $fixtures/compress-none.o && -f $fixtures/plain.o && -f $fixtures/ptxonly.o && -f $fixtures/sm80.cubin ]] ||
   { echo "skip: no fixtures in $fixtures"; exit 77; }
 source "$(dirname "$0")/lib.sh"
@@ -112,6 +117,48 @@ run file1 --cc 8.0 "$tree/sm80.cubin"
 run file2 --cc 8.0 "$tree/sm80.cubin"
 [[ $(answers_of "$tmp/file2.stats") == "0 answers known" ]] && echo "ok: no answer for a file input" ||
   fail "file input: $(cat "$tmp/file2.stats")"
+# Without --cc: this machine's identity in the key. A fake root (ARCHGUARD_SYS_ROOT) holds the
+# kernel module's version, one NVIDIA PCI function and its device nodes; the driver is a copy of
+# the fake one. The FAKE_CUDA_* variables are no part of the key, as a real driver's behaviour is
+# not: a run answered while the driver would fail (FAKE_CUDA_INIT_ERROR) proves it was not started.
+root=$tmp/root
+fn=$root/sys/bus/pci/devices/0000:1b:00.0
+mkdir -p "$root/proc/driver/nvidia/capabilities" "$fn" "$root/dev"
+echo "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 07:09:35 UTC 2025" > "$root/proc/driver/nvidia/version"
+for kv in vendor=0x10de class=0x030200 device=0x2335 subsystem_vendor=0x10de subsystem_device=0x18be revision=0xa1; do
+  echo "${kv#*=}" > "$fn/${kv%%=*}"
+done
+touch "$root/dev/nvidia0" "$root/dev/nvidiactl"
+cp "$fake_libcuda" "$tmp/libcuda.so.1"
+settle
+machine() { ARCHGUARD_SYS_ROOT=$root ARCHGUARD_LIBCUDA=$tmp/libcuda.so.1 FAKE_CUDA_CC=${cc:-9.0} "$@"; }
+machine run m1 "$tree"; m1=$rc
+machine same_as_fresh m1 $m1 "$tree"
+grep -q "assuming this machine: Fake GPU (CC 9.0" "$tmp/m1.out" || fail "m1: $(head -1 "$tmp/m1.out")"
+FAKE_CUDA_INIT_ERROR=100 machine run m2 "$tree"
+[[ $(answers_of "$tmp/m2.stats") == "1 answers known" && $rc == "$m1" ]] && cmp -s "$tmp/m1.out" "$tmp/m2.out" &&
+  echo "ok: this machine's answer comes without starting the driver" || fail "m2: exit $rc, $(cat "$tmp/m2.stats" "$tmp/m2.err")"
+# Each part of the identity, changed, judges anew (with the driver: a failing one fails the run).
+anew() {  # NAME: the identity was changed; the next run must judge, and ask the driver
+  local name=$1
+  machine run "$name" "$tree"
+  [[ $(answers_of "$tmp/$name.stats") == "0 answers known" ]] && echo "ok: $name judges anew" ||
+    fail "$name: $(cat "$tmp/$name.stats")"
+}
+echo 0x2330 > "$fn/device"; cc=8.0 anew pci_device
+grep -q "Fake GPU (CC 8.0" "$tmp/pci_device.out" || fail "pci_device: the new GPU was not judged: $(head -1 "$tmp/pci_device.out")"
+cc=8.0 machine run pci_device2 "$tree"
+[[ $(answers_of "$tmp/pci_device2.stats") == "1 answers known" ]] && cmp -s "$tmp/pci_device.out" "$tmp/pci_device2.out" ||
+  fail "pci_device2: $(cat "$tmp/pci_device2.stats")"
+sed -i 's/580.65.06/580.82.07/' "$root/proc/driver/nvidia/version"; cc=8.0 anew module_version
+touch "$root/dev/nvidia1"; cc=8.0 anew device_node
+mkdir -p "$root/proc/driver/nvidia/capabilities/gpu0/mig/gi1"; cc=8.0 anew mig_instance
+touch -d '2020-01-01' "$tmp/libcuda.so.1"; cc=8.0 anew driver_library
+# No kernel module: no identity, the driver's GPUs go into the key, so a failing driver fails.
+rm "$root/proc/driver/nvidia/version"
+FAKE_CUDA_INIT_ERROR=100 machine run nomodule "$tree"
+[[ $rc == 2 ]] && grep -q "no GPU visible here" "$tmp/nomodule.err" && echo "ok: without an identity the driver is asked" ||
+  fail "nomodule: exit $rc, $(cat "$tmp/nomodule.err")"
 # --no-cache neither reads nor keeps answers.
 ARCHGUARD_RESULTS_CACHE_STATS=0 "$ag" check --no-deps --no-cache --cc 8.0 "$tree" > "$tmp/nc.out" 2>&1 || true
 [[ -z $(grep 'results cache' "$tmp/nc.out") ]] || fail "--no-cache printed cache statistics"

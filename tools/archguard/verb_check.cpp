@@ -877,6 +877,12 @@ class AnswerKey {
     listings_.clear();
     return out;
   }
+  /// The key for this machine's GPUs as its identity stands for them (once: it finishes the hash).
+  std::string key(const std::string& machine_identity) {
+    jit::Hasher& h = *hasher_;
+    h.add_field("machine", machine_identity);
+    return jit::to_hex(h.finish());
+  }
   /// The key, with the GPUs judged for and their driver settings (once: it finishes the hash).
   std::string key(const std::vector<Gpu>& gpus, const std::vector<DriverSettings>& settings) {
     jit::Hasher& h = *hasher_;
@@ -947,10 +953,11 @@ int run_check(const CheckOptions& opt) {
     else resolved = std::move(*visible);
     return visible.ok();
   };
-  if (this_machine) {
+  auto start_machine = [&machine, &machine_gpus]() {
     machine = std::async(std::launch::async, visible_gpus);
-    if (machine.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready && !machine_gpus()) return kExitUsage;
-  } else {
+    return machine.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready || machine_gpus();
+  };
+  if (!this_machine) {
     resolved = resolve_gpus(opt);
     if (!resolved) return kExitUsage;
   }
@@ -965,16 +972,32 @@ int run_check(const CheckOptions& opt) {
   }
   read.scan = *scan;
   read.scan.facts = results_cache(opt.no_cache);
-  // A run answered whole by an earlier identical one (AnswerKey): the inputs are walked first,
-  // and this machine's GPUs waited for, to make the key.
+  // Where a whole answer may be kept, this machine's identity (device::machine_identity: its
+  // driver's files, PCI functions and device nodes) stands for its GPUs in the answer's key:
+  // an answered run never starts the driver, and a run that is not starts it while it reads.
+  // Without an identity the driver's GPUs go into the key, and a miss waits for them first.
+  std::optional<std::string> identity;
+  if (this_machine && read.scan.facts != nullptr && opt.fleet.empty() && !opt.files.empty() &&
+      std::all_of(opt.files.begin(), opt.files.end(), [](const std::string& f) {
+        std::error_code ec;
+        return std::filesystem::is_directory(f, ec);
+      }))
+    identity = device::machine_identity();
+  if (this_machine && !identity && !start_machine()) return kExitUsage;
+  // A run answered whole by an earlier identical one (AnswerKey): the inputs are walked first
+  // to make the key.
   AnswerKey answer(opt, read.scan.facts, std::min(read.scan.max_threads, common::thread_count(opt.limits.threads, 16)));
   std::string answer_key;
   if (answer.usable()) {
     read.walks = answer.walks();
-    if (machine.valid() && !machine_gpus()) return kExitUsage;
-    const std::optional<DriverSettings> early = check_settings(opt, this_machine);
-    if (!early) return kExitUsage;
-    answer_key = answer.key(*resolved, group_settings(*resolved, *early, opt));
+    if (identity) {
+      answer_key = answer.key(*identity);
+    } else {
+      if (machine.valid() && !machine_gpus()) return kExitUsage;
+      const std::optional<DriverSettings> early = check_settings(opt, this_machine);
+      if (!early) return kExitUsage;
+      answer_key = answer.key(*resolved, group_settings(*resolved, *early, opt));
+    }
     if (auto record = read.scan.facts->find_answer(answer_key))
       if (auto known = decode_answer(*record)) {
         std::fwrite(known->second.out.data(), 1, known->second.out.size(), stdout);
@@ -984,6 +1007,7 @@ int run_check(const CheckOptions& opt) {
       }
     g_printed.keep = true;
   }
+  if (this_machine && !machine.valid() && !resolved && !start_machine()) return kExitUsage;
   const Inputs in = read_inputs(opt.files, read);
   if (machine.valid() && !machine_gpus()) return kExitUsage;
   const std::vector<Gpu> gpus = std::move(*resolved);
