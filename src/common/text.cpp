@@ -120,6 +120,8 @@ std::string terminal_text(std::string_view s) {
   return out;
 }
 
+void append_terminal_text(std::string_view s, std::string& out) { append_escaped(s, out, unsafe_for_terminal); }
+
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};

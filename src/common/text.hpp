@@ -44,6 +44,8 @@ std::string utf8_escaped(std::string_view s);
 /// points that reorder or break lines (U+2028, U+2029, the bidirectional embeddings, overrides
 /// and isolates) are written as \xNN per byte; the rest, non-ASCII letters included, passes.
 std::string terminal_text(std::string_view s);
+/// terminal_text(s), appended to `out` (no string of its own: a table of 72,000 lines).
+void append_terminal_text(std::string_view s, std::string& out);
 
 /// The current time in UTC as ISO 8601 text to the second: "2025-06-01T12:00:00Z" (the time
 /// reports and cache metadata are stamped with).

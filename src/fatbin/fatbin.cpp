@@ -368,8 +368,10 @@ struct ScanChunk {
 };
 
 /// Small enough that a worker's resident pages stay few (each chunk is released when done),
-/// large enough that a chunk costs far more than taking it.
-constexpr std::uint64_t kScanChunk = std::uint64_t{1} << 20;
+/// large enough that a chunk costs far more than taking it, and that the release of its pages
+/// (one madvise, which interrupts the other cores running this process to flush their TLBs)
+/// is rare: 1 MiB chunks spent 10% of inspecting cuFFT in those interrupts on two cores.
+constexpr std::uint64_t kScanChunk = std::uint64_t{4} << 20;
 /// A thread per 8 MiB at most (about 1.5 ms of search each): small libraries stay on the
 /// caller's thread. At most 8: the caller's thread reads the standard sections meanwhile,
 /// which takes longer than 8 threads take over cuBLASLt's 270 MB, and each thread adds a chunk
@@ -584,6 +586,8 @@ std::vector<ScanRegion> embedded_regions(const ElfFile& elf) {
 }
 
 }  // namespace
+
+std::uint64_t embedded_scan_chunk_bytes() { return kScanChunk; }
 
 std::vector<Fatbin> find_embedded_fatbins(Bytes bytes, const std::string& name, const std::string& section_name,
                                           std::uint64_t base, std::uint64_t address, const ReleaseHook& release,

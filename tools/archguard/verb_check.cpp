@@ -342,6 +342,29 @@ ObjectJudgement coarse_judgement(const ObjectFatbins& o, const ObjectVerdict& v)
   return j;
 }
 
+/// ARCHGUARD_TIMES=1: where a run's time went, on stderr at the end (never part of an answer):
+/// the read, the judging with its longest object and the last object's start, the report.
+struct RunTimes {
+  using Clock = std::chrono::steady_clock;
+  static bool wanted() {
+    const char* v = std::getenv("ARCHGUARD_TIMES");
+    return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+  }
+  static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+  Clock::time_point start = Clock::now();
+  double read = 0, judge = 0, report = 0;
+  std::size_t objects = 0;
+  unsigned threads = 0;
+  double longest = 0, last_start = 0;  // seconds: one object's judging, the last object's start (from the judging's)
+  std::string longest_object;
+  void print() const {
+    std::fprintf(stderr,
+                 "archguard: times: read %.3f s, judge %.3f s (%zu objects on %u threads; longest %.3f s: %s; last started at "
+                 "%.3f s), report %.3f s, total %.3f s\n",
+                 read, judge, objects, threads, longest, shown(longest_object).c_str(), last_start, report, since(start));
+  }
+};
+
 /// The verdict and judgement of every object of every input on every GPU: [input][gpu][object].
 /// The objects are judged in parallel; each object's images are decoded once (or found in the
 /// results cache) and shared by the GPUs, and dropped when the object is done; an object judged
@@ -349,7 +372,7 @@ ObjectJudgement coarse_judgement(const ObjectFatbins& o, const ObjectVerdict& v)
 using Judgements = std::vector<std::vector<std::vector<ObjectResult>>>;
 Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged, const std::vector<bool>& wanted,
                             const std::vector<Gpu>& gpus, const std::vector<DriverSettings>& settings, const CheckOptions& opt,
-                            const PayloadPages& pages, const DerivedLimits& limits) {
+                            const PayloadPages& pages, const DerivedLimits& limits, RunTimes* times = nullptr) {
   Judgements out(judged.size());
   std::vector<std::pair<std::size_t, std::size_t>> work;  // (input, object)
   for (std::size_t ri = 0; ri < judged.size(); ++ri) {
@@ -367,7 +390,10 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
   }
   const unsigned threads = common::thread_count(opt.limits.threads);
   const DecodeBudget::Raised room(judging_decode_bytes(threads));  // the threads must not wait for one another
+  const RunTimes::Clock::time_point began = RunTimes::Clock::now();
+  std::vector<std::pair<double, double>> spans(times != nullptr ? work.size() : 0);  // (start, seconds) per object
   common::parallel_for(work.size(), threads, [&](std::size_t w) {
+    const RunTimes::Clock::time_point t0 = RunTimes::Clock::now();
     const auto [ri, oi] = work[w];
     const ObjectFatbins& o = judged[ri][oi].get();
     KernelIndex index(store, o, limits);
@@ -386,7 +412,20 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
       }
     }
     pages.release(o);  // judged: its payloads' pages leave the process
+    if (times != nullptr)
+      spans[w] = {std::chrono::duration<double>(t0 - began).count(), RunTimes::since(t0)};
   });
+  if (times != nullptr) {
+    times->objects = work.size();
+    times->threads = threads;
+    for (std::size_t w = 0; w < work.size(); ++w) {
+      times->last_start = std::max(times->last_start, spans[w].first);
+      if (spans[w].second > times->longest) {
+        times->longest = spans[w].second;
+        times->longest_object = judged[work[w].first][work[w].second].get().path;
+      }
+    }
+  }
   return out;
 }
 
@@ -841,7 +880,9 @@ class AnswerKey {
     std::vector<std::string> vars;
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string_view v = *e;
-      if (v.starts_with("ARCHGUARD_CACHE_") || v.starts_with("ARCHGUARD_RESULTS_CACHE_") || v.starts_with("ARCHGUARD_MAX_THREADS=")) continue;
+      if (v.starts_with("ARCHGUARD_CACHE_") || v.starts_with("ARCHGUARD_RESULTS_CACHE_") || v.starts_with("ARCHGUARD_MAX_THREADS=") ||
+          v.starts_with("ARCHGUARD_TIMES="))
+        continue;
       if (v.starts_with("ARCHGUARD_") || v.starts_with("CUDA_")) vars.emplace_back(v);
     }
     std::sort(vars.begin(), vars.end());
@@ -1008,8 +1049,11 @@ int run_check(const CheckOptions& opt) {
     g_printed.keep = true;
   }
   if (this_machine && !machine.valid() && !resolved && !start_machine()) return kExitUsage;
+  std::optional<RunTimes> times;
+  if (RunTimes::wanted()) times.emplace();
   const Inputs in = read_inputs(opt.files, read);
   if (machine.valid() && !machine_gpus()) return kExitUsage;
+  if (times) times->read = RunTimes::since(times->start);
   const std::vector<Gpu> gpus = std::move(*resolved);
   const std::optional<DriverSettings> checked = check_settings(opt, this_machine);
   if (!checked) return kExitUsage;
@@ -1023,7 +1067,11 @@ int run_check(const CheckOptions& opt) {
     wanted.push_back(opt.json || has_device_code(in.reports[ri]));
   }
   const std::vector<DriverSettings> gpu_settings = group_settings(gpus, settings, opt);
-  Judgements judgements = judge_everything(judged, wanted, gpus, gpu_settings, opt, PayloadPages(in.reports), read.scan.limits);
+  const RunTimes::Clock::time_point judging = RunTimes::Clock::now();
+  Judgements judgements = judge_everything(judged, wanted, gpus, gpu_settings, opt, PayloadPages(in.reports), read.scan.limits,
+                                           times ? &*times : nullptr);
+  const RunTimes::Clock::time_point reporting = RunTimes::Clock::now();
+  if (times) times->judge = std::chrono::duration<double>(reporting - judging).count();
   bool any_fail = false;
   nlohmann::json devices_json = nlohmann::json::array();
   std::vector<GroupOutcome> outcomes;
@@ -1059,6 +1107,10 @@ int run_check(const CheckOptions& opt) {
   }
   // Kept only for an answer without errors (one that may pass once the cause is mended).
   if (g_printed.keep && in.errors.empty() && code != kExitUsage) read.scan.facts->keep_answer(answer_key, encode_answer(code, g_printed));
+  if (times) {
+    times->report = RunTimes::since(reporting);
+    times->print();
+  }
   return code;
 }
 

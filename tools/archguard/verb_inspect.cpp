@@ -497,6 +497,11 @@ class TableText {
     text_.append(s);
     return *this;
   }
+  /// `s` as shown() shows it, without a string of its own.
+  TableText& shown(std::string_view s) {
+    common::append_terminal_text(s, text_);
+    return *this;
+  }
   /// `s` then spaces up to `width` (printf's %-Ns).
   TableText& left(std::string_view s, std::size_t width) {
     text_.append(s);
@@ -570,22 +575,32 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelSource
       const KernelMap* kernels = kernel_source != nullptr && !opt.summary ? &object_kernels : nullptr;
       if (!opt.summary) {
         for (const auto& fb : o.fatbins) {
-          std::string note;
-          if (fb.device_link) note = "  device-link fatbin (no kernels: decides nothing)";
-          else if (fb.linked) note = "  linked by nvlink (-rdc)";
-          if (const std::string id = fb.identifier(); !id.empty()) note += "  " + id;
-          if (!fb.translation_unit.empty()) note += "  tu " + fb.translation_unit;
-          t.put("  fatbin ").right(fb.index, 0).put("  ").put(shown(where_text(fb))).put(" at ").hex(fb.offset).put(", ");
+          t.put("  fatbin ").right(fb.index, 0).put("  ");
+          if ((fb.section == FatbinSection::nv_fatbin || fb.section == FatbinSection::nv_relfatbin) && !fb.section_name.empty())
+            t.shown(fb.section_name);  // where_text's answer, without a string of its own
+          else if (fb.section == FatbinSection::embedded)
+            t.shown(fb.section_name).put(" (embedded)");
+          else
+            t.shown(where_text(fb));
+          t.put(" at ").hex(fb.offset).put(", ");
           t.hex(fb.size).put(" bytes, ").right(fb.entries.size(), 0).put(fb.entries.size() == 1 ? " image" : " images");
-          t.put(shown(note)).line();
+          if (fb.device_link) t.put("  device-link fatbin (no kernels: decides nothing)");
+          else if (fb.linked) t.put("  linked by nvlink (-rdc)");
+          for (const auto& e : fb.entries)
+            if (!e.identifier.empty()) {  // the fatbin's identifier: its first entry's that has one
+              t.put("  ").shown(e.identifier);
+              break;
+            }
+          if (!fb.translation_unit.empty()) t.put("  tu ").shown(fb.translation_unit);
+          t.line();
           t.put("       #  kind   arch            version        size      stored  comp   flags").line();
           for (const auto& e : fb.entries) {
-            std::string extra;
-            if (!e.identifier.empty()) extra += "  id=" + e.identifier;
-            if (!e.options.empty()) extra += "  options=\"" + e.options + "\"";
             t.put("    ").right(e.index, 4).put("  ").left(kind_text(e.kind), 5).put("  ").left(entry_arch(e), 14).put("  ");
             t.left(version_text(e.version), 7).put("  ").right(e.image_size(), 10).put("  ").right(e.stored_size, 10).put("  ");
-            t.left(to_string(e.compression), 5).put("  ").put(flags_text(e)).put(shown(extra)).line();
+            t.left(to_string(e.compression), 5).put("  ").put(flags_text(e));
+            if (!e.identifier.empty()) t.put("  id=").shown(e.identifier);
+            if (!e.options.empty()) t.put("  options=\"").shown(e.options).put("\"");
+            t.line();
             if (kernels != nullptr) {
               const auto it = kernels->find(&e);
               if (it == kernels->end()) continue;

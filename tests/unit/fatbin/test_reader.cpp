@@ -438,14 +438,15 @@ TEST_CASE("embedded fatbins: random data full of the magic yields none and no er
 }
 
 TEST_CASE("embedded fatbins: a search on several threads finds exactly what one thread finds", "[fatbin][embedded]") {
-  // The parallel search cuts the region into 1 MiB chunks, handed out in runs (two chunks each
+  // The parallel search cuts the region into chunks (C below), handed out in runs (two chunks each
   // with 2 threads and 17 chunks), searched from each run's start: a search that begins inside a
   // fatbin must not report what lies inside it. Fatbins across chunk boundaries, fatbins nested
   // in the payload of a larger one, one of them running past the larger one's end, and one
   // larger fatbin spanning a whole chunk.
-  constexpr std::size_t MiB = std::size_t{1} << 20;
+  const auto C = static_cast<std::size_t>(embedded_scan_chunk_bytes());
+  REQUIRE(C >= (std::size_t{1} << 20));
   const Buf small = make_fatbin({EntrySpec{}, spec(1, 90, 0x11, 9, 0, bytes_of(".version 9.0\n"))});
-  Buf region(17 * MiB, std::byte{0x5a});
+  Buf region(17 * C, std::byte{0x5a});
   auto put_bytes = [&region](std::size_t at, const Buf& b) {
     REQUIRE(at % 8 == 0);
     REQUIRE(at + b.size() <= region.size());
@@ -456,22 +457,22 @@ TEST_CASE("embedded fatbins: a search on several threads finds exactly what one 
   auto big = [&](std::size_t at, std::size_t end) {
     return put_bytes(at, make_fatbin({spec(2, 90, 0x11, 1, 8, Buf(end - at - 16 - 0x40, std::byte{0x5a}))}));
   };
-  std::vector<std::size_t> expected = {put_bytes(0x100, small), put_bytes(MiB - 48, small), put_bytes(MiB + 0x1000, small)};
-  // [2 MiB - 0x800, 3 MiB - 8): its chunk-2 nested fatbins are found by a search from 2 MiB; the
+  std::vector<std::size_t> expected = {put_bytes(0x100, small), put_bytes(C - 48, small), put_bytes(C + 0x1000, small)};
+  // [2 C - 0x800, 3 C - 8): its chunk-2 nested fatbins are found by a search from 2 C; the
   // last one starts 16 bytes before its end and runs into chunk 3, so that search goes on past
-  // a fatbin the sequential one finds (at 3 MiB + 0x40, inside the overlapping one's payload).
-  expected.push_back(big(2 * MiB - 0x800, 3 * MiB - 8));
-  put_bytes(2 * MiB + 0x10000, small);
-  put_bytes(2 * MiB + 0x80000, small);
-  big(3 * MiB - 24, 3 * MiB + 0x228);
-  expected.push_back(put_bytes(3 * MiB + 0x40, small));
-  expected.push_back(put_bytes(3 * MiB + 0x400, small));
-  expected.push_back(put_bytes(4 * MiB, small));  // at a chunk's first byte
-  // [6 MiB - 0x100, 7 MiB + 0x1000): chunk 6 lies wholly inside it, and so do two nested ones.
-  expected.push_back(big(6 * MiB - 0x100, 7 * MiB + 0x1000));
-  put_bytes(6 * MiB + 0x20000, small);
-  put_bytes(7 * MiB + 0x100, small);
-  expected.push_back(put_bytes(7 * MiB + 0x1000, small));                          // right after it
+  // a fatbin the sequential one finds (at 3 C + 0x40, inside the overlapping one's payload).
+  expected.push_back(big(2 * C - 0x800, 3 * C - 8));
+  put_bytes(2 * C + 0x10000, small);
+  put_bytes(2 * C + 0x80000, small);
+  big(3 * C - 24, 3 * C + 0x228);
+  expected.push_back(put_bytes(3 * C + 0x40, small));
+  expected.push_back(put_bytes(3 * C + 0x400, small));
+  expected.push_back(put_bytes(4 * C, small));  // at a chunk's first byte
+  // [6 C - 0x100, 7 C + 0x1000): chunk 6 lies wholly inside it, and so do two nested ones.
+  expected.push_back(big(6 * C - 0x100, 7 * C + 0x1000));
+  put_bytes(6 * C + 0x20000, small);
+  put_bytes(7 * C + 0x100, small);
+  expected.push_back(put_bytes(7 * C + 0x1000, small));                            // right after it
   expected.push_back(put_bytes(region.size() - small.size() / 8 * 8 - 8, small));  // ends near the region's end
   REQUIRE(small.size() % 8 == 0);
 
@@ -484,7 +485,7 @@ TEST_CASE("embedded fatbins: a search on several threads finds exactly what one 
     for (std::size_t i = 0; i < found.size(); ++i) {
       CHECK(found[i].index == i);
       CHECK(found[i].section_name == ".rodata");
-      CHECK(found[i].entries.size() == (found[i].size > MiB ? 1u : 2u));  // the big ones have one image
+      CHECK(found[i].entries.size() == (found[i].size > C ? 1u : 2u));  // the big ones have one image
     }
   }
   // The same bytes 4 bytes into a section at address 4 mod 8: the chunks start at the aligned addresses.
