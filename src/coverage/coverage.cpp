@@ -712,7 +712,10 @@ void KernelIndex::prefetch(const ObjectFatbins& object, const std::function<void
   // together (the claimed sizes order them; a false claim only orders badly).
   std::stable_sort(work.begin(), work.end(), [](const auto& a, const auto& b) { return a.first->image_size() > b.first->image_size(); });
   std::vector<std::optional<Result<std::vector<Kernel>>>> lists(work.size());
-  common::parallel_for(work.size(), threads, [&](std::size_t i) { lists[i] = decode_sorted(*work[i].first, work[i].second); });
+  // On the process's shared threads: every large object of a run started its own before, and
+  // each new thread faulted in new decode buffers (SharedPool).
+  common::SharedPool::process().run(work.size(), threads,
+                                    [&](std::size_t i) { lists[i] = decode_sorted(*work[i].first, work[i].second); });
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (*lists[i]) {
       ++decoded_;

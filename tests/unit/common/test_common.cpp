@@ -7,6 +7,7 @@
 #include "common/endian.hpp"
 #include "common/fd.hpp"
 #include "common/fs.hpp"
+#include "common/parallel.hpp"
 #include "common/process.hpp"
 #include "common/version.hpp"
 
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -23,6 +25,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -298,4 +302,41 @@ TEST_CASE("driver switches: set means present, not empty and not 0", "[common][e
   CHECK(common::process_env("ARCHGUARD_TEST_COMMON_VAR") == "v");
   ::unsetenv("ARCHGUARD_TEST_COMMON_VAR");
   CHECK_FALSE(common::process_env("ARCHGUARD_TEST_COMMON_VAR").has_value());
+}
+
+TEST_CASE("the shared pool runs every item of every caller's batch once, callers at once and nested", "[common][parallel]") {
+  auto& pool = common::SharedPool::process();
+  std::mutex m;
+  std::set<std::thread::id> threads;
+  // Eight callers at once, each with rounds of batches (of one item too), every other item of
+  // some batches running a nested batch of its own from whichever thread runs it.
+  std::vector<std::thread> callers;
+  std::atomic<int> bad{0};
+  for (int c = 0; c < 8; ++c)
+    callers.emplace_back([&, c] {
+      for (std::size_t round = 0; round < 20; ++round) {
+        const std::size_t n = (round + c) % 5 == 0 ? 1 : 30 + round;
+        std::vector<std::atomic<int>> calls(n);
+        std::vector<std::atomic<int>> nested(n);
+        pool.run(n, 4, [&](std::size_t i) {
+          calls[i].fetch_add(1);
+          if (round % 3 == 0 && i % 2 == 0) {
+            std::vector<std::atomic<int>> inner(7);
+            pool.run(inner.size(), 3, [&](std::size_t k) { inner[k].fetch_add(1); });
+            for (auto& x : inner) nested[i].fetch_add(x.load() == 1 ? 1 : 100);
+          }
+          const std::lock_guard<std::mutex> lock(m);
+          threads.insert(std::this_thread::get_id());
+        });
+        for (std::size_t i = 0; i < n; ++i) {
+          if (calls[i].load() != 1) bad.fetch_add(1);
+          if (round % 3 == 0 && i % 2 == 0 && nested[i].load() != 7) bad.fetch_add(1);
+        }
+      }
+    });
+  for (auto& t : callers) t.join();
+  CHECK(bad.load() == 0);
+  // The callers and at most three kept threads of the pool ran the items.
+  CHECK(threads.size() <= 8 + 3);
+  pool.run(0, 4, [](std::size_t) { FAIL("no item to run"); });
 }
