@@ -8,6 +8,9 @@
 #include <archguard/coverage.hpp>
 
 #include <algorithm>
+#include <unordered_map>
+#include <mutex>
+#include <condition_variable>
 #include <charconv>
 #include <atomic>
 #include <cstdio>
@@ -39,50 +42,135 @@ struct KernelList {
   std::string error;
 };
 
-using KernelMap = std::map<const FatbinEntry*, KernelList>;
-
-/// Decodes the kernels of every image of one object on a few threads (decompression dominates
-/// for large files). The object's lists are printed and dropped before the next object's are
-/// decoded: a directory of 100 copies of a library held every list at once (4.3 GB).
-KernelMap collect_kernels(const ObjectFatbins& object, const PayloadPages& pages, unsigned threads, const ScanOptions& scan) {
-  std::vector<const FatbinEntry*> work;
-  for (const auto& fb : object.fatbins)
-    for (const auto& e : fb.entries) work.push_back(&e);
-  std::vector<KernelList> results(work.size());
-  std::atomic<std::size_t> next{0};
-  auto run = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < work.size();) {
-      const FatbinEntry& e = *work[i];
-      if (e.kind == CodeKind::ltoir) continue;  // LTO-IR is not decoded
-      // Decoded under the library's bound on the bytes decoded at once (DecodeBudget).
-      auto k = decode_kernels(e, object.path, scan.limits);
-      if (k) results[i].kernels = std::move(*k);
-      else results[i].error = k.message();
-      // A payload's pages leave this process once decoded: the peak is the decoded images',
-      // not the whole file's (libcublasLt: 220 MB of resident payload pages before).
-      pages.release(e.payload);
+/// An object's kernel lists, decoded on a few threads (decompression dominates for large files)
+/// a bounded stretch ahead of the printer, which asks for them entry by entry in file order and
+/// lets each go when it asks for a later one. Holding the whole object's lists (46,000 kernel
+/// names of up to several KB, mangled and demangled) made one libcusparse peak at 105 MiB; an
+/// earlier version held every object's lists (4.3 GB for a directory of 100). Unlike windows
+/// of fatbins decoded in turn (tried: 1.13x the time), the threads never wait for a window's
+/// largest image.
+class ObjectKernels {
+ public:
+  ObjectKernels(const ObjectFatbins& object, const PayloadPages& pages, unsigned threads, const ScanOptions& scan)
+      : object_(object), pages_(pages), scan_(scan) {
+    for (const auto& fb : object.fatbins)
+      for (const auto& e : fb.entries) {
+        index_.emplace(&e, work_.size());
+        work_.push_back(&e);
+      }
+    results_.resize(work_.size());
+    ready_.assign(work_.size(), false);
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    threads = std::min(threads, std::max(1u, scan.max_threads));
+    ahead_most_ = std::max<std::uint64_t>(kAheadBytes, std::uint64_t{threads} * (std::uint64_t{8} << 20));
+    for (unsigned t = 0; t < threads && t < work_.size(); ++t) pool_.emplace_back([this] { produce(); });
+  }
+  ObjectKernels(const ObjectKernels&) = delete;
+  ObjectKernels& operator=(const ObjectKernels&) = delete;
+  ~ObjectKernels() {
+    {
+      const std::lock_guard lock(m_);
+      stop_ = true;
     }
-  };
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, std::max(1u, scan.max_threads));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads && t < work.size(); ++t) pool.emplace_back(run);
-  run();
-  for (auto& t : pool) t.join();
-  // And the pages between them (entry headers, the first and last page of each payload): the
-  // object is decoded. A directory of 100 libraries kept 8 MB of each resident to the end.
-  pages.release(object);
-  KernelMap map;
-  for (std::size_t i = 0; i < work.size(); ++i) map.emplace(work[i], std::move(results[i]));
-  return map;
-}
+    more_.notify_all();
+    for (auto& t : pool_) t.join();
+    // And the pages between the payloads (entry headers, each payload's first and last page):
+    // a directory of 100 libraries kept 8 MB of each resident to the end.
+    pages_.release(object_);
+  }
+
+  /// Whether the kernels of `e` are decoded already (find waits for nothing then).
+  bool ready(const FatbinEntry* e) {
+    const auto it = index_.find(e);
+    const std::lock_guard lock(m_);
+    return it != index_.end() && ready_[it->second];
+  }
+  /// The kernels of `e`, an entry of the object (null when it is none of its); the lists of the
+  /// entries before it are dropped.
+  const KernelList* find(const FatbinEntry* e) {
+    const auto it = index_.find(e);
+    if (it == index_.end()) return nullptr;
+    const std::size_t i = it->second;
+    std::unique_lock lock(m_);
+    if (i < consumed_) {  // asked again after a later one (the printers do not): decoded anew
+      lock.unlock();
+      results_[i] = decode(i);
+      return &results_[i];
+    }
+    for (std::size_t k = consumed_; k < i; ++k) {
+      if (k < next_) ahead_ -= work_[k]->image_size();
+      results_[k] = KernelList{};
+    }
+    consumed_ = i;
+    next_ = std::max(next_, i);
+    more_.notify_all();
+    done_.wait(lock, [&] { return ready_[i]; });
+    return &results_[i];
+  }
+
+ private:
+  static constexpr std::uint64_t kAheadBytes = std::uint64_t{64} << 20;
+
+  KernelList decode(std::size_t i) const {
+    KernelList out;
+    const FatbinEntry& e = *work_[i];
+    if (e.kind == CodeKind::ltoir) return out;  // LTO-IR is not decoded
+    // Decoded under the library's bound on the bytes decoded at once (DecodeBudget).
+    auto k = decode_kernels(e, object_.path, scan_.limits);
+    if (k) out.kernels = std::move(*k);
+    else out.error = k.message();
+    // A payload's pages leave this process once decoded: the peak is the decoded images', not
+    // the whole file's (libcublasLt: 220 MB of resident payload pages before).
+    pages_.release(e.payload);
+    return out;
+  }
+  /// A decoding thread: takes the next entry while the images taken and not yet printed stay
+  /// within ahead_most_ (the first one not printed is always taken).
+  void produce() {
+    std::unique_lock lock(m_);
+    for (;;) {
+      more_.wait(lock, [&] {
+        return stop_ || next_ >= work_.size() || next_ == consumed_ || ahead_ + work_[next_]->image_size() <= ahead_most_;
+      });
+      if (stop_ || next_ >= work_.size()) return;
+      const std::size_t i = next_++;
+      ahead_ += work_[i]->image_size();
+      lock.unlock();
+      KernelList list = decode(i);
+      lock.lock();
+      if (i >= consumed_) {
+        results_[i] = std::move(list);
+        ready_[i] = true;
+      }
+      done_.notify_all();
+    }
+  }
+
+  const ObjectFatbins& object_;
+  const PayloadPages& pages_;
+  const ScanOptions& scan_;
+  std::vector<const FatbinEntry*> work_;  ///< every entry, in file order
+  std::unordered_map<const FatbinEntry*, std::size_t> index_;
+  std::vector<KernelList> results_;
+  std::vector<bool> ready_;  ///< under m_
+  std::mutex m_;
+  std::condition_variable more_, done_;
+  std::size_t next_ = 0;      ///< the next entry to take
+  std::size_t consumed_ = 0;  ///< the entry the printer is at
+  std::uint64_t ahead_ = 0;   ///< image bytes of the entries taken from consumed_ on
+  std::uint64_t ahead_most_ = kAheadBytes;
+  bool stop_ = false;
+  std::vector<std::thread> pool_;
+};
 
 /// What inspect --kernels needs to list an object's kernels when its turn comes.
 struct KernelSource {
   PayloadPages pages;
   unsigned threads;
   const ScanOptions& scan;
-  KernelMap of(const ObjectFatbins& object) const { return collect_kernels(object, pages, threads, scan); }
+  std::unique_ptr<ObjectKernels> of(const ObjectFatbins& object) const {
+    return std::make_unique<ObjectKernels>(object, pages, threads, scan);
+  }
 };
 
 std::string elf_type_text(std::uint16_t t) {
@@ -240,7 +328,7 @@ std::vector<LinkDrop> link_drops_of(const ObjectFatbins& o) {
 /// array. tests/cli/json_format.sh checks the text against a re-dump with sorted keys.
 class FatbinsJson {
  public:
-  FatbinsJson(std::string& out, const KernelMap* kernels) : out_(out), kernels_(kernels) {}
+  FatbinsJson(std::string& out, ObjectKernels* kernels) : out_(out), kernels_(kernels) {}
 
   void fatbins(const ObjectFatbins& o, int depth) {
     array(o.fatbins.size(), depth, [&](std::size_t i) { fatbin(o.fatbins[i], depth + 1); });
@@ -275,9 +363,7 @@ class FatbinsJson {
   }
 
   void entry(const FatbinEntry& e, int depth) {
-    const KernelList* listed = nullptr;
-    if (kernels_ != nullptr)
-      if (const auto it = kernels_->find(&e); it != kernels_->end()) listed = &it->second;
+    const KernelList* listed = kernels_ != nullptr ? kernels_->find(&e) : nullptr;
     open();
     key("arch", depth);
     string(entry_arch(e));
@@ -438,7 +524,7 @@ class FatbinsJson {
   }
 
   std::string& out_;
-  const KernelMap* kernels_;
+  ObjectKernels* kernels_;
   bool first_ = false;
 };
 
@@ -571,8 +657,7 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelSource
         continue;
       }
       t.flush();  // listing kernels may warn on stderr
-      const KernelMap object_kernels = kernel_source != nullptr && !opt.summary ? kernel_source->of(o) : KernelMap{};
-      const KernelMap* kernels = kernel_source != nullptr && !opt.summary ? &object_kernels : nullptr;
+      const std::unique_ptr<ObjectKernels> kernels = kernel_source != nullptr && !opt.summary ? kernel_source->of(o) : nullptr;
       if (!opt.summary) {
         for (const auto& fb : o.fatbins) {
           t.put("  fatbin ").right(fb.index, 0).put("  ");
@@ -602,10 +687,11 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelSource
             if (!e.options.empty()) t.put("  options=\"").shown(e.options).put("\"");
             t.line();
             if (kernels != nullptr) {
-              const auto it = kernels->find(&e);
-              if (it == kernels->end()) continue;
-              for (const auto& k : it->second.kernels) t.put("            kernel ").put(shown(k.demangled)).line();
-              if (!it->second.error.empty()) t.put("            kernels not listed: ").put(shown(it->second.error)).line();
+              if (!kernels->ready(&e)) t.flush();  // decoding may warn on stderr
+              const KernelList* listed = kernels->find(&e);
+              if (listed == nullptr) continue;
+              for (const auto& k : listed->kernels) t.put("            kernel ").shown(k.demangled).line();
+              if (!listed->error.empty()) t.put("            kernels not listed: ").shown(listed->error).line();
             }
           }
         }
@@ -746,8 +832,8 @@ int run_inspect(const InspectOptions& opt) {
       text.append(tree, from, at + kKey.size() - 1 - from);
       from = tree.find_first_not_of("0123456789", at + kKey.size());
       const ObjectFatbins& o = *shown_objects[n];
-      const KernelMap object_kernels = kernel_source != nullptr ? kernel_source->of(o) : KernelMap{};
-      FatbinsJson(text, kernel_source != nullptr ? &object_kernels : nullptr).fatbins(o, static_cast<int>((at - line) / 2));
+      const std::unique_ptr<ObjectKernels> object_kernels = kernel_source != nullptr ? kernel_source->of(o) : nullptr;
+      FatbinsJson(text, object_kernels.get()).fatbins(o, static_cast<int>((at - line) / 2));
       if (text.size() >= (std::size_t{1} << 20)) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         text.clear();
