@@ -62,8 +62,12 @@ struct DeviceInfo {
   int multiprocessors = 0;
 };
 
+/// The driver library Driver::open loads by default: $ARCHGUARD_LIBCUDA when set and not
+/// empty, else "libcuda.so.1".
+std::string default_driver_library();
+
 struct OpenOptions {
-  /// Library to dlopen. Empty: $ARCHGUARD_LIBCUDA when set, else "libcuda.so.1".
+  /// Library to dlopen. Empty: default_driver_library().
   std::string library;
   /// Call cuInit(0) after loading (its failure is kept, see Driver::init_status()).
   bool init = true;

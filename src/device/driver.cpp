@@ -41,14 +41,15 @@ void* resolve(void* handle, Fn& slot, std::initializer_list<const char*> names) 
 
 }  // namespace
 
+std::string default_driver_library() {
+  const char* env = std::getenv("ARCHGUARD_LIBCUDA");
+  return env != nullptr && *env != '\0' ? env : "libcuda.so.1";
+}
+
 Driver::~Driver() = default;  // the library stays loaded: unloading libcuda is not safe
 
 Result<std::shared_ptr<const Driver>> Driver::open(const OpenOptions& options) {
-  std::string lib = options.library;
-  if (lib.empty()) {
-    const char* env = std::getenv("ARCHGUARD_LIBCUDA");
-    lib = (env != nullptr && *env != '\0') ? env : "libcuda.so.1";
-  }
+  const std::string lib = options.library.empty() ? default_driver_library() : options.library;
   ::dlerror();
   void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {

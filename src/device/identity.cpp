@@ -118,9 +118,7 @@ std::optional<std::string> machine_identity(const std::string& root_in) {
   add_tree(out, root + "/proc/driver/nvidia/capabilities", "", 0, budget);
   if (budget == 0) return std::nullopt;  // an unexpected tree: not summed up here
   // The user-space driver the loader would pick, and which file it is.
-  std::string lib = "libcuda.so.1";
-  if (const char* env = std::getenv("ARCHGUARD_LIBCUDA"); env != nullptr && *env != '\0') lib = env;
-  auto file = loaded_file(lib);
+  auto file = loaded_file(default_driver_library());
   if (!file) return std::nullopt;
   struct stat st {};
   if (::stat(file->c_str(), &st) != 0) return std::nullopt;

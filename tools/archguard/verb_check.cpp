@@ -852,12 +852,16 @@ nlohmann::json inputs_json(const Inputs& in) {
 /// file below with an identity (none changed in the last two seconds), no walk errors.
 class AnswerKey {
  public:
+  /// Whether a run with these inputs may be answered whole at all: a results cache, no
+  /// --fleet, every input a directory (the walk may still find a reason not to).
+  static bool possible(const CheckOptions& opt, const FactsStore* store) {
+    return store != nullptr && opt.fleet.empty() && std::all_of(opt.files.begin(), opt.files.end(), [](const std::string& f) {
+             std::error_code ec;
+             return std::filesystem::is_directory(f, ec);
+           });
+  }
   AnswerKey(const CheckOptions& opt, FactsStore* store, unsigned threads) {
-    if (store == nullptr || !opt.fleet.empty()) return;
-    for (const auto& f : opt.files) {
-      std::error_code ec;
-      if (!std::filesystem::is_directory(f, ec)) return;
-    }
+    if (!possible(opt, store)) return;
     auto add = [this](std::string_view tag, std::string_view value) {
       material_ += tag;
       material_ += '\0';
@@ -1018,12 +1022,7 @@ int run_check(const CheckOptions& opt) {
   // an answered run never starts the driver, and a run that is not starts it while it reads.
   // Without an identity the driver's GPUs go into the key, and a miss waits for them first.
   std::optional<std::string> identity;
-  if (this_machine && read.scan.facts != nullptr && opt.fleet.empty() && !opt.files.empty() &&
-      std::all_of(opt.files.begin(), opt.files.end(), [](const std::string& f) {
-        std::error_code ec;
-        return std::filesystem::is_directory(f, ec);
-      }))
-    identity = device::machine_identity();
+  if (this_machine && AnswerKey::possible(opt, read.scan.facts)) identity = device::machine_identity();
   if (this_machine && !identity && !start_machine()) return kExitUsage;
   // A run answered whole by an earlier identical one (AnswerKey): the inputs are walked first
   // to make the key.
