@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -74,6 +75,8 @@ struct InflateBudget {
 /// thread holds buffers and a mapped chunk, and thousands of them exhaust the process.
 inline constexpr unsigned kMaxThreads = 256;
 
+struct ScanReport;
+
 struct ScanOptions {
   /// Worker threads for the files of a directory, or for the embedded-fatbin search of a file
   /// named directly (read_elf_fatbins); 0: the hardware concurrency. At most max_threads.
@@ -107,6 +110,15 @@ struct ScanOptions {
   /// A walk of the directory scanned shared with another reader of it (see SharedWalk); null
   /// or another directory's: the scan walks on its own.
   class SharedWalk* walk = nullptr;
+  /// For a directory: each file's objects are handed to this, in path order, as soon as the
+  /// file and every file before it are read, instead of being kept in the report. The part
+  /// holds the file's objects and the storage their spans point into (the report keeps the
+  /// files read, errors and skipped notes, in the same order as without it). Called on one of
+  /// the scan's threads, one call at a time. A file is not started while it is more than
+  /// `stream_ahead` files (0: twice the threads) past the last one handed over, so the
+  /// reports held at once are a few files', not the tree's. Not used for a file named directly.
+  std::function<void(ScanReport& part)> each_file;
+  std::size_t stream_ahead = 0;
 };
 
 /// One walk of a directory for several readers of it in one process: `doctor` reads its first

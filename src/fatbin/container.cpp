@@ -1491,25 +1491,80 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, files.size())));
     // Only the files read get a report: a cache hit of 70,000 files builds none.
     std::vector<std::unique_ptr<ScanReport>> parts(files.size());
+    // A file's part merged into the report: its counts, notes and errors always, its objects
+    // and storage too unless they are handed over (ScanOptions::each_file).
+    const bool streamed = static_cast<bool>(options.each_file);
+    auto merge = [&](std::size_t i) {
+      if (!parts[i]) {
+        report.files_read += no_code[i] == 1 ? 1 : 0;
+        return;
+      }
+      ScanReport& p = *parts[i];
+      report.files_read += p.files_read;
+      for (auto& k : p.skipped) report.skipped.push_back(std::move(k));
+      for (auto& e : p.errors) report.errors.push_back(std::move(e));
+      if (streamed) {
+        p.skipped.clear();
+        p.errors.clear();
+        p.files_read = 0;
+        p.input = files[i].path;
+        if (!p.objects.empty()) options.each_file(p);
+        parts[i].reset();  // the file's objects and mapping go now
+        return;
+      }
+      for (auto& o : p.objects) report.objects.push_back(std::move(o));
+      for (auto& st : p.storage) report.storage.push_back(std::move(st));
+    };
+    // Streamed: files handed over in path order by whichever thread finds the next one read,
+    // one at a time; none started more than `ahead` files past the last handed over.
+    std::mutex hand_mutex;
+    std::condition_variable handed_on;
+    std::size_t handed = 0;
+    bool handing = false;
+    std::vector<std::uint8_t> read_done(streamed ? files.size() : 0, 0);
+    const std::size_t ahead = options.stream_ahead != 0 ? options.stream_ahead : std::size_t{2} * threads;
+    auto finished = [&](std::size_t i) {
+      std::unique_lock lock(hand_mutex);
+      read_done[i] = 1;
+      if (handing) return;  // the thread handing over will see it
+      handing = true;
+      while (handed < files.size() && read_done[handed] != 0) {
+        const std::size_t k = handed;
+        lock.unlock();
+        merge(k);
+        lock.lock();
+        ++handed;
+        handed_on.notify_all();
+      }
+      handing = false;
+    };
+    ScanOptions inner = options;  // a file's own reading hands nothing over
+    inner.each_file = nullptr;
     std::atomic<std::size_t> next{0};
     auto work = [&] {
       std::size_t hit = 0;
       for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
+        if (streamed) {
+          std::unique_lock lock(hand_mutex);
+          handed_on.wait(lock, [&] { return i < handed + ahead; });
+        }
         const bool stamped = files[i].stamp.has_value() && options.facts != nullptr;
         if (stamped) digests[i] = detail::StampedValues::digest(*files[i].stamp);
         if (const auto counted = stamped && known ? known->find(digests[i]) : std::nullopt) {
           no_code[i] = *counted != 0 ? 1 : 2;
           ++hit;
+          if (streamed) finished(i);
           continue;
         }
         parts[i] = std::make_unique<ScanReport>();
         ScanReport& p = *parts[i];
-        scan_file_quietly(files[i].path, options, p);
+        scan_file_quietly(files[i].path, inner, p);
         if (stamped && p.objects.empty() && p.skipped.empty() && p.errors.empty() && p.files_read <= 1) no_code[i] = p.files_read == 1 ? 1 : 2;
         // Nothing more is read from the file now: its pages leave this process (the mapping
         // stays, and a later decode refetches what it needs from the page cache), so a walk's
         // peak is a few files', not the sum of every file's.
         for (const auto& st : p.storage) st->release(0, st->bytes().size());
+        if (streamed) finished(i);
       }
       hits += hit;
     };
@@ -1517,19 +1572,9 @@ Result<ScanReport> scan_path(const std::string& path, const ScanOptions& options
     for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
     work();
     for (auto& t : pool) t.join();
-    for (std::size_t i = 0; i < files.size(); ++i) {  // merged in path order: the output does not depend on scheduling
-      if (!parts[i]) {
-        report.files_read += no_code[i] == 1 ? 1 : 0;
-        continue;
-      }
-      ScanReport& p = *parts[i];
-      report.files_read += p.files_read;
-      for (auto& k : p.skipped) report.skipped.push_back(std::move(k));
-      for (auto& o : p.objects) report.objects.push_back(std::move(o));
-      for (auto& e : p.errors) report.errors.push_back(std::move(e));
-      for (auto& st : p.storage) report.storage.push_back(std::move(st));
-    }
-    std::sort(report.skipped.begin(), report.skipped.end());  // in path order, as everything else
+    if (!streamed)
+      for (std::size_t i = 0; i < files.size(); ++i) merge(i);  // in path order: the output does not depend on scheduling
+    std::sort(report.skipped.begin(), report.skipped.end());    // in path order, as everything else
     if (options.facts != nullptr) {
       // The files of this walk only: those gone are forgotten. When every file without device
       // code was known and every known one is still here, the record stands as it is.

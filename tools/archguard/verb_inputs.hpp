@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <cstdlib>
+#include <functional>
+#include <optional>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -121,6 +123,11 @@ struct ReadOptions {
   DependencyOptions dependency_options;
   /// Per path (by index), a walk of it made already (SharedWalk), or none.
   std::vector<SharedWalk*> walks;
+  /// Called with each input's report and facts as soon as it is read, in input order; the
+  /// report's objects and storage are then dropped (Inputs keeps its shell: input, counts,
+  /// notes), so that a reader that prints as it goes (inspect's table, with scan.each_file for
+  /// a directory's files) holds one input at a time.
+  std::function<void(ScanReport&, const InputFacts&)> each_input;
 };
 
 bool stderr_is_tty();  // main.cpp
@@ -182,7 +189,10 @@ inline Inputs read_inputs(const std::vector<std::string>& paths, const ReadOptio
     const std::string& p = paths[i];
     scan.walk = i < options.walks.size() ? options.walks[i] : options.scan.walk;
     auto r = [&] {
-      ScanProgress progress(p, i, paths.size());
+      // A directory printed while it is read shows its progress itself: no line beside it.
+      std::error_code ec;
+      std::optional<ScanProgress> progress;
+      if (!scan.each_file || !std::filesystem::is_directory(p, ec)) progress.emplace(p, i, paths.size());
       return scan_path(p, scan);
     }();
     if (!r) {
@@ -200,6 +210,11 @@ inline Inputs read_inputs(const std::vector<std::string>& paths, const ReadOptio
       facts.libraries = libs.libraries;
       facts.missing = std::move(libs.missing);
       facts.notes = std::move(libs.notes);
+    }
+    if (options.each_input) {
+      options.each_input(*r, facts);
+      r->objects = {};
+      r->storage = {};
     }
     in.reports.push_back(std::move(*r));
     in.facts.push_back(std::move(facts));

@@ -626,17 +626,19 @@ class TableText {
   std::string text_;
 };
 
-void print_table(const Inputs& in, const InspectOptions& opt, const KernelSource* kernel_source) {
-  TableText t;
-  for (std::size_t ri = 0; ri < in.reports.size(); ++ri) {
-    const auto& r = in.reports[ri];
-    // A directory, wheel or archive without device code lists no object: it still gets a line.
-    const bool any_shown = std::any_of(r.objects.begin(), r.objects.end(),
-                                       [](const ObjectFatbins& o) { return !o.fatbins.empty() || o.archive.empty(); });
-    if (!any_shown && ri < in.facts.size()) t.put(shown(no_device_code_line(in.facts[ri]))).line();
+/// The table's lines of the objects of `r` (one input, or one file of a directory handed over
+/// while the directory is read); returns how many objects it showed.
+std::size_t print_objects(TableText& t, const ScanReport& r, const InspectOptions& opt, const ScanOptions& scan) {
+  // Built only for --kernels: nothing else decodes payloads or drops their pages.
+  std::optional<KernelSource> source;
+  if (opt.kernels && !opt.summary) source.emplace(KernelSource{PayloadPages(std::span<const ScanReport>(&r, 1)), opt.threads, scan});
+  const KernelSource* kernel_source = source ? &*source : nullptr;
+  std::size_t count = 0;
+  {
     for (const auto& o : r.objects) {
       if (o.fatbins.empty() && !o.archive.empty()) continue;  // archive members without device code
-      if (o.elf_type == 0 && o.machine == 0) {                // not an ELF file: a fatbin, PTX or LTO-IR file
+      ++count;
+      if (o.elf_type == 0 && o.machine == 0) {  // not an ELF file: a fatbin, PTX or LTO-IR file
         std::string what = "fatbin file";
         if (o.fatbins.size() == 1 && o.fatbins.front().section == FatbinSection::standalone)
           what = where_text(o.fatbins.front()).substr(std::string_view("standalone ").size()) + " file";
@@ -705,6 +707,29 @@ void print_table(const Inputs& in, const InspectOptions& opt, const KernelSource
             .line();
     }
   }
+  return count;
+}
+
+/// Reads the inputs and prints the table as it goes: a directory's files are printed as they
+/// are read (in path order), and their reports dropped once printed, so that a directory of
+/// 100 large libraries holds a few files' reports at once, not 100 (with --kernels, each
+/// object's kernel lists a bounded stretch ahead: ObjectKernels). A directory, wheel or archive
+/// without device code lists no object: it still gets a line.
+Inputs read_and_print_table(const InspectOptions& opt, const ScanOptions& scan) {
+  TableText t;
+  std::size_t shown_objects = 0;
+  ReadOptions read;
+  read.scan = scan;
+  read.scan.each_file = [&](ScanReport& part) { shown_objects += print_objects(t, part, opt, scan); };
+  read.each_input = [&](ScanReport& r, const InputFacts& facts) {
+    // A directory's objects were printed while it was read; any left are a file's.
+    shown_objects += print_objects(t, r, opt, scan);
+    if (shown_objects == 0) t.put(shown(no_device_code_line(facts))).line();
+    shown_objects = 0;
+    t.flush();
+  };
+  Inputs in = read_inputs(opt.files, read);
+  return in;
 }
 
 /// Whether cuobjdump lists a fatbin at all: it knows neither fatbins embedded as data nor PTX
@@ -793,18 +818,25 @@ int run_inspect(const InspectOptions& opt) {
   else scan->facts = results_cache(opt.no_cache);
   g_no_cache = opt.no_cache;
   g_limits = scan->limits;
-  const Inputs in = read_inputs(opt.files, *scan);
   if (opt.cuobjdump) {
+    const Inputs in = read_inputs(opt.files, *scan);
     print_like_cuobjdump(in, opt.all_fatbins);
     print_skipped(in);
     print_errors(in.errors);
     return in.errors.empty() ? kExitOk : kExitUsage;
   }
+  if (!opt.json) {
+    const Inputs in = read_and_print_table(opt, *scan);
+    print_skipped(in);
+    print_errors(in.errors);
+    return in.errors.empty() ? kExitOk : kExitUsage;
+  }
+  const Inputs in = read_inputs(opt.files, *scan);
   // Built only for --kernels: nothing else decodes payloads or drops their pages.
   std::optional<KernelSource> source;
   if (opt.kernels) source.emplace(KernelSource{PayloadPages(in.reports), opt.threads, *scan});
   const KernelSource* kernel_source = source ? &*source : nullptr;
-  if (opt.json) {
+  {
     // Each object's "fatbins" holds a placeholder in the tree (-1, -2, ...: no count is
     // negative, and a string's quotes are escaped, so none of the input can write one); its
     // fatbins are written directly in its place (FatbinsJson).
@@ -842,10 +874,6 @@ int run_inspect(const InspectOptions& opt) {
     text.append(tree, from);
     text += '\n';
     std::fwrite(text.data(), 1, text.size(), stdout);
-  } else {
-    print_table(in, opt, kernel_source);
-    print_skipped(in);
-    print_errors(in.errors);
   }
   return in.errors.empty() ? kExitOk : kExitUsage;
 }

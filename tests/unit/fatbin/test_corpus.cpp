@@ -11,9 +11,11 @@
 #include "corpus_lines.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -213,6 +215,43 @@ TEST_CASE("a directory walk on several threads reports what a walk on one thread
     REQUIRE(many->objects.size() == one->objects.size());
     for (std::size_t i = 0; i < one->objects.size(); ++i) CHECK(many->objects[i].path == one->objects[i].path);
   }
+  // Handed over file by file (ScanOptions::each_file), however far ahead the threads may read:
+  // the same objects in the same order, one call at a time, each file's part dropped once
+  // handed over, and the same counts, errors and notes left in the report.
+  for (unsigned threads : {1u, 2u, 3u, 16u})
+    for (std::size_t ahead : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
+      INFO(threads << " threads, " << ahead << " ahead");
+      ScanOptions options;
+      options.threads = threads;
+      options.stream_ahead = ahead;
+      std::vector<std::string> paths;
+      std::vector<std::weak_ptr<const Storage>> handed;
+      std::atomic<int> inside{0};
+      int most_inside = 0, alive_at_a_call = 0;
+      options.each_file = [&](ScanReport& part) {
+        most_inside = std::max(most_inside, ++inside);
+        for (const auto& w : handed) alive_at_a_call += w.expired() ? 0 : 1;
+        CHECK(!part.objects.empty());
+        CHECK(part.errors.empty());
+        for (const auto& o : part.objects) {
+          CHECK(o.path.rfind(part.input, 0) == 0);
+          paths.push_back(o.path);
+        }
+        for (const auto& st : part.storage) handed.push_back(st);
+        --inside;
+      };
+      const auto streamed = scan_path(tmp.string(), options);
+      REQUIRE(streamed.ok());
+      CHECK(streamed->objects.empty());
+      CHECK(streamed->storage.empty());
+      CHECK(most_inside == 1);
+      CHECK(alive_at_a_call == 0);
+      CHECK(streamed->files_read == one->files_read);
+      CHECK(streamed->errors == one->errors);
+      CHECK(streamed->skipped == one->skipped);
+      REQUIRE(paths.size() == one->objects.size());
+      for (std::size_t i = 0; i < paths.size(); ++i) CHECK(paths[i] == one->objects[i].path);
+    }
   // remove_all cannot name paths past PATH_MAX: rm can
   CHECK(std::system(("rm -rf '" + tmp.string() + "'").c_str()) == 0);
   std::error_code ec;

@@ -512,6 +512,28 @@ TEST_CASE("a directory walk opens again only the files that may hold device code
   CHECK(changed->objects.size() == first->objects.size() + 1);
   CHECK(std::any_of(changed->objects.begin(), changed->objects.end(),
                     [&](const ObjectFatbins& obj) { return obj.path == dir + "/notes.txt" && !obj.fatbins.empty(); }));
+  // Handed over file by file (ScanOptions::each_file), the files known to hold none skipped:
+  // the same objects, in the same order, and the same counts.
+  {
+    ScanOptions streamed = o;
+    ScanReport parts;
+    streamed.each_file = [&parts](ScanReport& part) {
+      for (auto& obj : part.objects) parts.objects.push_back(std::move(obj));
+      for (auto& st : part.storage) parts.storage.push_back(std::move(st));
+    };
+    auto r = scan_path(dir, streamed);
+    REQUIRE(r);
+    CHECK(r->objects.empty());
+    CHECK(r->storage.empty());
+    auto whole = scan_path(dir, o);
+    REQUIRE(whole);
+    parts.input = r->input;
+    parts.directory = r->directory;
+    parts.files_read = r->files_read;
+    parts.errors = r->errors;
+    parts.skipped = r->skipped;
+    CHECK(everything(parts) == everything(*whole));
+  }
   // Without a store nothing is kept or skipped: the same report as with it.
   ScanOptions plain;
   auto bare = scan_path(dir, plain);
