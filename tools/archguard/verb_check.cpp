@@ -405,7 +405,13 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
       if (opt.no_kernels) {
         res.verdict = check_object(o, gpus[gi].device, settings[gi]);
         res.judgement = coarse_judgement(o, res.verdict);
-      } else {
+      }
+      // A fatbin without an image for this GPU: whether any kernel fails is known only from the
+      // kernel lists (the fatbin may define none, as cuFFTW's stub; its kernels may be in a
+      // fatbin that runs too, as those of libtorch_cuda's sm_100-only embedded fatbins, or be
+      // named for another GPU). Judged by fatbins alone such an object would fail a working
+      // install: it is judged in full.
+      if (!opt.no_kernels || (res.judgement.tier != Tier::all_run && res.judgement.tier != Tier::no_device_code)) {
         auto both = judge_with_store(o, gpus[gi].device, settings[gi], opt.json, index);
         res.verdict = std::move(both.verdict);
         res.judgement = std::move(both.judgement);
@@ -1129,7 +1135,8 @@ void setup(CLI::App& root, Context& ctx) {
   cmd->add_flag("--from-env", opt->from_env,
                 "Take CUDA_FORCE_PTX_JIT / CUDA_DISABLE_PTX_JIT from this environment (always so without --cc and --fleet)");
   cmd->add_flag("--no-kernels", opt->no_kernels,
-                "Judge fatbins only: decode no payload, name no kernel, no tiers beyond all/some/none fatbins");
+                "Judge by fatbins first: decode no payload of an object whose fatbins all run (one with a fatbin "
+                "that does not run is judged by its kernels)");
   cmd->add_flag("--no-deps", opt->no_deps, "Do not judge the shared libraries an executable or library loads");
   cmd->add_flag("--no-cache", opt->no_cache, "Decode every image again: do not use the results cache (docs/cli.md)");
   cmd->add_flag("--json", opt->json, "Machine-readable output (schema: docs/json-schema.md)");
