@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
 
 #include "common/names.hpp"
@@ -633,7 +634,10 @@ StoredKernels* KernelIndex::stored_for(const FatbinEntry& entry) {
 }
 
 Result<std::vector<Kernel>> KernelIndex::decode_sorted(const FatbinEntry& entry, std::string_view name) const {
-  AG_TRY(auto kernels, decode_kernels(entry, name, limits_));
+  auto decoded = decode_kernels(entry, name, limits_);
+  if (pages_ != nullptr) pages_->release(entry.payload);  // read: its pages may go, whatever it gave
+  if (!decoded) return decoded.error();
+  auto kernels = std::move(*decoded);
   std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
   kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
                 kernels.end());
