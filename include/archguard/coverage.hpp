@@ -22,8 +22,6 @@
 
 namespace archguard {
 
-class PayloadPages;  // container.hpp
-
 /// One translation unit as the driver sees it: a fatbin that defines kernels plus the images
 /// the driver may use for it. For the fatbin nvlink wrote in an -rdc link, the PTX of
 /// __nv_relfatbin is added (the driver JIT-links it, rule 8).
@@ -156,10 +154,10 @@ class KernelIndex {
   void flush();
   /// Decode on up to `threads` threads what prefetch() finds (1, the default: no prefetch).
   void set_threads(unsigned threads) { threads_ = threads; }
-  /// Where the object's payloads lie: each payload's pages leave the process once its image is
-  /// decoded (PayloadPages::release), so a large object's peak is the images being decoded, not
-  /// every payload read so far (libtorch_cuda: 100 MB of file pages). Null (the default): kept.
-  void set_pages(const PayloadPages* pages) { pages_ = pages; }
+  /// Called with each payload once its image is decoded, whatever it gave: the caller drops its
+  /// pages (PayloadPages::release), so a large object's peak is the images being decoded, not
+  /// every payload read so far (libtorch_cuda: 100 MB of file pages). None (the default): kept.
+  void set_release(std::function<void(Bytes payload)> release) { release_ = std::move(release); }
   /// Runs `ask` (which judges `object`) against this index in a recording mode, in which of()
   /// decodes nothing and answers an empty list while it notes each entry asked, then decodes the
   /// noted entries that
@@ -195,7 +193,7 @@ class KernelIndex {
   std::uint64_t hits_ = 0, decoded_ = 0, new_lists_ = 0;
   std::map<const FatbinEntry*, Result<std::vector<Kernel>>> cache_;
   unsigned threads_ = 1;
-  const PayloadPages* pages_ = nullptr;
+  std::function<void(Bytes)> release_;
   std::uint64_t prefetched_ = 0;
   bool recording_ = false;
   std::vector<std::pair<const FatbinEntry*, std::string>> asked_;  ///< noted while recording

@@ -434,8 +434,27 @@ Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
 /// DecodeBudget::process() until its kernels are listed: what every verb that lists kernels
 /// calls (inspect --kernels, the kernel index of check, doctor and verify). The image is decoded
 /// into buffers the calling thread keeps for its next image (up to 4 MiB each), not zeroed.
+///
+/// A large zstd-compressed cubin (sparse_decode_from() bytes and more) is decoded in a stream of
+/// which only the parts its kernel list reads are kept (its header, section table, section
+/// names, symbol table and their strings: the first 4 MiB, then what its section table names):
+/// the rest passes through 256 KiB of scratch. A 134 MB NCCL image is held in about 6 MiB with
+/// the decoder's window. The list, and every error, is the one the whole image gives; an image
+/// whose layout does not allow it is decoded whole.
 Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& entry, std::string_view name,
                                            const DerivedLimits& limits = {});
+
+/// The size from which decode_kernels() keeps only what it reads of an image (16 MiB); set
+/// returns the value before (tests set 0 to decode every zstd cubin so).
+std::uint64_t sparse_decode_from();
+std::uint64_t set_sparse_decode_from(std::uint64_t bytes);
+/// How decode_kernels() took the images of sparse_decode_from() bytes and more, since the
+/// process started: listed from what one pass kept, from a second pass keeping what the first
+/// found they need, or decoded whole (a layout or a payload sparse decoding does not follow).
+struct SparseDecodeCounts {
+  std::uint64_t one_pass = 0, two_passes = 0, whole = 0;
+};
+SparseDecodeCounts sparse_decode_counts();
 
 /// The bytes this thread's zstd decoder holds between payloads (0 when built without the
 /// compression libraries). A frame decoded in steps (its size not stated, or its output growing

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
 
 #include "common/names.hpp"
@@ -635,7 +634,7 @@ StoredKernels* KernelIndex::stored_for(const FatbinEntry& entry) {
 
 Result<std::vector<Kernel>> KernelIndex::decode_sorted(const FatbinEntry& entry, std::string_view name) const {
   auto decoded = decode_kernels(entry, name, limits_);
-  if (pages_ != nullptr) pages_->release(entry.payload);  // read: its pages may go, whatever it gave
+  if (release_) release_(entry.payload);  // read: its pages may go, whatever it gave
   if (!decoded) return decoded.error();
   auto kernels = std::move(*decoded);
   std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });

@@ -194,7 +194,7 @@ Judgements judge_all(FactsStore* results, const ScanReport& scan, const std::vec
     {
       KernelIndex index(results, *with_code[oi]);
       index.set_threads(threads);  // a large object's images on every core, not on this thread alone
-      index.set_pages(&pages);
+      index.set_release([&pages](Bytes payload) { pages.release(payload); });
       for (std::size_t ti = 0; ti < devs.size(); ++ti) {
         auto judged = judge_with_store(*with_code[oi], devs[ti], settings, false, index);
         all.verdicts[ti][oi] = std::move(judged.verdict);

@@ -398,7 +398,7 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
     const ObjectFatbins& o = judged[ri][oi].get();
     KernelIndex index(store, o, limits);
     index.set_threads(threads);  // a large object's images on every core, not on this thread alone
-    index.set_pages(&pages);
+    index.set_release([&pages](Bytes payload) { pages.release(payload); });
     for (std::size_t gi = 0; gi < gpus.size(); ++gi) {
       ObjectResult& res = out[ri][gi][oi];
       res.object = &o;

@@ -101,6 +101,11 @@ inline Result<ScanOptions> scan_options(const ReadLimits& l) {
   AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_NAME_LENGTH", "ARCHGUARD_MAX_NAME_LENGTH", false, o.limits.max_name_length, 1));
   AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_KERNEL_NAMES", "ARCHGUARD_MAX_KERNEL_NAMES", false, o.limits.max_kernel_name_bytes, 1));
   AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_SEARCH_WORK", "ARCHGUARD_MAX_SEARCH_WORK", true, o.limits.search_work_per_8_bytes, 1));
+  // From which image size kernel lists are decoded keeping only what they read (fatbin.hpp):
+  // a tuning of the process, for benchmarks; no flag.
+  std::uint64_t sparse_from = sparse_decode_from();
+  AG_TRY_STATUS(pick("", "ARCHGUARD_SPARSE_FROM", "ARCHGUARD_SPARSE_FROM", false, sparse_from));
+  set_sparse_decode_from(sparse_from);
   std::uint64_t max_threads = o.max_threads;
   AG_TRY_STATUS(pick("", "ARCHGUARD_MAX_THREADS", "ARCHGUARD_MAX_THREADS", true, max_threads, 1));
   if (max_threads > 65536)
