@@ -450,7 +450,7 @@ std::uint64_t sparse_decode_from();
 std::uint64_t set_sparse_decode_from(std::uint64_t bytes);
 /// How decode_kernels() took the images of sparse_decode_from() bytes and more, since the
 /// process started: listed from what one pass kept, from a second pass keeping what the first
-/// found they need, or decoded whole (a layout or a payload sparse decoding does not follow).
+/// found they need (or a third, where the second first kept the section table), or decoded whole (a layout or a payload sparse decoding does not follow).
 struct SparseDecodeCounts {
   std::uint64_t one_pass = 0, two_passes = 0, whole = 0;
 };

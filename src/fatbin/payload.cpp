@@ -575,17 +575,22 @@ std::optional<Result<std::vector<Kernel>>> sparse_kernels(const FatbinEntry& e, 
   Ranges keep;
   keep.add(0, std::min(kSparseHead, claim));
   const Drop drop{out, keep};
-  if (!zstd_sparse_pass(e, in_size, in, out, keep, true)) return std::nullopt;
-  auto need = needed_ranges(out.data(), claim);
-  if (!need) return std::nullopt;
-  bool covered = true;
-  for (const auto& [b, x] : need->list()) covered = covered && keep.covers(b, x);
-  if (!covered) {
+  // What a pass kept decides the next: the ranges a kernel list reads are derived from the
+  // section table, and trusted only once the table itself was kept (a buffer reused from an
+  // earlier image holds its bytes where nothing was written).
+  for (int pass = 0; pass < 3; ++pass) {
+    if (!zstd_sparse_pass(e, in_size, in, out, keep, pass == 0)) return std::nullopt;
+    auto need = needed_ranges(out.data(), claim);
+    if (!need) return std::nullopt;
+    bool covered = true;
+    for (const auto& [b, x] : need->list()) covered = covered && keep.covers(b, x);
+    if (covered) {
+      ++(pass == 0 ? sparse_one_pass : sparse_two_passes);
+      return list_kernels(e, Bytes(out.data(), static_cast<std::size_t>(claim)), name, limits);
+    }
     for (const auto& [b, x] : need->list()) keep.add(b, x);
-    if (!zstd_sparse_pass(e, in_size, in, out, keep, false)) return std::nullopt;
   }
-  ++(covered ? sparse_one_pass : sparse_two_passes);
-  return list_kernels(e, Bytes(out.data(), static_cast<std::size_t>(claim)), name, limits);
+  return std::nullopt;
 }
 #endif
 
