@@ -441,8 +441,14 @@ Result<std::vector<Kernel>> list_kernels(const FatbinEntry& entry, Bytes image,
 /// the rest passes through 256 KiB of scratch. A 134 MB NCCL image is held in about 6 MiB with
 /// the decoder's window. The list, and every error, is the one the whole image gives; an image
 /// whose layout does not allow it is decoded whole.
+///
+/// `release`, when given, is called with the part of the payload read so far once nothing more
+/// will be read from it (after the copy; in 4 MiB steps while a large image streams): the
+/// caller drops those pages (PayloadPages::release), so that the file pages held are those of
+/// the images being read, not whole payloads. It must accept any prefix of the payload.
+using PayloadRelease = std::function<void(Bytes read)>;
 Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& entry, std::string_view name,
-                                           const DerivedLimits& limits = {});
+                                           const DerivedLimits& limits = {}, const PayloadRelease& release = {});
 
 /// The size from which decode_kernels() keeps only what it reads of an image (16 MiB); set
 /// returns the value before (tests set 0 to decode every zstd cubin so).

@@ -633,10 +633,7 @@ StoredKernels* KernelIndex::stored_for(const FatbinEntry& entry) {
 }
 
 Result<std::vector<Kernel>> KernelIndex::decode_sorted(const FatbinEntry& entry, std::string_view name) const {
-  auto decoded = decode_kernels(entry, name, limits_);
-  if (release_) release_(entry.payload);  // read: its pages may go, whatever it gave
-  if (!decoded) return decoded.error();
-  auto kernels = std::move(*decoded);
+  AG_TRY(auto kernels, decode_kernels(entry, name, limits_, release_));  // its pages go once read
   std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
   kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
                 kernels.end());

@@ -249,7 +249,8 @@ std::unique_ptr<ZSTD_DCtx, std::size_t (*)(ZSTD_DCtx*)>& zstd_decoder() {
 /// decompress (vectors) and decode_kernels (a thread's scratch buffers). Refuses sizes above
 /// `limit` or inconsistent with the header; `where` names the entry in messages.
 template <class Buffer>
-Status decode_payload_once(const FatbinEntry& e, const std::string& where, std::uint64_t limit, Buffer& in, Buffer& out) {
+Status decode_payload_once(const FatbinEntry& e, const std::string& where, std::uint64_t limit, Buffer& in, Buffer& out,
+                           const PayloadRelease* release = nullptr) {
   // The payload is copied out of the file's mapping first, with the copy guarded: a file that
   // someone truncates while we read it gives an error here instead of SIGBUS in a decoder.
   // Sizes from the header are claims: memory follows what the payload really yields.
@@ -266,6 +267,7 @@ Status decode_payload_once(const FatbinEntry& e, const std::string& where, std::
   copy.resize(static_cast<std::size_t>(in_size));
   if (!copy_guarded(copy.data(), e.payload.data(), copy.size()))
     return Error{ErrorKind::io, where + ": the file shrank while it was being read (truncated by another process?)"};
+  if (release != nullptr && *release) (*release)(e.payload.first(static_cast<std::size_t>(in_size)));  // copied: read no more
   if (e.compression == Compression::none) return Ok{};
 #ifdef ARCHGUARD_NO_COMPRESSION
   return Error{ErrorKind::unsupported, where + ": " + std::string(to_string(e.compression)) + " payload not decoded (built without compression libraries)"};
@@ -358,8 +360,9 @@ Status decode_payload_once(const FatbinEntry& e, const std::string& where, std::
 /// grew for a streamed frame (up to the frame's window, 8 MiB and more): the decoder lives as
 /// long as its thread, and 16 threads kept 100 MB of windows in an `inspect --kernels`.
 template <class Buffer>
-Status decode_payload(const FatbinEntry& e, const std::string& where, std::uint64_t limit, Buffer& in, Buffer& out) {
-  Status status = decode_payload_once(e, where, limit, in, out);
+Status decode_payload(const FatbinEntry& e, const std::string& where, std::uint64_t limit, Buffer& in, Buffer& out,
+                      const PayloadRelease* release = nullptr) {
+  Status status = decode_payload_once(e, where, limit, in, out, release);
 #ifndef ARCHGUARD_NO_COMPRESSION
   constexpr std::size_t kDecoderKept = std::size_t{1} << 20;
   if (e.compression == Compression::zstd && ZSTD_sizeof_DCtx(zstd_decoder().get()) > kDecoderKept) zstd_decoder().reset(ZSTD_createDCtx());
@@ -490,7 +493,8 @@ std::optional<Ranges> needed_ranges(const std::byte* image, std::uint64_t size) 
 /// `keep` says; with `learn`, the section table and what it names are added to `keep` as soon
 /// as the header and the table are decoded, where they still lie ahead). The checks and their
 /// messages are decode_payload_once's: any failure is left to the whole decode, which reports it.
-bool zstd_sparse_pass(const FatbinEntry& e, std::uint64_t in_size, ScratchBuffer& in, ScratchBuffer& out, Ranges& keep, bool learn) {
+bool zstd_sparse_pass(const FatbinEntry& e, std::uint64_t in_size, ScratchBuffer& in, ScratchBuffer& out, Ranges& keep, bool learn,
+                      const PayloadRelease* release) {
   const std::uint64_t claim = e.uncompressed_size;
   auto& dctx = zstd_decoder();
   if (!dctx || ZSTD_isError(ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only)) != 0) return false;
@@ -505,6 +509,10 @@ bool zstd_sparse_pass(const FatbinEntry& e, std::uint64_t in_size, ScratchBuffer
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kSparseStep, in_size - read));
       in.resize(n);
       if (!copy_guarded(in.data(), e.payload.data() + read, n)) return false;
+      // The payload read so far leaves the process every 4 MiB (a second pass reads it again).
+      constexpr std::uint64_t kReleaseEvery = std::uint64_t{4} << 20;
+      if (release != nullptr && *release && (read + n) / kReleaseEvery != read / kReleaseEvery)
+        (*release)(e.payload.first(static_cast<std::size_t>(read + n)));
       if (read == 0) {
         const unsigned long long content = ZSTD_getFrameContentSize(in.data(), n);
         if (content == ZSTD_CONTENTSIZE_ERROR || (content != ZSTD_CONTENTSIZE_UNKNOWN && content != claim)) return false;
@@ -553,7 +561,7 @@ bool zstd_sparse_pass(const FatbinEntry& e, std::uint64_t in_size, ScratchBuffer
 /// decode_kernels for a large zstd cubin: its kernels from the parts its list reads, or nothing
 /// when that cannot be done (the caller then decodes it whole: the same list, or the error).
 std::optional<Result<std::vector<Kernel>>> sparse_kernels(const FatbinEntry& e, std::string_view name, const DerivedLimits& limits,
-                                                          ScratchBuffer& in, ScratchBuffer& out) {
+                                                          ScratchBuffer& in, ScratchBuffer& out, const PayloadRelease* release) {
   const std::uint64_t in_size = e.compressed_size != 0 ? e.compressed_size : e.stored_size;
   if (in_size > e.payload.size() || e.uncompressed_size > kMaxImageSize) return std::nullopt;
   const std::uint64_t claim = e.uncompressed_size;
@@ -575,11 +583,19 @@ std::optional<Result<std::vector<Kernel>>> sparse_kernels(const FatbinEntry& e, 
   Ranges keep;
   keep.add(0, std::min(kSparseHead, claim));
   const Drop drop{out, keep};
+  struct Read {  // what is left of the payload's pages goes with the image
+    const FatbinEntry& e;
+    std::uint64_t size;
+    const PayloadRelease* release;
+    ~Read() {
+      if (release != nullptr && *release) (*release)(e.payload.first(static_cast<std::size_t>(size)));
+    }
+  } const read{e, in_size, release};
   // What a pass kept decides the next: the ranges a kernel list reads are derived from the
   // section table, and trusted only once the table itself was kept (a buffer reused from an
   // earlier image holds its bytes where nothing was written).
   for (int pass = 0; pass < 3; ++pass) {
-    if (!zstd_sparse_pass(e, in_size, in, out, keep, pass == 0)) return std::nullopt;
+    if (!zstd_sparse_pass(e, in_size, in, out, keep, pass == 0, release)) return std::nullopt;
     auto need = needed_ranges(out.data(), claim);
     if (!need) return std::nullopt;
     bool covered = true;
@@ -635,7 +651,8 @@ std::uint64_t sparse_decode_from() { return sparse_from.load(); }
 std::uint64_t set_sparse_decode_from(std::uint64_t bytes) { return sparse_from.exchange(bytes); }
 SparseDecodeCounts sparse_decode_counts() { return {sparse_one_pass.load(), sparse_two_passes.load(), sparse_whole.load()}; }
 
-Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& e, std::string_view name, const DerivedLimits& limits) {
+Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& e, std::string_view name, const DerivedLimits& limits,
+                                           const PayloadRelease& release) {
   if (e.kind == CodeKind::ltoir) return std::vector<Kernel>{};  // LTO-IR is not decoded
 #ifndef ARCHGUARD_NO_COMPRESSION
   const bool sparse = e.kind == CodeKind::sass && e.raw_kind == kEntryKindElf && e.compression == Compression::zstd &&
@@ -658,13 +675,13 @@ Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& e, std::string_vie
   } done;
 #ifndef ARCHGUARD_NO_COMPRESSION
   if (sparse) {
-    auto listed = sparse_kernels(e, name, limits, in, out);
+    auto listed = sparse_kernels(e, name, limits, in, out, &release);
     if (zstd_decoder_bytes() > (std::size_t{1} << 20)) zstd_decoder().reset(ZSTD_createDCtx());  // its window goes
     if (listed) return std::move(*listed);
     ++sparse_whole;
   }
 #endif
-  AG_TRY_STATUS(decode_payload(e, entry_where(name, e), kMaxImageSize, in, out));
+  AG_TRY_STATUS(decode_payload(e, entry_where(name, e), kMaxImageSize, in, out, &release));
   return list_kernels(e, Bytes(out.data(), out.size()), name, limits);
 }
 

@@ -116,7 +116,7 @@ class ObjectKernels {
     const FatbinEntry& e = *work_[i];
     if (e.kind == CodeKind::ltoir) return out;  // LTO-IR is not decoded
     // Decoded under the library's bound on the bytes decoded at once (DecodeBudget).
-    auto k = decode_kernels(e, object_.path, scan_.limits);
+    auto k = decode_kernels(e, object_.path, scan_.limits, [this](Bytes read) { pages_.release(read); });
     if (k) out.kernels = std::move(*k);
     else out.error = k.message();
     // A payload's pages leave this process once decoded: the peak is the decoded images', not
