@@ -544,6 +544,39 @@ TEST_CASE("a directory walk opens again only the files that may hold device code
   CHECK(bare->objects.size() == cached->objects.size());
 }
 
+TEST_CASE("a directory handed over file by file reads no further ahead than it is told", "[jit][results]") {
+  // Twelve files with device code, four threads, two files ahead: while the first file is being
+  // handed over (the callback holds it), no file past the second is opened: the facts of only
+  // two are asked for. Without the bound all twelve would be read meanwhile.
+  TempDir d;
+  const std::string dir = d.path + "/ahead";
+  std::filesystem::create_directories(dir);
+  for (int i = 0; i < 12; ++i) std::ofstream(dir + "/k" + std::to_string(10 + i) + ".ptx") << kPtx;
+  settle();
+  FileFactsStore store;
+  ScanOptions o;
+  o.facts = &store;
+  o.threads = 4;
+  o.stream_ahead = 2;
+  std::vector<std::size_t> asked_while_first;
+  std::vector<std::string> order;
+  o.each_file = [&](ScanReport& part) {
+    if (order.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const std::lock_guard lock(store.files.mutex);
+      asked_while_first.push_back(store.files.asked);
+    }
+    order.push_back(part.input);
+  };
+  auto r = scan_path(dir, o);
+  REQUIRE(r);
+  REQUIRE(asked_while_first.size() == 1);
+  CHECK(asked_while_first.front() <= 2);
+  REQUIRE(order.size() == 12);
+  CHECK(std::is_sorted(order.begin(), order.end()));
+  CHECK(store.files.asked == 12);
+}
+
 TEST_CASE("a static library of host objects is read again from its facts, not member by member", "[jit][results]") {
   TempDir d;
   const std::string dir = d.path + "/tree";
