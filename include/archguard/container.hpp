@@ -22,8 +22,10 @@
 
 namespace archguard {
 
-/// Bytes that back the spans of parsed fatbins: a mapping or a buffer.
-class Storage {
+/// Bytes that back the spans of parsed fatbins: a mapping or a buffer. A member stored as it is
+/// in an archive mapped whole is a view of the archive's storage (which it keeps alive), when the
+/// archive's storage is owned by a shared_ptr.
+class Storage : public std::enable_shared_from_this<Storage> {
  public:
   virtual ~Storage() = default;
   virtual Bytes bytes() const = 0;

@@ -13,6 +13,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <archive.h>
+#include <archive_entry.h>
+
 #include "jit_test_util.hpp"
 #include "memory_store.hpp"
 
@@ -414,6 +417,75 @@ TEST_CASE("a file read again from its facts gives every field, payloads in its o
     REQUIRE(scan_path(input, standard));
     CHECK(store.files.found == 1);
     CHECK(store.files.kept == 2);
+  }
+}
+
+/// A ustar archive of `members`, each (name, bytes), as libarchive writes it.
+std::string tar_of(const std::vector<std::pair<std::string, std::string>>& members) {
+  std::vector<char> buf(std::size_t{1} << 20);
+  std::size_t used = 0;
+  archive* a = archive_write_new();
+  archive_write_set_format_ustar(a);
+  archive_write_open_memory(a, buf.data(), buf.size(), &used);
+  for (const auto& [name, bytes] : members) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, name.c_str());
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(bytes.size()));
+    archive_write_header(a, e);
+    archive_write_data(a, bytes.data(), bytes.size());
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+  return std::string(buf.data(), used);
+}
+
+TEST_CASE("members stored in a mapped ar or tar are read in place, as a copy of them reads", "[fatbin][archive]") {
+  TempDir d;
+  const std::string ptx = file_text(settled_ptx(d)) + "// " + std::string(300, 'c') + "\n";  // classified on its head
+  std::string macho = "\xfe\xed\xfa\xcf";                                                    // a mach-o file: skipped with a note
+  macho.resize(300, '\0');
+  const std::vector<std::pair<std::string, std::string>> members = {
+      {"notes.txt", std::string(5000, 'n')}, {"k.ptx", ptx}, {"tiny.txt", "x"}, {"mac.o", macho}, {"again.ptx", ptx}};
+  std::string cut = ar_of(members);
+  cut.resize(cut.size() - 100);  // the last member's header claims more than the file holds
+  const std::vector<std::pair<std::string, std::string>> inputs = {
+      {"lib.a", ar_of(members)}, {"kernels.tar", tar_of(members)}, {"cut.a", cut}, {"nested.tar", tar_of({{"lib.a", ar_of(members)}})}};
+  for (const auto& [name, bytes] : inputs) {
+    INFO(name);
+    const std::string path = d.path + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    auto in_place = scan_path(path);  // mapped: its members are views of the mapping
+    REQUIRE(in_place);
+    const std::vector<std::byte> copy(reinterpret_cast<const std::byte*>(bytes.data()),
+                                      reinterpret_cast<const std::byte*>(bytes.data()) + bytes.size());
+    auto copied = scan_bytes(Bytes(copy), path);  // no storage to view: every member copied
+    REQUIRE(copied);
+    CHECK(everything(*in_place) == everything(*copied));
+    CHECK(in_place->errors == copied->errors);
+    CHECK(in_place->skipped.size() == 1);  // mac.o
+    REQUIRE(in_place->objects.size() == (name == "cut.a" ? 1u : 2u));
+    // In place, each payload lies in the mapping of the file itself; a copy's, in memory of
+    // the process's own (/proc/self/maps names the file a range maps).
+    auto mapped_from = [](const void* p) {
+      std::ifstream maps("/proc/self/maps");
+      for (std::string line; std::getline(maps, line);) {
+        unsigned long lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2) continue;
+        const auto at = reinterpret_cast<std::uintptr_t>(p);
+        if (at < lo || at >= hi) continue;
+        const std::size_t slash = line.find('/');
+        return slash == std::string::npos ? std::string() : line.substr(slash);
+      }
+      return std::string();
+    };
+    for (const ScanReport* r : {&*in_place, &*copied})
+      for (const ObjectFatbins& o : r->objects)
+        for (const Fatbin& fb : o.fatbins)
+          for (const FatbinEntry& e : fb.entries)
+            CHECK((mapped_from(e.payload.data()) == std::filesystem::canonical(path).string()) == (r == &*in_place));
   }
 }
 
