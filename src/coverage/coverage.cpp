@@ -9,8 +9,10 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 
 namespace archguard {
 namespace {
@@ -957,9 +959,35 @@ void fail_not_in_taken(KernelVerdict& kv, const JudgeContext& c, const Unit& u, 
   }
 }
 
+/// A kernel's worst verdict over the units while its object is judged: the kernel (in the
+/// index's lists) and the unit verdict it takes its fields from, and a verdict of its own only
+/// once something is said of it alone (it fails on its own, is excused) or it is reported. A
+/// copy per kernel of its names and of its unit's strings cost a large library's judging
+/// 850 bytes a kernel (100,000 kernels: 85 MB, several libraries at once).
+struct Tallied {
+  const Kernel* kernel = nullptr;
+  const UnitVerdict* unit = nullptr;
+  std::unique_ptr<KernelVerdict> own;
+
+  const Verdict& verdict() const { return own ? own->verdict : unit->verdict; }
+  std::size_t fatbin() const { return unit->fatbin; }
+  bool alone() const { return own && (!own->absent_from_image.empty() || !own->link_drop.empty()); }
+  /// Its own verdict, made from its unit's on first use (the kernel's names are copied last).
+  KernelVerdict& own_verdict() {
+    if (!own) {
+      own = std::make_unique<KernelVerdict>();
+      own->fatbin = unit->fatbin;
+      own->translation_unit = unit->translation_unit;
+      own->identifier = unit->identifier;
+      own->verdict = unit->verdict;
+    }
+    return *own;
+  }
+};
+
 /// What the units of one object add up to, before failures are excused.
 struct KernelTally {
-  std::map<std::string, KernelVerdict> by_name;   // each kernel's worst verdict over the units
+  std::map<std::string_view, Tallied> by_name;    // each kernel's worst verdict over the units (names in the index)
   std::vector<std::string> arch_sets;             // the distinct image sets of kernel-bearing units
   std::map<std::size_t, std::string> unit_set;    // fatbin index -> its image set
   std::vector<std::size_t> specific_units;        // fatbins holding only a/f images
@@ -986,18 +1014,14 @@ void tally_unit(const JudgeContext& c, const Unit& u, const UnitVerdict& uv, Ker
   const std::size_t taken_at = uv.verdict.image.value_or(uk.lists.size());
   const std::vector<Kernel>* taken = !fails && taken_at < uk.lists.size() ? uk.lists[taken_at] : nullptr;
   for (const auto& [name, kernel] : uk.kernel_of) {
-    KernelVerdict kv;
-    kv.kernel = *kernel;
-    kv.fatbin = uv.fatbin;
-    kv.translation_unit = uv.translation_unit;
-    kv.identifier = uv.identifier;
-    kv.verdict = uv.verdict;
+    Tallied tallied{kernel, &uv, nullptr};
     if (taken != nullptr && !std::binary_search(taken->begin(), taken->end(), *kernel,
                                                 [](const Kernel& a, const Kernel& b) { return a.name < b.name; }))
-      fail_not_in_taken(kv, c, u, uk.defined_in[name], taken_at);
-    auto it = t.by_name.find(name);
-    if (it != t.by_name.end() && severity(it->second.verdict.outcome) <= severity(kv.verdict.outcome)) continue;
-    t.by_name.insert_or_assign(name, std::move(kv));
+      fail_not_in_taken(tallied.own_verdict(), c, u, uk.defined_in[name], taken_at);
+    const std::string_view key = kernel->name;  // the index's lists outlive the tally
+    auto it = t.by_name.find(key);
+    if (it != t.by_name.end() && severity(it->second.verdict().outcome) <= severity(tallied.verdict().outcome)) continue;
+    t.by_name.insert_or_assign(key, std::move(tallied));
   }
 }
 
@@ -1011,13 +1035,13 @@ struct Excuses {
 /// `device`; the image sets of their fatbins, one per tagged kernel.
 std::vector<std::string> tag_other_gpus(KernelTally& t, const Device& device) {
   std::vector<std::string> tagged_sets;
-  for (auto& [name, kv] : t.by_name) {
-    if (kv.verdict.outcome != Outcome::fail || !kv.absent_from_image.empty() || !kv.link_drop.empty()) continue;
+  for (auto& [name, tallied] : t.by_name) {
+    if (tallied.verdict().outcome != Outcome::fail || tallied.alone()) continue;
     std::string tag;
-    const unsigned sm = arch_tag_of(kv.kernel.name, &tag);
+    const unsigned sm = arch_tag_of(name, &tag);
     if (sm != 0 && !sass_runs_on(Arch{sm, Suffix::none}, device)) {
-      kv.arch_tag = tag;
-      tagged_sets.push_back(t.unit_set[kv.fatbin]);
+      tallied.own_verdict().arch_tag = tag;
+      tagged_sets.push_back(t.unit_set[tallied.fatbin()]);
     }
   }
   return tagged_sets;
@@ -1037,8 +1061,8 @@ Excuses excuse_other_gpus(KernelTally& t, ObjectJudgement& j, const Device& devi
   const bool shape = (j.kind == ObjectKind::shared_library || j.kind == ObjectKind::static_library) &&
                      t.arch_sets.size() >= kDispatchArchSets;
   Excuses e;
-  for (auto& [name, kv] : t.by_name) {
-    switch (kv.verdict.outcome) {
+  for (auto& [name, tallied] : t.by_name) {
+    switch (tallied.verdict().outcome) {
       case Outcome::native:
         ++j.native;
         continue;
@@ -1048,6 +1072,7 @@ Excuses excuse_other_gpus(KernelTally& t, ObjectJudgement& j, const Device& devi
       case Outcome::fail:
         break;
     }
+    KernelVerdict& kv = tallied.own_verdict();  // a failing kernel is reported
     ++j.failed;
     if (e.first_error == 0) e.first_error = kv.verdict.cuda_error;
     if (!kv.link_drop.empty()) ++j.link_drops;
@@ -1137,8 +1162,12 @@ ObjectJudgement judge_object(const ObjectFatbins& object, const ObjectVerdict& v
   j.arch_sets = t.arch_sets.size();
   const Excuses e = excuse_other_gpus(t, j, device, settings);
   j.failed_tagged = e.by_tag;
-  for (auto& [name, kv] : t.by_name)
-    if (all || kv.verdict.outcome == Outcome::fail) j.kernels.push_back(std::move(kv));
+  for (auto& [name, tallied] : t.by_name)
+    if (all || tallied.verdict().outcome == Outcome::fail) {
+      KernelVerdict& kv = tallied.own_verdict();
+      kv.kernel = *tallied.kernel;
+      j.kernels.push_back(std::move(kv));
+    }
   std::stable_sort(j.kernels.begin(), j.kernels.end(),
                    [](const KernelVerdict& a, const KernelVerdict& b) { return a.kernel.demangled < b.kernel.demangled; });
   set_tier(j, t, e);
