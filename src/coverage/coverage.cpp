@@ -6,10 +6,12 @@
 #include "common/parallel.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -681,6 +683,54 @@ const Result<std::vector<Kernel>>& KernelIndex::of(const FatbinEntry& entry, std
   return cache_.emplace(&entry, list()).first->second;
 }
 
+namespace {
+
+/// Images of this size and more are decoded first in a prefetch, largest first.
+constexpr std::uint64_t kLargeImage = std::uint64_t{1} << 20;
+
+/// The pages of the small images' payloads a prefetch decodes in payload order, released behind
+/// the decoding: decode_kernels releases the whole pages inside each payload, but a page that
+/// holds the ends of two payloads (or a small payload and its neighbours' headers) stayed until
+/// the whole object was judged (cuFFT: 36 MB of 4 KiB payload pages at once). Here everything
+/// below the first payload not yet decoded goes, in steps of kStep, so no thread faults in a page
+/// another has just released.
+class PayloadTrail {
+ public:
+  PayloadTrail(const std::vector<std::pair<const FatbinEntry*, std::string>>& work, std::size_t first, const PayloadRelease& release)
+      : work_(work), first_(first), release_(release), done_(work.size() > first ? work.size() - first : 0) {
+    for (auto& d : done_) d.store(false, std::memory_order_relaxed);
+    if (first_ < work_.size()) released_ = work_[first_].first->payload.data();
+  }
+  PayloadTrail(const PayloadTrail&) = delete;
+  PayloadTrail& operator=(const PayloadTrail&) = delete;
+
+  void done(std::size_t i) {
+    if (!release_ || i < first_) return;
+    done_[i - first_].store(true, std::memory_order_release);
+    const std::unique_lock lock(mutex_, std::try_to_lock);  // a thread behind catches up later
+    if (!lock.owns_lock()) return;
+    while (next_ < done_.size() && done_[next_].load(std::memory_order_acquire)) ++next_;
+    const FatbinEntry& last = *work_.back().first;
+    const std::byte* below = next_ < done_.size() ? work_[first_ + next_].first->payload.data() : last.payload.data() + last.payload.size();
+    if (released_ == nullptr || below < released_) return;  // an empty payload, or one out of order: nothing to do
+    if (static_cast<std::size_t>(below - released_) < kStep && next_ < done_.size()) return;
+    if (below > released_) release_(Bytes(released_, static_cast<std::size_t>(below - released_)));  // whole pages inside
+    released_ = below;
+  }
+
+ private:
+  static constexpr std::size_t kStep = std::size_t{1} << 20;
+  const std::vector<std::pair<const FatbinEntry*, std::string>>& work_;
+  std::size_t first_;
+  const PayloadRelease& release_;
+  std::vector<std::atomic<bool>> done_;
+  std::mutex mutex_;
+  std::size_t next_ = 0;                 ///< the first small image not known to be decoded
+  const std::byte* released_ = nullptr;  ///< what lies below has been released
+};
+
+}  // namespace
+
 void KernelIndex::prefetch(const ObjectFatbins& object, const std::function<void(KernelIndex&)>& ask) {
   // Threads are started per object: an object with a few small images (most of an
   // environment's thousands) is left to of() on its own thread without a recording run; a
@@ -710,14 +760,25 @@ void KernelIndex::prefetch(const ObjectFatbins& object, const std::function<void
   const auto threads = static_cast<unsigned>(
       std::min<std::uint64_t>({threads_, work.size(), std::max<std::uint64_t>(work.size() / kImagesPerThread, work_bytes / kBytesPerThread)}));
   if (threads < 2) return;
-  // Largest images first: the last one a thread picks up is a small one, so the threads end
-  // together (the claimed sizes order them; a false claim only orders badly).
-  std::stable_sort(work.begin(), work.end(), [](const auto& a, const auto& b) { return a.first->image_size() > b.first->image_size(); });
+  // Large images first, largest first: the last one a thread picks up is a small one, so the
+  // threads end together (the claimed sizes order them; a false claim only orders badly). The
+  // small ones then in the order of their payloads, whose pages go behind them (PayloadTrail).
+  const auto large = [](const FatbinEntry* e) { return e->image_size() >= kLargeImage; };
+  std::stable_sort(work.begin(), work.end(), [&](const auto& a, const auto& b) {
+    if (large(a.first) != large(b.first)) return large(a.first);
+    if (large(a.first)) return a.first->image_size() > b.first->image_size();
+    return a.first->payload.data() < b.first->payload.data();
+  });
   std::vector<std::optional<Result<std::vector<Kernel>>>> lists(work.size());
+  const std::size_t first_small = static_cast<std::size_t>(
+      std::find_if(work.begin(), work.end(), [&](const auto& w) { return !large(w.first); }) - work.begin());
+  PayloadTrail trail(work, first_small, release_);
   // On the process's shared threads: every large object of a run started its own before, and
   // each new thread faulted in new decode buffers (SharedPool).
-  common::SharedPool::process().run(work.size(), threads,
-                                    [&](std::size_t i) { lists[i] = decode_sorted(*work[i].first, work[i].second); });
+  common::SharedPool::process().run(work.size(), threads, [&](std::size_t i) {
+    lists[i] = decode_sorted(*work[i].first, work[i].second);
+    trail.done(i);
+  });
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (*lists[i]) {
       ++decoded_;
