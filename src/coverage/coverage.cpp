@@ -5,6 +5,8 @@
 #include "common/nearest.hpp"
 #include "common/parallel.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -98,8 +100,8 @@ std::string undecodable(const FatbinEntry& e, std::string_view name) {
       return std::string(name) + ": the sass image at offset " + std::to_string(e.offset) + " is not an ELF file";
     return "";
   }
-  auto image = decompress(e, name);
-  return image ? "" : image.message();
+  const Status decodes = check_decodes(e, name);
+  return decodes ? "" : decodes.message();
 }
 
 /// A shared library whose kernel-bearing fatbins carry at least this many different image sets
@@ -707,19 +709,33 @@ class PayloadTrail {
   void done(std::size_t i) {
     if (!release_ || i < first_) return;
     done_[i - first_].store(true, std::memory_order_release);
-    const std::unique_lock lock(mutex_, std::try_to_lock);  // a thread behind catches up later
-    if (!lock.owns_lock()) return;
+    std::unique_lock lock(mutex_, std::try_to_lock);  // a thread behind catches up later
+    if (lock.owns_lock()) advance();
+  }
+  /// Once every image is decoded: what a thread that found the lock taken left behind.
+  void finish() {
+    if (!release_) return;
+    const std::lock_guard lock(mutex_);
+    advance();
+  }
+
+ private:
+  void advance() {
+    if (done_.empty()) return;
     while (next_ < done_.size() && done_[next_].load(std::memory_order_acquire)) ++next_;
     const FatbinEntry& last = *work_.back().first;
     const std::byte* below = next_ < done_.size() ? work_[first_ + next_].first->payload.data() : last.payload.data() + last.payload.size();
+    // Down to a page: the release keeps whole pages inside only, and a page cut by two
+    // releases in turn would stay with neither.
+    if (next_ < done_.size()) below -= reinterpret_cast<std::uintptr_t>(below) % kPage;
     if (released_ == nullptr || below < released_) return;  // an empty payload, or one out of order: nothing to do
     if (static_cast<std::size_t>(below - released_) < kStep && next_ < done_.size()) return;
     if (below > released_) release_(Bytes(released_, static_cast<std::size_t>(below - released_)));  // whole pages inside
     released_ = below;
   }
 
- private:
   static constexpr std::size_t kStep = std::size_t{1} << 20;
+  const std::uintptr_t kPage = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   const std::vector<std::pair<const FatbinEntry*, std::string>>& work_;
   std::size_t first_;
   const PayloadRelease& release_;
@@ -779,6 +795,7 @@ void KernelIndex::prefetch(const ObjectFatbins& object, const std::function<void
     lists[i] = decode_sorted(*work[i].first, work[i].second);
     trail.done(i);
   });
+  trail.finish();
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (*lists[i]) {
       ++decoded_;
