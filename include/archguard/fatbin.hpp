@@ -418,6 +418,10 @@ std::uint64_t decode_footprint(const FatbinEntry& entry, std::uint64_t limit = k
 Result<std::vector<std::byte>> decompress(const FatbinEntry& entry, std::string_view name,
                                           std::uint64_t limit = kMaxImageSize);
 
+/// Whether `entry` decodes (decompress()'s checks and errors, up to kMaxImageSize), decoded into
+/// this thread's reused buffers and dropped; LTO-IR is not decoded (Ok).
+Status check_decodes(const FatbinEntry& entry, std::string_view name);
+
 struct Kernel {
   std::string name;       ///< mangled
   std::string demangled;  ///< equal to name when it does not demangle

@@ -236,6 +236,24 @@ class ScratchBuffer {
   std::size_t counted_ = 0;  ///< what of it scratch_kept_total counts
 };
 
+/// This thread's decode buffers (decode_kernels, check_decodes), one image at a time; Done gives
+/// them back (or keeps them for the next image) when the image is dealt with.
+struct ThreadScratch {
+  ScratchBuffer in, out;
+  struct Done {
+    ThreadScratch& s;
+    ~Done() {
+      s.in.done();
+      s.out.done();
+    }
+  };
+};
+
+ThreadScratch& thread_scratch() {
+  thread_local ThreadScratch scratch;
+  return scratch;
+}
+
 #ifndef ARCHGUARD_NO_COMPRESSION
 /// This thread's zstd decoder, reset for each payload: creating one cost 5% of a judging run of
 /// the toolkit's libraries (thousands of small images).
@@ -627,6 +645,14 @@ Result<std::vector<std::byte>> decompress(const FatbinEntry& e, std::string_view
   return out;
 }
 
+Status check_decodes(const FatbinEntry& e, std::string_view name) {
+  if (e.kind == CodeKind::ltoir) return Ok{};
+  const DecodeBudget::Ticket ticket = DecodeBudget::process().take(decode_footprint(e));
+  ThreadScratch& scratch = thread_scratch();
+  const ThreadScratch::Done done{scratch};
+  return decode_payload(e, entry_where(name, e), kMaxImageSize, scratch.in, scratch.out);
+}
+
 Status check_cubin_image(const FatbinEntry& e, Bytes image, std::string_view name) {
   if (e.kind != CodeKind::sass || e.raw_kind != kEntryKindElf) return Ok{};
   const ByteReader r(image, entry_where(name, e) + ": sass image");
@@ -666,13 +692,10 @@ Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& e, std::string_vie
                                          : decode_footprint(e);
   const DecodeBudget::Ticket ticket = DecodeBudget::process().take(footprint);
   // The image lives in this thread's scratch buffers only until its kernels are listed.
-  thread_local ScratchBuffer in, out;
-  struct Done {
-    ~Done() {
-      in.done();
-      out.done();
-    }
-  } done;
+  ThreadScratch& scratch = thread_scratch();
+  ScratchBuffer& in = scratch.in;
+  ScratchBuffer& out = scratch.out;
+  const ThreadScratch::Done done{scratch};
 #ifndef ARCHGUARD_NO_COMPRESSION
   if (sparse) {
     auto listed = sparse_kernels(e, name, limits, in, out, &release);
