@@ -634,78 +634,76 @@ std::size_t print_objects(TableText& t, const ScanReport& r, const InspectOption
   if (opt.kernels && !opt.summary) source.emplace(KernelSource{PayloadPages(std::span<const ScanReport>(&r, 1)), opt.threads, scan});
   const KernelSource* kernel_source = source ? &*source : nullptr;
   std::size_t count = 0;
-  {
-    for (const auto& o : r.objects) {
-      if (o.fatbins.empty() && !o.archive.empty()) continue;  // archive members without device code
-      ++count;
-      if (o.elf_type == 0 && o.machine == 0) {  // not an ELF file: a fatbin, PTX or LTO-IR file
-        std::string what = "fatbin file";
-        if (o.fatbins.size() == 1 && o.fatbins.front().section == FatbinSection::standalone)
-          what = where_text(o.fatbins.front()).substr(std::string_view("standalone ").size()) + " file";
-        t.put(shown(o.path)).put("  (").put(what).put(")").line();
-      } else {
-        t.put(shown(o.path))
-            .put("  (")
-            .put(o.pe    ? (o.elf_type == 3 ? "windows dll" : "windows executable")
-                 : o.pie ? "executable"
-                         : elf_type_text(o.elf_type))
-            .put(", ")
-            .put(machine_text(o.machine))
-            .put(")")
-            .line();
-      }
-      if (o.fatbins.empty()) {
-        t.put("  no device code").line();
-        continue;
-      }
-      t.flush();  // listing kernels may warn on stderr
-      const std::unique_ptr<ObjectKernels> kernels = kernel_source != nullptr && !opt.summary ? kernel_source->of(o) : nullptr;
-      if (!opt.summary) {
-        for (const auto& fb : o.fatbins) {
-          t.put("  fatbin ").right(fb.index, 0).put("  ");
-          if ((fb.section == FatbinSection::nv_fatbin || fb.section == FatbinSection::nv_relfatbin) && !fb.section_name.empty())
-            t.shown(fb.section_name);  // where_text's answer, without a string of its own
-          else if (fb.section == FatbinSection::embedded)
-            t.shown(fb.section_name).put(" (embedded)");
-          else
-            t.shown(where_text(fb));
-          t.put(" at ").hex(fb.offset).put(", ");
-          t.hex(fb.size).put(" bytes, ").right(fb.entries.size(), 0).put(fb.entries.size() == 1 ? " image" : " images");
-          if (fb.device_link) t.put("  device-link fatbin (no kernels: decides nothing)");
-          else if (fb.linked) t.put("  linked by nvlink (-rdc)");
-          for (const auto& e : fb.entries)
-            if (!e.identifier.empty()) {  // the fatbin's identifier: its first entry's that has one
-              t.put("  ").shown(e.identifier);
-              break;
-            }
-          if (!fb.translation_unit.empty()) t.put("  tu ").shown(fb.translation_unit);
+  for (const auto& o : r.objects) {
+    if (o.fatbins.empty() && !o.archive.empty()) continue;  // archive members without device code
+    ++count;
+    if (o.elf_type == 0 && o.machine == 0) {  // not an ELF file: a fatbin, PTX or LTO-IR file
+      std::string what = "fatbin file";
+      if (o.fatbins.size() == 1 && o.fatbins.front().section == FatbinSection::standalone)
+        what = where_text(o.fatbins.front()).substr(std::string_view("standalone ").size()) + " file";
+      t.put(shown(o.path)).put("  (").put(what).put(")").line();
+    } else {
+      t.put(shown(o.path))
+          .put("  (")
+          .put(o.pe    ? (o.elf_type == 3 ? "windows dll" : "windows executable")
+               : o.pie ? "executable"
+                       : elf_type_text(o.elf_type))
+          .put(", ")
+          .put(machine_text(o.machine))
+          .put(")")
+          .line();
+    }
+    if (o.fatbins.empty()) {
+      t.put("  no device code").line();
+      continue;
+    }
+    t.flush();  // listing kernels may warn on stderr
+    const std::unique_ptr<ObjectKernels> kernels = kernel_source != nullptr && !opt.summary ? kernel_source->of(o) : nullptr;
+    if (!opt.summary) {
+      for (const auto& fb : o.fatbins) {
+        t.put("  fatbin ").right(fb.index, 0).put("  ");
+        if ((fb.section == FatbinSection::nv_fatbin || fb.section == FatbinSection::nv_relfatbin) && !fb.section_name.empty())
+          t.shown(fb.section_name);  // where_text's answer, without a string of its own
+        else if (fb.section == FatbinSection::embedded)
+          t.shown(fb.section_name).put(" (embedded)");
+        else
+          t.shown(where_text(fb));
+        t.put(" at ").hex(fb.offset).put(", ");
+        t.hex(fb.size).put(" bytes, ").right(fb.entries.size(), 0).put(fb.entries.size() == 1 ? " image" : " images");
+        if (fb.device_link) t.put("  device-link fatbin (no kernels: decides nothing)");
+        else if (fb.linked) t.put("  linked by nvlink (-rdc)");
+        for (const auto& e : fb.entries)
+          if (!e.identifier.empty()) {  // the fatbin's identifier: its first entry's that has one
+            t.put("  ").shown(e.identifier);
+            break;
+          }
+        if (!fb.translation_unit.empty()) t.put("  tu ").shown(fb.translation_unit);
+        t.line();
+        t.put("       #  kind   arch            version        size      stored  comp   flags").line();
+        for (const auto& e : fb.entries) {
+          t.put("    ").right(e.index, 4).put("  ").left(kind_text(e.kind), 5).put("  ").left(entry_arch(e), 14).put("  ");
+          t.left(version_text(e.version), 7).put("  ").right(e.image_size(), 10).put("  ").right(e.stored_size, 10).put("  ");
+          t.left(to_string(e.compression), 5).put("  ").put(flags_text(e));
+          if (!e.identifier.empty()) t.put("  id=").shown(e.identifier);
+          if (!e.options.empty()) t.put("  options=\"").shown(e.options).put("\"");
           t.line();
-          t.put("       #  kind   arch            version        size      stored  comp   flags").line();
-          for (const auto& e : fb.entries) {
-            t.put("    ").right(e.index, 4).put("  ").left(kind_text(e.kind), 5).put("  ").left(entry_arch(e), 14).put("  ");
-            t.left(version_text(e.version), 7).put("  ").right(e.image_size(), 10).put("  ").right(e.stored_size, 10).put("  ");
-            t.left(to_string(e.compression), 5).put("  ").put(flags_text(e));
-            if (!e.identifier.empty()) t.put("  id=").shown(e.identifier);
-            if (!e.options.empty()) t.put("  options=\"").shown(e.options).put("\"");
-            t.line();
-            if (kernels != nullptr) {
-              if (!kernels->ready(&e)) t.flush();  // decoding may warn on stderr
-              const KernelList* listed = kernels->find(&e);
-              if (listed == nullptr) continue;
-              for (const auto& k : listed->kernels) t.put("            kernel ").shown(k.demangled).line();
-              if (!listed->error.empty()) t.put("            kernels not listed: ").shown(listed->error).line();
-            }
+          if (kernels != nullptr) {
+            if (!kernels->ready(&e)) t.flush();  // decoding may warn on stderr
+            const KernelList* listed = kernels->find(&e);
+            if (listed == nullptr) continue;
+            for (const auto& k : listed->kernels) t.put("            kernel ").shown(k.demangled).line();
+            if (!listed->error.empty()) t.put("            kernels not listed: ").shown(listed->error).line();
           }
         }
       }
-      t.put(shown(counts_line(count_fatbins(o)))).line();
-      for (const std::string& line : coverage_lines(summarize(o), every_fatbin(o))) t.put(shown(line)).line();
-      for (const LinkDrop& d : link_drops_of(o))
-        t.put(shown("  device-link drop: " + d.kernel.demangled + " (" + d.object_label + ", " + d.defined_in +
-                    ") is not in the linked " + nvcc_name(d.linked.arch, CodeKind::sass) + " image of fatbin " +
-                    std::to_string(d.linked_fatbin) + ": its launches there fail with 500"))
-            .line();
     }
+    t.put(shown(counts_line(count_fatbins(o)))).line();
+    for (const std::string& line : coverage_lines(summarize(o), every_fatbin(o))) t.put(shown(line)).line();
+    for (const LinkDrop& d : link_drops_of(o))
+      t.put(shown("  device-link drop: " + d.kernel.demangled + " (" + d.object_label + ", " + d.defined_in +
+                  ") is not in the linked " + nvcc_name(d.linked.arch, CodeKind::sass) + " image of fatbin " +
+                  std::to_string(d.linked_fatbin) + ": its launches there fail with 500"))
+          .line();
   }
   return count;
 }
