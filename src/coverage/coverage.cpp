@@ -694,8 +694,9 @@ constexpr std::uint64_t kLargeImage = std::uint64_t{1} << 20;
 /// the decoding: decode_kernels releases the whole pages inside each payload, but a page that
 /// holds the ends of two payloads (or a small payload and its neighbours' headers) stayed until
 /// the whole object was judged (cuFFT: 36 MB of 4 KiB payload pages at once). Here everything
-/// below the first payload not yet decoded goes, in steps of kStep, so no thread faults in a page
-/// another has just released.
+/// below the first small payload not yet decoded goes, in steps of kStep: no page a small image
+/// still to be decoded reads is released (one of a large image still being decoded may be, and
+/// is then read again from the page cache).
 class PayloadTrail {
  public:
   PayloadTrail(const std::vector<std::pair<const FatbinEntry*, std::string>>& work, std::size_t first, const PayloadRelease& release)
