@@ -200,6 +200,27 @@ void amplified(const std::uint8_t* data, std::size_t size) {
   decode_all(embedded);
 }
 
+/// What a report says, for comparing two readings of the same bytes: objects, fatbins, images
+/// (payloads by content), errors and notes.
+std::string summary(const archguard::Result<archguard::ScanReport>& r) {
+  if (!r) return "error " + r.message() + "\n";
+  std::string s;
+  for (const auto& k : r->skipped) s += "skipped " + k + "\n";
+  for (const auto& e : r->errors) s += "error " + e + "\n";
+  for (const auto& o : r->objects) {
+    s += "object " + o.path + " | " + o.archive + " | " + o.member + " " + std::to_string(o.fatbins.size()) + "\n";
+    for (const auto& fb : o.fatbins) {
+      s += " fatbin " + std::to_string(fb.offset) + " " + std::to_string(fb.size) + " " + fb.section_name + " " + fb.translation_unit + "\n";
+      for (const auto& e : fb.entries) {
+        std::uint64_t h = 1469598103934665603u;  // FNV-1a of the payload
+        for (std::byte b : e.payload) h = (h ^ std::to_integer<std::uint64_t>(b)) * 1099511628211u;
+        s += "  entry " + std::to_string(e.offset) + " " + std::to_string(e.payload.size()) + " " + std::to_string(h) + "\n";
+      }
+    }
+  }
+  return s;
+}
+
 /// One file per process, rewritten for every input.
 const std::string& input_file() {
   static const std::string path = [] {
@@ -223,6 +244,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto report = archguard::scan_path(path, options);
         if (report)
           for (const auto& o : report->objects) decode_all(o);
+        // The same bytes read from memory under the same name: every member of an archive is
+        // copied there, where the mapped file's plain ar and tar members are read in place.
+        const archguard::Bytes in_memory(reinterpret_cast<const std::byte*>(data), size);
+        const std::string mapped = summary(report), copied = summary(archguard::scan_bytes(in_memory, path, options));
+        if (mapped != copied) {
+          std::fprintf(stderr, "the file and its bytes in memory read differently:\n--- file\n%s--- memory\n%s", mapped.c_str(), copied.c_str());
+          std::abort();
+        }
       }
       std::remove(path.c_str());
     }
