@@ -714,35 +714,19 @@ struct Scanner {
     add(std::move(obj));
   }
 
-  /// The member whose first bytes libarchive just read (`head`) as a view of the archive's
-  /// storage, when they are found where `in_place` says and the whole member lies inside it:
-  /// classified and skipped as read_member does, or its bytes without a copy. Nothing when the
-  /// member is to be copied after all (read_member goes on with `head`).
-  std::optional<Result<std::shared_ptr<const Storage>>> view_in_place(archive* a, const std::string& name, const InPlace& in_place,
-                                                                      std::int64_t size, Bytes head) {
+  /// The member whose first bytes libarchive just read (`head`, classified as a kind that is
+  /// read) as a view of the archive's storage, when they are found where `in_place` says and the
+  /// whole member lies inside it within the member limit; null when it is to be copied after all
+  /// (read_member goes on with `head`, and reports the limit itself).
+  std::shared_ptr<const Storage> view_in_place(archive* a, const InPlace& in_place, std::int64_t size, Bytes head) {
     const Bytes whole = in_place.archive->bytes();
     if (size < 0 || in_place.at > whole.size() || static_cast<std::uint64_t>(size) > whole.size() - in_place.at ||
-        head.size() > static_cast<std::uint64_t>(size))
-      return std::nullopt;
-    const Bytes bytes = whole.subspan(static_cast<std::size_t>(in_place.at), static_cast<std::size_t>(size));
-    // The first bytes as libarchive read them, compared: the offset is trusted only then. A
-    // member classified on fewer than 264 bytes is copied as before.
-    if (std::memcmp(head.data(), bytes.data(), head.size()) != 0 || (head.size() < 264 && head.size() < bytes.size()))
-      return std::nullopt;
-    if (bytes.size() > options.max_member_size)
-      return Result<std::shared_ptr<const Storage>>(
-          Error{ErrorKind::limit, name + ": member larger than the limit " + size_text(options.max_member_size)});
-    if (bytes.size() >= 264) {
-      const Kind head_kind = classify(head);
-      if (head_kind == Kind::unsupported) report.skipped.push_back(name + ": " + std::string(unsupported_kind(head)));
-      if (head_kind == Kind::other || head_kind == Kind::unsupported) {
-        archive_read_data_skip(a);
-        return Result<std::shared_ptr<const Storage>>(std::shared_ptr<const Storage>{});
-      }
-    }
+        head.size() > static_cast<std::uint64_t>(size) || static_cast<std::uint64_t>(size) > options.max_member_size)
+      return nullptr;
+    // The first bytes as libarchive read them, compared: the offset is trusted only then.
+    if (std::memcmp(head.data(), whole.data() + in_place.at, head.size()) != 0) return nullptr;
     archive_read_data_skip(a);
-    return Result<std::shared_ptr<const Storage>>(
-        std::shared_ptr<const Storage>(std::make_shared<SliceStorage>(in_place.archive, in_place.at, bytes.size())));
+    return std::make_shared<SliceStorage>(in_place.archive, in_place.at, static_cast<std::uint64_t>(size));
   }
 
   /// Reads the current libarchive entry into storage (memory, or a spilled temporary file), or
@@ -773,9 +757,6 @@ struct Scanner {
       la_ssize_t n = archive_read_data(a, chunk, chunk_buf.size());
       if (n < 0) return fail(Error{ErrorKind::corrupt, name + ": cannot read: " + archive_text(a)});
       if (n == 0) break;
-      if (total == 0 && in_place != nullptr && stored)
-        if (auto view = view_in_place(a, name, *in_place, size_hint, Bytes(reinterpret_cast<const std::byte*>(chunk), static_cast<std::size_t>(n))))
-          return std::move(*view);
       total += static_cast<std::uint64_t>(n);
       // Only bytes a decoder produced are inflated: a member of a plain tar or ar is stored as
       // it is (its bytes are part of the input), and charging it made a plain tar layer inside
@@ -803,6 +784,10 @@ struct Scanner {
             if (auto st = charge(static_cast<std::uint64_t>(n), name); !st) return fail(st.error());
           }
         }
+        // Read, and stored as it is in a mapped archive: its bytes where they lie (a member
+        // classified on its first chunk only; one that arrives in smaller pieces is copied).
+        if (in_place != nullptr && stored && buf.empty())
+          if (auto view = view_in_place(a, *in_place, size_hint, head)) return view;
         if (deflated != nullptr && spill == nullptr) {
           if (auto whole = inflate_whole(*deflated, head, total, name)) {
             if (*whole) archive_read_data_skip(a);  // libarchive goes on with the next member

@@ -235,31 +235,30 @@ const std::string& input_file() {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   archguard::ScanOptions options;  // the CLI's defaults
   options.threads = 1;
-  {
-    const std::string& path = input_file();
-    if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
-      const bool written = std::fwrite(data, 1, size, f) == size;
-      std::fclose(f);
-      if (written) {
-        auto report = archguard::scan_path(path, options);
-        if (report)
-          for (const auto& o : report->objects) decode_all(o);
-        // The same bytes read from memory under the same name: every member of an archive is
-        // copied there, where the mapped file's plain ar and tar members are read in place.
-        const archguard::Bytes in_memory(reinterpret_cast<const std::byte*>(data), size);
-        const std::string mapped = summary(report), copied = summary(archguard::scan_bytes(in_memory, path, options));
-        if (mapped != copied) {
-          std::fprintf(stderr, "the file and its bytes in memory read differently:\n--- file\n%s--- memory\n%s", mapped.c_str(), copied.c_str());
-          std::abort();
-        }
-      }
-      std::remove(path.c_str());
-    }
-  }
   const archguard::Bytes bytes(reinterpret_cast<const std::byte*>(data), size);  // the fuzzer's buffer
-  auto report = archguard::scan_bytes(bytes, "fuzz-input", options);
+  const std::string& path = input_file();
+  // The bytes read from memory, under the file's name: every member of an archive is copied.
+  auto report = archguard::scan_bytes(bytes, path, options);
   if (report)
     for (const auto& o : report->objects) decode_all(o);
+  // The same bytes written to a file and read as the CLI reads it: the mapped file's plain ar
+  // and tar members are read in place. The two readings must agree.
+  if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
+    const bool written = std::fwrite(data, 1, size, f) == size;
+    std::fclose(f);
+    if (written) {
+      auto mapped = archguard::scan_path(path, options);
+      if (mapped)
+        for (const auto& o : mapped->objects) decode_all(o);
+      const std::string from_file = summary(mapped), from_memory = summary(report);
+      if (from_file != from_memory) {
+        std::fprintf(stderr, "the file and its bytes in memory read differently:\n--- file\n%s--- memory\n%s", from_file.c_str(),
+                     from_memory.c_str());
+        std::abort();
+      }
+    }
+    std::remove(path.c_str());
+  }
   // The bytes as a loaded data section that may embed fatbins, and as a standalone file.
   for (std::uint64_t address : {0, 4}) {
     archguard::ObjectFatbins embedded;
