@@ -350,6 +350,14 @@ inline constexpr std::uint64_t kDecodeBytesAtOnce = std::uint64_t{96} << 20;
 /// switches), 1.13-1.24 s with 512 MiB (22,000-30,000), at 0.7 GB and 1.0-1.2 GB of peak memory.
 std::uint64_t judging_decode_bytes(unsigned threads);
 
+/// Gives back the buffers that threads keep between images to decode the next one without new
+/// pages (together at most 48 MiB, kept by the threads of the process's shared pool for its
+/// life). A thread decoding at the moment keeps its own. For a caller whose decoding is over:
+/// doctor, before its smoke test creates a CUDA context.
+void release_decode_scratch();
+/// The bytes the threads' decode buffers hold mapped now (for tests and statistics).
+std::size_t decode_scratch_bytes();
+
 /// A bound on the bytes being decoded at once across threads. take() waits while its bytes do
 /// not fit beside those already taken, unless none are taken (an image larger than the bound
 /// is decoded alone). A thread that already holds a ticket of a budget gets an empty ticket

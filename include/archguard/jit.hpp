@@ -46,6 +46,10 @@ Result<NvrtcPtr> load_nvrtc(const std::string& library = {});
 /// The process-wide NVRTC (loaded on first use with the default search).
 Result<NvrtcPtr> shared_nvrtc();
 const NvrtcInfo& nvrtc_info(const Nvrtc& nvrtc);
+/// What load_nvrtc(library) reads of NVRTC, with the library unloaded again (dlclose) unless
+/// something else in the process holds it: for a caller that only reports the version (doctor),
+/// whose 25 MB of NVRTC's pages would otherwise stay for the process's life.
+Result<NvrtcInfo> read_nvrtc_info(const std::string& library = {});
 
 /// A header given as a string (nvrtcCreateProgram's headers): `#include "name"` finds it.
 struct Header {

@@ -236,14 +236,15 @@ ToolVersion probe_nvcc(const std::string& program) {
 
 ToolVersion probe_nvrtc() {
   ToolVersion t;
-  auto nvrtc = jit::shared_nvrtc();
-  if (!nvrtc) {
-    t.problem = nvrtc.message();
+  // Read and unloaded: doctor compiles nothing with it (the smoke test runs a prebuilt fatbin),
+  // and its pages (25 MB) would otherwise stay through the judging of step 3.
+  auto info = jit::read_nvrtc_info();
+  if (!info) {
+    t.problem = info.message();
     return t;
   }
-  const jit::NvrtcInfo& info = jit::nvrtc_info(**nvrtc);
-  t.version = info.version;
-  t.where = info.library;
+  t.version = info->version;
+  t.where = info->library;
   return t;
 }
 

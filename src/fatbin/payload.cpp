@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 
 namespace archguard {
 namespace {
@@ -162,6 +163,8 @@ constexpr std::size_t kScratchKeptTotal = std::size_t{48} << 20;
 /// A buffer up to this size is kept in any case, uncounted: most images are smaller.
 constexpr std::size_t kScratchAlwaysKept = std::size_t{256} << 10;
 std::atomic<std::size_t> scratch_kept_total{0};
+/// What every thread's scratch buffers hold mapped now (decode_scratch_bytes).
+std::atomic<std::size_t> scratch_mapped{0};
 
 /// Where decode_payload writes: a buffer whose resize keeps the bytes before the new size and
 /// leaves new bytes uninitialised (each is written before it is read), reused by one thread
@@ -189,10 +192,19 @@ class ScratchBuffer {
       void* grown = map(want);
       if (size_ != 0) std::memcpy(grown, bytes_, size_);
       release();
+      scratch_mapped.fetch_add(want);
       bytes_ = static_cast<std::byte*>(grown);
       capacity_ = want;
     }
     size_ = n;
+  }
+  /// Unmaps the buffer (release_decode_scratch, on a buffer no image is using).
+  void release() {
+    if (bytes_ != nullptr) unmap(bytes_, capacity_);
+    scratch_mapped.fetch_sub(capacity_);
+    scratch_kept_total.fetch_sub(counted_);
+    bytes_ = nullptr;
+    size_ = capacity_ = counted_ = 0;
   }
   /// After an image: keeps the memory for the next one while every thread's kept buffers stay
   /// within kScratchKeptTotal, else gives it back.
@@ -225,26 +237,54 @@ class ScratchBuffer {
   }
   static void unmap(std::byte* p, std::size_t n) { ::munmap(p, n); }
 #endif
-  void release() {
-    if (bytes_ != nullptr) unmap(bytes_, capacity_);
-    scratch_kept_total.fetch_sub(counted_);
-    bytes_ = nullptr;
-    size_ = capacity_ = counted_ = 0;
-  }
   std::byte* bytes_ = nullptr;
   std::size_t size_ = 0, capacity_ = 0;
   std::size_t counted_ = 0;  ///< what of it scratch_kept_total counts
 };
 
-/// This thread's decode buffers (decode_kernels, check_decodes), one image at a time; Done gives
-/// them back (or keeps them for the next image) when the image is dealt with.
+struct ThreadScratch;
+
+/// Every thread's scratch, for release_decode_scratch(): the shared pool's threads live as long
+/// as the process, and what they keep between images would stay with them.
+struct ScratchRegistry {
+  std::mutex mutex;
+  std::vector<ThreadScratch*> all;
+  static ScratchRegistry& process() {
+    static auto* registry = new ScratchRegistry;  // never destroyed: threads may outlive statics
+    return *registry;
+  }
+};
+
+/// This thread's decode buffers (decode_kernels, check_decodes), one image at a time. Done holds
+/// them for the image and gives them back (or keeps them for the next image) when it is dealt
+/// with; release_decode_scratch() takes the same hold to unmap what an idle thread keeps.
 struct ThreadScratch {
   ScratchBuffer in, out;
+  std::atomic<bool> held{false};
+  ThreadScratch() {
+    ScratchRegistry& r = ScratchRegistry::process();
+    const std::lock_guard lock(r.mutex);
+    r.all.push_back(this);
+  }
+  ~ThreadScratch() {
+    ScratchRegistry& r = ScratchRegistry::process();
+    const std::lock_guard lock(r.mutex);
+    std::erase(r.all, this);
+  }
+  ThreadScratch(const ThreadScratch&) = delete;
+  ThreadScratch& operator=(const ThreadScratch&) = delete;
   struct Done {
     ThreadScratch& s;
+    explicit Done(ThreadScratch& scratch) : s(scratch) {
+      // Taken from a release only for the moment it unmaps; a thread never holds its own twice.
+      while (s.held.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+    }
+    Done(const Done&) = delete;
+    Done& operator=(const Done&) = delete;
     ~Done() {
       s.in.done();
       s.out.done();
+      s.held.store(false, std::memory_order_release);
     }
   };
 };
@@ -672,6 +712,19 @@ Status check_cubin_image(const FatbinEntry& e, Bytes image, std::string_view nam
   if (why.empty()) return Ok{};
   return Error{ErrorKind::corrupt, entry_where(name, e) + ": the sass image decodes to " + hex(image.size()) + " bytes that are no cubin: " + why};
 }
+
+void release_decode_scratch() {
+  ScratchRegistry& r = ScratchRegistry::process();
+  const std::lock_guard lock(r.mutex);
+  for (ThreadScratch* s : r.all) {
+    if (s->held.exchange(true, std::memory_order_acquire)) continue;  // decoding: its own to keep
+    s->in.release();
+    s->out.release();
+    s->held.store(false, std::memory_order_release);
+  }
+}
+
+std::size_t decode_scratch_bytes() { return scratch_mapped.load(); }
 
 std::uint64_t sparse_decode_from() { return sparse_from.load(); }
 std::uint64_t set_sparse_decode_from(std::uint64_t bytes) { return sparse_from.exchange(bytes); }

@@ -211,6 +211,17 @@ Result<NvrtcPtr> shared_nvrtc() {
 
 const NvrtcInfo& nvrtc_info(const Nvrtc& nvrtc) { return nvrtc.info(); }
 
+Result<NvrtcInfo> read_nvrtc_info(const std::string& library) {
+  AG_TRY(NvrtcPtr nvrtc, load_nvrtc(library));
+  NvrtcInfo info = nvrtc->info();
+  // No NVRTC function is running or referred to: the entry points leave with the object. The
+  // handle is this call's own reference (dlopen counts them), so a shared_nvrtc() stays loaded.
+  void* handle = nvrtc->handle_;
+  nvrtc.reset();
+  if (handle != nullptr) ::dlclose(handle);
+  return info;
+}
+
 Result<Nvrtc::Output> Nvrtc::compile(const CompileRequest& request, const std::vector<std::string>& options) const {
   const NvrtcApi& a = api_;
   std::vector<const char*> hdr_src, hdr_names, opts;

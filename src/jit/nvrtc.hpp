@@ -50,6 +50,7 @@ class Nvrtc {
 
  private:
   friend Result<NvrtcPtr> load_nvrtc(const std::string& library);
+  friend Result<NvrtcInfo> read_nvrtc_info(const std::string& library);
   NvrtcApi api_;
   NvrtcInfo info_;
   void* handle_ = nullptr;

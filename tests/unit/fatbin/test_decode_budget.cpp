@@ -160,3 +160,66 @@ TEST_CASE("a raised budget lets a waiting taker in, and is put back when it ends
   first = DecodeBudget::Ticket{};
   CHECK(process.in_use() == 0);
 }
+
+TEST_CASE("the decode buffers idle threads keep are given back on request, never while a thread decodes",
+          "[fatbin][budget][scratch]") {
+  // One entry point and 1 MiB of comments: decoded into a thread's buffers, which it keeps for
+  // its next image (a buffer over 256 KiB is counted against the threads' 48 MiB together).
+  std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry kept_k()\n{\n  ret;\n}\n";
+  while (text.size() < (std::size_t{1} << 20)) text += "// " + std::string(76, 'x') + "\n";
+  Buf keep;
+  const FatbinEntry e = ptx_entry(text, keep);
+  auto names = [&] {
+    auto k = decode_kernels(e, "scratch.fatbin");
+    REQUIRE(k.ok());
+    std::vector<std::string> out;
+    for (const Kernel& kernel : *k) out.push_back(kernel.name);
+    return out;
+  };
+  const std::vector<std::string> want{"kept_k"};
+
+  release_decode_scratch();  // what this process's earlier cases left
+  REQUIRE(decode_scratch_bytes() == 0);
+
+  // A thread that decodes once and then stays alive, idle, as the shared pool's threads do.
+  std::atomic<int> stage{0};
+  std::vector<std::string> again;
+  std::thread idle([&] {
+    CHECK(names() == want);
+    stage = 1;
+    while (stage.load() != 2) std::this_thread::yield();
+    again = names();  // its buffers were unmapped under it: mapped again
+    stage = 3;
+  });
+  REQUIRE(eventually([&] { return stage.load() == 1; }));
+  CHECK(decode_scratch_bytes() >= (std::size_t{1} << 20));  // kept after the image
+  release_decode_scratch();
+  CHECK(decode_scratch_bytes() == 0);
+  stage = 2;
+  REQUIRE(eventually([&] { return stage.load() == 3; }));
+  idle.join();  // its thread-local buffers leave with it
+  CHECK(again == want);
+  CHECK(decode_scratch_bytes() == 0);
+
+  // Releases while four threads decode: a buffer in use is skipped, never unmapped under its
+  // decoder (each list stays right; AddressSanitizer sees the buffers as heap blocks).
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0}, decoded{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t)
+    pool.emplace_back([&] {
+      while (!stop.load()) {
+        auto k = decode_kernels(e, "scratch.fatbin");
+        if (!k.ok() || k->size() != 1 || k->front().name != "kept_k") ++wrong;
+        ++decoded;
+      }
+    });
+  for (int i = 0; i < 200 || decoded.load() < 200; ++i) {
+    release_decode_scratch();
+    std::this_thread::yield();
+  }
+  stop = true;
+  for (auto& t : pool) t.join();
+  CHECK(wrong == 0);
+  CHECK(decode_scratch_bytes() == 0);  // the threads ended; what they kept went with them
+}

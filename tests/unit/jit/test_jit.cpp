@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "jit/includes.hpp"
@@ -103,6 +104,36 @@ TEST_CASE("nvrtc is found and reports itself", "[jit]") {
   CHECK(std::is_sorted(info.supported.begin(), info.supported.end()));
   CHECK(info.build_id.size() >= 16);
   CHECK(info.library.find("nvrtc") != std::string::npos);
+}
+
+TEST_CASE("nvrtc's identity is read without keeping the library loaded", "[jit][memory]") {
+  auto loaded = [] {
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);)
+      if (line.find("libnvrtc") != std::string::npos) return true;
+    return false;
+  };
+  // Run as its own process (CTest) nothing has loaded NVRTC yet; run by hand after the other
+  // cases, the shared one has, and must stay.
+  const bool before = loaded();
+  auto info = read_nvrtc_info();
+  REQUIRE(info.ok());
+  CHECK(loaded() == before);
+  auto nv = shared_nvrtc();
+  REQUIRE(nv.ok());
+  const NvrtcInfo& shared = nvrtc_info(**nv);
+  CHECK(info->library == shared.library);
+  CHECK(info->version == shared.version);
+  CHECK(info->supported == shared.supported);
+  CHECK(info->build_id == shared.build_id);
+  CHECK(info->ptx_isa == shared.ptx_isa);
+  auto again = read_nvrtc_info();
+  REQUIRE(again.ok());
+  CHECK(loaded());  // the shared library keeps its own reference
+  CHECK(again->build_id == shared.build_id);
+  auto missing = read_nvrtc_info("libarchguard-no-such-nvrtc.so");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.message().rfind("no nvrtc: tried libarchguard-no-such-nvrtc.so (", 0) == 0);
 }
 
 TEST_CASE("compiles to cubin and ptx for several architectures", "[jit]") {
