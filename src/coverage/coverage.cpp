@@ -639,7 +639,11 @@ StoredKernels* KernelIndex::stored_for(const FatbinEntry& entry) {
 }
 
 Result<std::vector<Kernel>> KernelIndex::decode_sorted(const FatbinEntry& entry, std::string_view name) const {
-  AG_TRY(auto kernels, decode_kernels(entry, name, limits_, release_));  // its pages go once read
+  // A large payload's pages go once read; a small one's in a run with its neighbours' (the
+  // prefetch's PayloadTrail, or the caller's release of the judged object).
+  static const PayloadRelease kept;
+  const PayloadRelease& release = entry.payload.size() >= kPayloadReleasedAlone ? release_ : kept;
+  AG_TRY(auto kernels, decode_kernels(entry, name, limits_, release));
   std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
   kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
                 kernels.end());

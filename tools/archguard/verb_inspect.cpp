@@ -7,6 +7,8 @@
 #include <archguard/container.hpp>
 #include <archguard/coverage.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <unordered_map>
 #include <mutex>
@@ -105,24 +107,45 @@ class ObjectKernels {
     next_ = std::max(next_, i);
     more_.notify_all();
     done_.wait(lock, [&] { return ready_[i]; });
+    lock.unlock();
+    release_behind(*work_[i]);
     return &results_[i];
   }
 
  private:
   static constexpr std::uint64_t kAheadBytes = std::uint64_t{64} << 20;
+  static constexpr std::size_t kTrailStep = std::size_t{1} << 20;
 
   KernelList decode(std::size_t i) const {
     KernelList out;
     const FatbinEntry& e = *work_[i];
     if (e.kind == CodeKind::ltoir) return out;  // LTO-IR is not decoded
-    // Decoded under the library's bound on the bytes decoded at once (DecodeBudget).
-    auto k = decode_kernels(e, object_.path, scan_.limits, [this](Bytes read) { pages_.release(read); });
+    // Decoded under the library's bound on the bytes decoded at once (DecodeBudget). A payload's
+    // pages leave this process once decoded: the peak is the decoded images', not the whole
+    // file's (libcublasLt: 220 MB of resident payload pages before). A small payload's go with
+    // its neighbours' once the printer has passed them (release_behind).
+    const bool alone = e.payload.size() >= kPayloadReleasedAlone;
+    auto k = decode_kernels(e, object_.path, scan_.limits, alone ? PayloadRelease([this](Bytes read) { pages_.release(read); }) : PayloadRelease{});
     if (k) out.kernels = std::move(*k);
     else out.error = k.message();
-    // A payload's pages leave this process once decoded: the peak is the decoded images', not
-    // the whole file's (libcublasLt: 220 MB of resident payload pages before).
-    pages_.release(e.payload);
+    if (alone) pages_.release(e.payload);
     return out;
+  }
+
+  /// On the printer's thread, at entry `e`: releases the pages of the payloads before it in
+  /// runs of kTrailStep or more (cuFFT's 24,000 payloads of a few KB were a release each). Entries
+  /// are in file order; where that order turns back (fatbins found out of order, another archive
+  /// member) a new run starts, and what the runs missed goes at the object's end.
+  void release_behind(const FatbinEntry& e) {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::byte* below = e.payload.data() - reinterpret_cast<std::uintptr_t>(e.payload.data()) % page;
+    if (trail_ == nullptr || below < trail_) {
+      trail_ = below;
+      return;
+    }
+    if (static_cast<std::size_t>(below - trail_) < kTrailStep) return;
+    pages_.release(Bytes(trail_, static_cast<std::size_t>(below - trail_)));
+    trail_ = below;
   }
   /// A decoding thread: takes the next entry while the images taken and not yet printed stay
   /// within ahead_most_ (the first one not printed is always taken).
@@ -159,6 +182,7 @@ class ObjectKernels {
   std::size_t consumed_ = 0;  ///< the entry the printer is at
   std::uint64_t ahead_ = 0;   ///< image bytes of the entries taken from consumed_ on
   std::uint64_t ahead_most_ = kAheadBytes;
+  const std::byte* trail_ = nullptr;  ///< the printer's: payload pages below it are released
   bool stop_ = false;
   std::vector<std::thread> pool_;
 };

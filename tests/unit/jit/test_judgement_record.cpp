@@ -356,7 +356,8 @@ TEST_CASE("images decoded on several threads (prefetch) give the judgement one t
 
 TEST_CASE("a prefetch releases the pages of the small payloads it decoded, pages they share included", "[jit][prefetch]") {
   const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  const std::vector<const char*> libs = {"/usr/local/cuda/lib64/libcurand.so.10", "/usr/local/cuda/lib64/libcupti.so.13"};
+  const std::vector<const char*> libs = {"/usr/local/cuda/lib64/libcurand.so.10", "/usr/local/cuda/lib64/libcupti.so.13",
+                                         "/usr/local/cuda/lib64/libcufft.so.12"};
   if (std::none_of(libs.begin(), libs.end(), [](const char* l) { return std::filesystem::exists(l); }))
     ARCHGUARD_SKIP("no toolkit library with many small images (libcurand, libcupti) in /usr/local/cuda/lib64");
   std::size_t checked = 0;
@@ -403,6 +404,14 @@ TEST_CASE("a prefetch releases the pages of the small payloads it decoded, pages
       INFO("pages touched " << touched.size() << ", not released " << uncovered.size());
       CHECK(uncovered.size() <= 8);  // without the trail: 55 of libcurand's 6,629, 35 of libcupti's 53
       checked += touched.size();
+      // In few releases (each a system call, and a TLB shootdown on every core running the
+      // process): a payload of kPayloadReleasedAlone or more alone, the smaller ones in runs of
+      // 1 MiB of the file (and what the trail's end leaves). One release per small payload
+      // before: 39 of libcurand's, thousands of libcufft's.
+      const auto small_releases = std::count_if(released.begin(), released.end(),
+                                                [](const auto& r) { return r.second - r.first < kPayloadReleasedAlone; });
+      INFO("releases " << released.size() << ", of under 64 KiB " << small_releases);
+      CHECK(small_releases <= 2);
     }
   }
   CHECK(checked > 100);
