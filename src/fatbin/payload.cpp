@@ -158,8 +158,8 @@ namespace {
 
 /// What the threads' scratch buffers keep between images, all together (16 threads kept up to
 /// 2 x 4 MiB each, and their malloc arenas the larger ones); with kDecodeBytesAtOnce in flight
-/// the most the decoders hold at once.
-constexpr std::size_t kScratchKeptTotal = std::size_t{48} << 20;
+/// the most the decoders hold at once. DecodeScratchKept raises it.
+std::atomic<std::size_t> scratch_kept_most{kDecodeScratchKeptDefault};
 /// A buffer up to this size is kept in any case, uncounted: most images are smaller.
 constexpr std::size_t kScratchAlwaysKept = std::size_t{256} << 10;
 std::atomic<std::size_t> scratch_kept_total{0};
@@ -170,7 +170,7 @@ std::atomic<std::size_t> scratch_mapped{0};
 /// leaves new bytes uninitialised (each is written before it is read), reused by one thread
 /// from image to image: a fresh, zero-filled vector per image cost a memset and the page
 /// faults of new pages (10% of an `inspect --kernels`). What the threads keep between images is
-/// bounded together (kScratchKeptTotal); the memory is mapped and unmapped here rather than
+/// bounded together (scratch_kept_most); the memory is mapped and unmapped here rather than
 /// taken from malloc, whose per-thread arenas kept every thread's largest images after they
 /// were freed (glibc raises its mmap threshold to each large block freed): 16 threads held
 /// 650 MB of anonymous memory in a `check` of the toolkit's libraries, 2 threads 340 MB.
@@ -207,12 +207,12 @@ class ScratchBuffer {
     size_ = capacity_ = counted_ = 0;
   }
   /// After an image: keeps the memory for the next one while every thread's kept buffers stay
-  /// within kScratchKeptTotal, else gives it back.
+  /// within scratch_kept_most, else gives it back.
   void done() {
     size_ = 0;
     if (capacity_ <= kScratchAlwaysKept || capacity_ == counted_) return;
     const std::size_t more = capacity_ - counted_;
-    if (scratch_kept_total.fetch_add(more) + more <= kScratchKeptTotal) {
+    if (scratch_kept_total.fetch_add(more) + more <= scratch_kept_most.load(std::memory_order_relaxed)) {
       counted_ = capacity_;
       return;
     }
@@ -725,6 +725,20 @@ void release_decode_scratch() {
 }
 
 std::size_t decode_scratch_bytes() { return scratch_mapped.load(); }
+
+DecodeScratchKept::DecodeScratchKept(std::size_t most) : before_(scratch_kept_most.load()) {
+  if (most > before_) scratch_kept_most.store(most);
+}
+
+DecodeScratchKept::~DecodeScratchKept() { scratch_kept_most.store(before_); }
+
+std::size_t DecodeScratchKept::most() { return scratch_kept_most.load(); }
+
+std::size_t judging_scratch_kept_bytes(unsigned threads) {
+  constexpr std::size_t kPerThread = std::size_t{12} << 20;
+  constexpr std::size_t kMost = std::size_t{192} << 20;
+  return std::clamp<std::size_t>(std::size_t{threads} * kPerThread, kDecodeScratchKeptDefault, kMost);
+}
 
 std::uint64_t sparse_decode_from() { return sparse_from.load(); }
 std::uint64_t set_sparse_decode_from(std::uint64_t bytes) { return sparse_from.exchange(bytes); }

@@ -389,7 +389,8 @@ Judgements judge_everything(const std::vector<std::vector<JudgedObject>>& judged
     work = std::move(sorted);
   }
   const unsigned threads = common::thread_count(opt.limits.threads);
-  const DecodeBudget::Raised room(judging_decode_bytes(threads));  // the threads must not wait for one another
+  const DecodeBudget::Raised room(judging_decode_bytes(threads));     // the threads must not wait for one another
+  const DecodeScratchKept kept(judging_scratch_kept_bytes(threads));  // nor map and fault in buffers image after image
   const RunTimes::Clock::time_point began = RunTimes::Clock::now();
   std::vector<std::pair<double, double>> spans(times != nullptr ? work.size() : 0);  // (start, seconds) per object
   common::parallel_for(work.size(), threads, [&](std::size_t w) {

@@ -223,3 +223,43 @@ TEST_CASE("the decode buffers idle threads keep are given back on request, never
   CHECK(wrong == 0);
   CHECK(decode_scratch_bytes() == 0);  // the threads ended; what they kept went with them
 }
+
+TEST_CASE("a thread keeps a decode buffer between images within the bound, which check raises", "[fatbin][budget][scratch]") {
+  CHECK(judging_scratch_kept_bytes(1) == kDecodeScratchKeptDefault);
+  CHECK(judging_scratch_kept_bytes(4) == kDecodeScratchKeptDefault);
+  CHECK(judging_scratch_kept_bytes(8) == (std::size_t{96} << 20));
+  CHECK(judging_scratch_kept_bytes(16) == (std::size_t{192} << 20));
+  CHECK(judging_scratch_kept_bytes(64) == (std::size_t{192} << 20));
+  REQUIRE(DecodeScratchKept::most() == kDecodeScratchKeptDefault);
+
+  // One image larger than the default bound: 56 MiB of PTX.
+  std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry big_k()\n{\n  ret;\n}\n";
+  const std::string line = "// " + std::string(1020, 'y') + "\n";
+  text.reserve((std::size_t{56} << 20) + line.size());
+  while (text.size() < (std::size_t{56} << 20)) text += line;
+  Buf keep;
+  const FatbinEntry e = ptx_entry(text, keep);
+  text = {};
+  std::size_t kept = 0;
+  auto run = [&] {
+    std::thread t([&] {
+      auto k = decode_kernels(e, "kept.fatbin");
+      CHECK(k.ok());
+      kept = decode_scratch_bytes();  // on the thread, after its image: what it keeps
+    });
+    t.join();
+  };
+  release_decode_scratch();
+  run();
+  CHECK(kept == 0);  // over the bound: unmapped after the image
+  {
+    const DecodeScratchKept raised(std::size_t{128} << 20);
+    CHECK(DecodeScratchKept::most() == (std::size_t{128} << 20));
+    const DecodeScratchKept lower(std::size_t{64} << 20);  // never lowers it
+    CHECK(DecodeScratchKept::most() == (std::size_t{128} << 20));
+    run();
+    CHECK(kept >= (std::size_t{56} << 20));  // within the raised bound: kept for the next image
+  }
+  CHECK(DecodeScratchKept::most() == kDecodeScratchKeptDefault);
+  CHECK(decode_scratch_bytes() == 0);  // the thread ended: its buffers went with it
+}
