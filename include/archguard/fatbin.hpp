@@ -363,8 +363,8 @@ std::size_t decode_scratch_bytes();
 inline constexpr std::size_t kDecodeScratchKeptDefault = std::size_t{48} << 20;
 
 /// Raises what the decode buffers may keep together to at least `most` while it lives, then
-/// puts the bound back (what is kept beyond it goes after the next image, or with
-/// release_decode_scratch()). For a caller that judges many objects for time (check); one at a
+/// puts the bound back (a thread over it gives its buffers back after its next image, an idle
+/// one with release_decode_scratch()). For a caller that judges many objects for time (check); one at a
 /// time, as DecodeBudget::Raised.
 class DecodeScratchKept {
  public:

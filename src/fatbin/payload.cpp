@@ -210,7 +210,11 @@ class ScratchBuffer {
   /// within scratch_kept_most, else gives it back.
   void done() {
     size_ = 0;
-    if (capacity_ <= kScratchAlwaysKept || capacity_ == counted_) return;
+    if (capacity_ <= kScratchAlwaysKept) return;
+    if (capacity_ == counted_) {  // kept already: given back once the bound was put lower
+      if (scratch_kept_total.load(std::memory_order_relaxed) > scratch_kept_most.load(std::memory_order_relaxed)) release();
+      return;
+    }
     const std::size_t more = capacity_ - counted_;
     if (scratch_kept_total.fetch_add(more) + more <= scratch_kept_most.load(std::memory_order_relaxed)) {
       counted_ = capacity_;

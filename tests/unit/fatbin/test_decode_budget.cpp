@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -262,4 +263,24 @@ TEST_CASE("a thread keeps a decode buffer between images within the bound, which
   }
   CHECK(DecodeScratchKept::most() == kDecodeScratchKeptDefault);
   CHECK(decode_scratch_bytes() == 0);  // the thread ended: its buffers went with it
+
+  // A thread that kept a buffer under the raised bound gives it back after its next image once
+  // the bound is put back.
+  std::atomic<int> stage{0};
+  std::size_t after_first = 0, after_second = 0;
+  std::optional<DecodeScratchKept> raised(std::in_place, std::size_t{128} << 20);
+  std::thread t([&] {
+    CHECK(decode_kernels(e, "kept.fatbin").ok());
+    after_first = decode_scratch_bytes();
+    stage = 1;
+    while (stage.load() != 2) std::this_thread::yield();
+    CHECK(decode_kernels(e, "kept.fatbin").ok());
+    after_second = decode_scratch_bytes();
+  });
+  REQUIRE(eventually([&] { return stage.load() == 1; }));
+  raised.reset();
+  stage = 2;
+  t.join();
+  CHECK(after_first >= (std::size_t{56} << 20));
+  CHECK(after_second == 0);
 }
