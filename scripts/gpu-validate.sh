@@ -178,6 +178,32 @@ if [ ! -x "$gnutime" ] && ls "$debs_dir"/time_*.deb >/dev/null 2>&1; then
   rm -rf /tmp/archguard-time && dpkg -x "$(ls "$debs_dir"/time_*.deb | head -n 1)" /tmp/archguard-time
   gnutime=/tmp/archguard-time/usr/bin/time
 fi
+# Issue 25's goals on this environment: doctor (with and without its smoke test) and check,
+# judged afresh (--no-cache, after a read that warms the page cache) and answered from a results
+# cache; wall time and peak memory of each of three runs. Goals: doctor 2 s and under 300 MB,
+# 0.3 s from the cache; check 1 s, 0.1 s from the cache.
+if [ -x "$gnutime" ] && [ -n "$sp" ]; then
+  say "- issue 25 on \`$sp\` (wall s / peak MiB of three runs):"
+  "$ag" inspect --summary --no-cache "$sp" > /dev/null 2>&1
+  goal_cache="$(mktemp -d)"
+  goal_runs() {  # LABEL ARGS...: three runs of archguard ARGS SITE
+    local label="$1" line="" r; shift
+    for r in 1 2 3; do
+      ARCHGUARD_CACHE_DIR="$goal_cache" "$gnutime" -f "%e %M" -o /tmp/archguard-goal.t "$ag" "$@" "$sp" > /dev/null 2>&1
+      line+="$(tail -n 1 /tmp/archguard-goal.t | awk '{printf "%s s / %d MiB", $1, $2 / 1024}')  "
+    done
+    say "  - \`$label\`: $line"
+  }
+  goal_runs "doctor --no-cache" doctor --no-cache
+  goal_runs "doctor --no-smoke --no-cache" doctor --no-smoke --no-cache
+  goal_runs "check --no-deps --no-cache" check --no-deps --no-cache
+  ARCHGUARD_CACHE_DIR="$goal_cache" "$ag" check --no-deps "$sp" > /dev/null 2>&1    # fills the cache
+  ARCHGUARD_CACHE_DIR="$goal_cache" "$ag" doctor --no-smoke "$sp" > /dev/null 2>&1
+  goal_runs "check --no-deps, from the cache" check --no-deps
+  goal_runs "doctor --no-smoke, from the cache" doctor --no-smoke
+  goal_runs "doctor, from the cache (the smoke test runs anyway)" doctor
+  rm -rf "$goal_cache"
+fi
 # BENCH_SUITE=0 leaves it out (scripts/gpu-results-cache.sh runs its inspect sections).
 [ "${BENCH_SUITE:-1}" = 0 ] || { echo; echo "--- bench_inspect.sh --suite (archguard against cuobjdump, the C floor, inflating)"
   ARCHGUARD="$ag" CUOBJDUMP="$(command -v cuobjdump)" GNU_TIME="$gnutime" \
