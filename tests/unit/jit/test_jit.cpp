@@ -118,7 +118,12 @@ TEST_CASE("nvrtc's identity is read without keeping the library loaded", "[jit][
   const bool before = loaded();
   auto info = read_nvrtc_info();
   REQUIRE(info.ok());
+#if defined(__SANITIZE_ADDRESS__)
+  CHECK(loaded());  // sanitizer builds keep it (what NVRTC leaves when unloaded is reported as a leak)
+  (void)before;
+#else
   CHECK(loaded() == before);
+#endif
   auto nv = shared_nvrtc();
   REQUIRE(nv.ok());
   const NvrtcInfo& shared = nvrtc_info(**nv);
