@@ -9,6 +9,7 @@
 #include <archguard/bytes.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,13 +72,42 @@ class ElfFile {
   Result<Bytes> section_bytes(const ElfSection& section) const;
   /// The symbols of the first SHT_SYMTAB section (empty when there is none).
   Result<std::vector<ElfSymbol>> symbols() const;
-  /// Decides from a symbol's fields (its name not yet read: empty) whether symbols_where keeps it.
-  using SymbolFilter = bool (*)(const ElfSymbol& symbol, const void* context);
-  /// The symbols of the first SHT_SYMTAB section that `keep(symbol, context)` accepts, in table
-  /// order; only their names are read (and checked). A large table costs what its kept names
-  /// cost: libtorch_cuda's 236,000 symbols carry 73 MB of names, of which the fatbins' translation
-  /// units need a few thousand.
-  Result<std::vector<ElfSymbol>> symbols_where(SymbolFilter keep, const void* context) const;
+  /// A symbol table read in place: its entries' fields without their names, and each name on
+  /// request. For callers that pick a few of many entries by their fields: libtorch_cuda's table
+  /// has 236,000 entries and 73 MB of names, of which its fatbins' translation units need about
+  /// a thousand, and a pass that reads only the fields touches no page of the names.
+  class SymbolTable {
+   public:
+    static constexpr std::uint64_t kEntrySize = 24;  ///< sizeof(Elf64_Sym)
+    SymbolTable(Bytes entries, StringTable names) : entries_(entries), names_(std::move(names)) {}
+    /// Whole entries in the table (a trailing partial entry is not one).
+    std::uint64_t size() const { return entries_.size() / kEntrySize; }
+    /// st_info (binding << 4 | type) of entry i < size().
+    std::uint8_t info(std::uint64_t i) const { return field<std::uint8_t>(i, 4); }
+    /// st_shndx of entry i < size().
+    std::uint16_t shndx(std::uint64_t i) const { return field<std::uint16_t>(i, 6); }
+    /// st_value of entry i < size().
+    std::uint64_t value(std::uint64_t i) const { return field<std::uint64_t>(i, 8); }
+    /// Entry i < size() with every field, its name not read (empty).
+    ElfSymbol fields(std::uint64_t i) const {
+      return ElfSymbol{{}, info(i), field<std::uint8_t>(i, 5), shndx(i), value(i), field<std::uint64_t>(i, 16)};
+    }
+    /// Entry i < size() with its name read and checked (a name offset of 0 is the empty name).
+    Result<ElfSymbol> symbol(std::uint64_t i);
+
+   private:
+    template <class T>
+    T field(std::uint64_t i, std::uint64_t at) const {
+      T v;
+      std::memcpy(&v, entries_.data() + i * kEntrySize + at, sizeof v);  // the host is little endian
+      return v;
+    }
+    Bytes entries_;
+    StringTable names_;
+  };
+  /// The first SHT_SYMTAB section and its string table, both checked to lie inside the file (an
+  /// empty table when there is none).
+  Result<SymbolTable> symbol_table() const;
   /// The symbols of the first SHT_DYNSYM section (empty when there is none): what the file
   /// imports and exports. Stripped files keep it.
   Result<std::vector<ElfSymbol>> dynamic_symbols() const;
@@ -94,9 +124,9 @@ class ElfFile {
   ElfFile(Bytes bytes, std::string name) : reader_(bytes, name), name_(std::move(name)) {}
   /// The symbols of the first section of type `type` (SHT_SYMTAB or SHT_DYNSYM); `what` and
   /// `strings` name the table and its string table in messages.
-  /// `keep` (null: every symbol) as in symbols_where.
-  Result<std::vector<ElfSymbol>> symbols_of(std::uint32_t type, std::string_view what, std::string_view strings,
-                                            SymbolFilter keep = nullptr, const void* context = nullptr) const;
+  Result<std::vector<ElfSymbol>> symbols_of(std::uint32_t type, std::string_view what, std::string_view strings) const;
+  /// The table of the first section of type `type`, as symbol_table().
+  Result<SymbolTable> table_of(std::uint32_t type, std::string_view what, std::string_view strings) const;
 
   ByteReader reader_;
   std::string name_;

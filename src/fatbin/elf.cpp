@@ -110,41 +110,37 @@ Result<Bytes> ElfFile::section_bytes(const ElfSection& section) const {
 
 Result<std::vector<ElfSymbol>> ElfFile::symbols() const { return symbols_of(SHT_SYMTAB, "symbol table", "symbol string table"); }
 
-Result<std::vector<ElfSymbol>> ElfFile::symbols_where(SymbolFilter keep, const void* context) const {
-  return symbols_of(SHT_SYMTAB, "symbol table", "symbol string table", keep, context);
-}
+Result<ElfFile::SymbolTable> ElfFile::symbol_table() const { return table_of(SHT_SYMTAB, "symbol table", "symbol string table"); }
 
 Result<std::vector<ElfSymbol>> ElfFile::dynamic_symbols() const {
   return symbols_of(SHT_DYNSYM, "dynamic symbol table", "dynamic symbol string table");
 }
 
-Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::string_view what, std::string_view strings,
-                                                   SymbolFilter keep, const void* context) const {
-  std::vector<ElfSymbol> out;
+Result<ElfFile::SymbolTable> ElfFile::table_of(std::uint32_t type, std::string_view what, std::string_view strings) const {
   const ElfSection* symtab = first_of_type(sections_, type);
-  if (symtab == nullptr) return out;
+  if (symtab == nullptr) return SymbolTable(Bytes{}, StringTable(ByteReader(Bytes{}, name_), max_name_length_));
   if (symtab->link >= sections_.size())
     return reader_.error_at(symtab->offset, what, "string table index " + hex(symtab->link) + " is out of range");
   const ElfSection& strtab = sections_[symtab->link];
-  auto syms = reader_.sub(symtab->offset, symtab->size, what);
-  if (!syms) return syms.error();
-  auto strs = reader_.sub(strtab.offset, strtab.size, strings);
-  if (!strs) return strs.error();
-  StringTable names(std::move(*strs), max_name_length_);
-  const std::uint64_t count = symtab->size / 24;
-  if (keep == nullptr) out.reserve(static_cast<std::size_t>(count));
-  // Every entry lies inside the table (count * 24 <= its size, checked by sub): each is read
-  // with one copy, not six checked reads (libtorch_cuda has 236,000).
-  const std::byte* table = syms->bytes().data();
-  for (std::uint64_t i = 0; i < count; ++i) {
-    Elf64_Sym raw;
-    std::memcpy(&raw, table + i * sizeof raw, sizeof raw);  // the host is little endian, as ByteReader
-    const std::uint32_t nm = raw.st_name;
-    ElfSymbol sym{{}, raw.st_info, raw.st_other, raw.st_shndx, raw.st_value, raw.st_size};
-    if (keep != nullptr && !keep(sym, context)) continue;
-    if (nm != 0) {
-      AG_TRY(sym.name, names.at(nm, "symbol name"));
-    }
+  AG_TRY(auto syms, reader_.span(symtab->offset, symtab->size, what));
+  AG_TRY(auto strs, reader_.sub(strtab.offset, strtab.size, strings));
+  return SymbolTable(syms, StringTable(std::move(strs), max_name_length_));
+}
+
+Result<ElfSymbol> ElfFile::SymbolTable::symbol(std::uint64_t i) {
+  ElfSymbol sym = fields(i);
+  if (const auto nm = field<std::uint32_t>(i, 0); nm != 0) {
+    AG_TRY(sym.name, names_.at(nm, "symbol name"));
+  }
+  return sym;
+}
+
+Result<std::vector<ElfSymbol>> ElfFile::symbols_of(std::uint32_t type, std::string_view what, std::string_view strings) const {
+  AG_TRY(auto table, table_of(type, what, strings));
+  std::vector<ElfSymbol> out;
+  out.reserve(static_cast<std::size_t>(table.size()));
+  for (std::uint64_t i = 0; i < table.size(); ++i) {
+    AG_TRY(auto sym, table.symbol(i));
     out.push_back(sym);
   }
   return out;

@@ -299,45 +299,63 @@ std::string tu_from_file_symbol(std::string_view f) {
 }
 
 /// Fills Fatbin::translation_unit of the fatbins in `fbs` (from the ELF sections named in
-/// section_name) from the symbol table, when the file has one.
+/// section_name) from the symbol table, when the file has one: nvcc puts a local `fatbinData` at
+/// each fatbin, after the STT_FILE symbol of its translation unit.
 void attribute_translation_units(const ElfFile& elf, std::vector<Fatbin>& fbs) {
   if (fbs.empty()) return;
-  // Only the names that can matter are read: every STT_FILE symbol and the local symbols of the
-  // sections that hold these fatbins (the fatbinData candidates). Reading every name of
-  // libtorch_cuda's table cost 40% of an inspect.
-  std::vector<bool> fatbin_section(elf.sections().size(), false);
-  for (std::size_t i = 0; i < elf.sections().size(); ++i)
-    for (const auto& fb : fbs)
-      if (elf.sections()[i].name == fb.section_name) fatbin_section[i] = true;
-  auto keep = [](const ElfSymbol& s, const void* context) {
-    const auto& in_fatbins = *static_cast<const std::vector<bool>*>(context);
-    if (s.type() == STT_FILE) return true;
-    return (s.info >> 4) == STB_LOCAL && s.shndx < in_fatbins.size() && in_fatbins[s.shndx];
-  };
-  auto syms = elf.symbols_where(keep, &fatbin_section);
-  if (!syms || syms->empty()) return;  // stripped (or unreadable: attribution is best effort)
-  // (section index, value) of each local fatbinData -> the TU of the STT_FILE symbol before it.
-  std::map<std::pair<std::uint16_t, std::uint64_t>, std::string> at;
-  std::string_view file;
-  for (const auto& s : *syms) {
-    if (s.type() == STT_FILE) {
-      file = s.name;
-      continue;
-    }
-    if ((s.info >> 4) != STB_LOCAL || s.name != "fatbinData") continue;
-    if (std::string tu = tu_from_file_symbol(file); !tu.empty()) at.emplace(std::pair{s.shndx, s.value}, std::move(tu));
-  }
-  if (at.empty()) return;
   const auto& sections = elf.sections();
-  for (auto& fb : fbs) {
-    for (std::size_t i = 0; i < sections.size(); ++i) {
+  // Where each fatbin sits, as a symbol gives it: (section index, virtual address).
+  using Place = std::pair<std::uint16_t, std::uint64_t>;
+  std::map<Place, std::size_t> at;  // -> index in fbs
+  std::vector<bool> fatbin_section(sections.size(), false);
+  for (std::size_t f = 0; f < fbs.size(); ++f) {
+    const Fatbin& fb = fbs[f];
+    for (std::size_t i = 0; i < sections.size() && i <= 0xffff; ++i) {
       const ElfSection& sec = sections[i];
       if (sec.name != fb.section_name || fb.offset < sec.offset || fb.offset - sec.offset >= sec.size) continue;
-      const auto it = at.find({static_cast<std::uint16_t>(i), sec.addr + (fb.offset - sec.offset)});
-      if (it != at.end()) fb.translation_unit = it->second;
+      at.emplace(Place{static_cast<std::uint16_t>(i), sec.addr + (fb.offset - sec.offset)}, f);
+      fatbin_section[i] = true;
       break;
     }
   }
+  auto table = elf.symbol_table();
+  if (!table) return;  // unreadable: attribution is best effort
+  // One pass over the entries' fields alone; the names are read afterwards, only those of the
+  // local symbols at a fatbin and of the file symbols before them. libtorch_cuda: 236,000
+  // entries, 480 locals in .nv_fatbin, 703 file symbols.
+  struct Candidate {
+    std::uint64_t symbol;
+    std::uint64_t file;  ///< the STT_FILE entry before it; kNone when none
+    std::size_t fatbin;
+  };
+  constexpr std::uint64_t kNone = ~std::uint64_t{0};
+  std::vector<Candidate> candidates;
+  std::uint64_t file = kNone;
+  for (std::uint64_t i = 0; i < table->size(); ++i) {
+    const std::uint8_t info = table->info(i);
+    if ((info & 0xf) == STT_FILE) {
+      file = i;
+      continue;
+    }
+    if ((info >> 4) != STB_LOCAL) continue;
+    const std::uint16_t shndx = table->shndx(i);
+    if (shndx >= fatbin_section.size() || !fatbin_section[shndx]) continue;
+    if (const auto it = at.find(Place{shndx, table->value(i)}); it != at.end()) candidates.push_back({i, file, it->second});
+  }
+  // The first fatbinData at a place names its fatbin; a name that cannot be read leaves every
+  // fatbin unattributed, as a table that cannot be read does.
+  std::vector<std::string> tus(fbs.size());
+  for (const Candidate& c : candidates) {
+    if (!tus[c.fatbin].empty() || c.file == kNone) continue;
+    auto sym = table->symbol(c.symbol);
+    if (!sym) return;
+    if (sym->name != "fatbinData") continue;
+    auto file_sym = table->symbol(c.file);
+    if (!file_sym) return;
+    tus[c.fatbin] = tu_from_file_symbol(file_sym->name);
+  }
+  for (std::size_t f = 0; f < fbs.size(); ++f)
+    if (!tus[f].empty()) fbs[f].translation_unit = std::move(tus[f]);
 }
 
 }  // namespace

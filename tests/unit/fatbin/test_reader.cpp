@@ -630,7 +630,7 @@ TEST_CASE("errors carry a kind, and the native number beside it", "[fatbin][erro
   CHECK(to_string(ErrorKind::nvrtc) == "nvrtc");
 }
 
-TEST_CASE("symbols_where reads only the names of the symbols it keeps", "[fatbin][elf]") {
+TEST_CASE("symbol_table reads the fields of every entry and only the names asked for", "[fatbin][elf]") {
   // .symtab (section 2) names .strtab (section 3): a file symbol, a local object, and a global
   // function whose name offset runs past the string table (a damaged entry).
   Buf shstr(1, std::byte{0});
@@ -654,15 +654,27 @@ TEST_CASE("symbols_where reads only the names of the symbols it keeps", "[fatbin
   auto all = elf->symbols();
   REQUIRE_FALSE(all.ok());  // the damaged name is read, and refused
   CHECK_THAT(all.message(), Catch::Contains("syms.o: symbol name") && Catch::Contains("runs past the string table end"));
-  auto local = elf->symbols_where([](const ElfSymbol& s, const void*) { return (s.info >> 4) == STB_LOCAL; }, nullptr);
-  REQUIRE(local.ok());
-  REQUIRE(local->size() == 3);  // the null symbol, the file, the object
-  CHECK(local->at(0).name.empty());
-  CHECK(local->at(1).name == "kernels.cu");
-  CHECK(local->at(1).type() == STT_FILE);
-  CHECK(local->at(2).name == "fatbinData");
-  CHECK(local->at(2).value == 0x40);
-  auto none = elf->symbols_where([](const ElfSymbol&, const void*) { return false; }, nullptr);
-  REQUIRE(none.ok());
-  CHECK(none->empty());
+  auto table = elf->symbol_table();
+  REQUIRE(table.ok());
+  REQUIRE(table->size() == 4);  // the null symbol, the file, the object, the damaged function
+  CHECK(table->info(1) == STT_FILE);
+  CHECK(table->shndx(2) == 1);
+  CHECK(table->value(2) == 0x40);
+  CHECK(table->info(3) == ((STB_GLOBAL << 4) | STT_FUNC));
+  CHECK(table->fields(3).value == 0x80);
+  CHECK(table->fields(3).name.empty());  // fields() reads no name: the damaged one goes unnoticed
+  auto null_sym = table->symbol(0);
+  REQUIRE(null_sym.ok());
+  CHECK(null_sym->name.empty());
+  auto file_sym = table->symbol(1);
+  REQUIRE(file_sym.ok());
+  CHECK(file_sym->name == "kernels.cu");
+  CHECK(file_sym->type() == STT_FILE);
+  auto data = table->symbol(2);
+  REQUIRE(data.ok());
+  CHECK(data->name == "fatbinData");
+  CHECK(data->value == 0x40);
+  auto damaged = table->symbol(3);
+  REQUIRE_FALSE(damaged.ok());
+  CHECK_THAT(damaged.message(), Catch::Contains("syms.o: symbol name") && Catch::Contains("runs past the string table end"));
 }
