@@ -28,6 +28,9 @@ using Bytes = std::span<const std::byte>;
 /// "0x1a40".
 std::string hex(std::uint64_t value);
 
+/// The system's page size (sysconf, read once): what releases of mapped or decoded bytes round to.
+std::size_t page_size();
+
 /// Copies `n` bytes from `src`, which may lie in a file mapping, to `dst`; false when the
 /// mapping's pages vanished under the copy (the file was truncated by someone else: SIGBUS).
 /// The fault is caught for this thread only; any other SIGBUS keeps its default effect.

@@ -493,6 +493,9 @@ using PayloadRelease = std::function<void(Bytes read)>;
 /// is a system call and, while other threads of the process run, a TLB shootdown on their cores:
 /// a check of cuFFT made 6,300 of them for 94 MiB (15 KB each on average).
 inline constexpr std::size_t kPayloadReleasedAlone = std::size_t{64} << 10;
+/// Whether the caller of decode_kernels releases `entry`'s payload pages on their own (pass a
+/// PayloadRelease), or leaves them to a run with their neighbours' (pass none).
+inline bool payload_released_alone(const FatbinEntry& entry) { return entry.payload.size() >= kPayloadReleasedAlone; }
 Result<std::vector<Kernel>> decode_kernels(const FatbinEntry& entry, std::string_view name,
                                            const DerivedLimits& limits = {}, const PayloadRelease& release = {});
 

@@ -40,7 +40,7 @@ bool repair(const siginfo_t* info) {
     GuardSlot& s = g_slots[i];
     const std::uintptr_t b = s.begin.load(std::memory_order_acquire), e = s.end.load(std::memory_order_acquire);
     if (b == 0 || at < b || at >= e) continue;
-    static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t page = page_size();  // read before any mapping was guarded (guard_mapping)
     void* p = reinterpret_cast<void*>(at / page * page);
     if (::mmap(p, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) return false;
     s.damaged.store(true, std::memory_order_release);
@@ -83,6 +83,7 @@ void install_bus_handler() {
 
 int guard_mapping(const void* begin, std::size_t size) {
   if (begin == nullptr || size == 0) return -1;
+  (void)page_size();  // read here, not first in the signal handler
   install_bus_handler();
   const auto b = reinterpret_cast<std::uintptr_t>(begin);
   for (int i = 0; i < kGuardSlots; ++i) {
@@ -118,6 +119,11 @@ bool copy_guarded(void* dst, const void* src, std::size_t n) {
   std::memcpy(dst, src, n);
   t_bus_jump = nullptr;
   return true;
+}
+
+std::size_t page_size() {
+  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
 }
 
 std::string hex(std::uint64_t value) {

@@ -641,8 +641,8 @@ StoredKernels* KernelIndex::stored_for(const FatbinEntry& entry) {
 Result<std::vector<Kernel>> KernelIndex::decode_sorted(const FatbinEntry& entry, std::string_view name) const {
   // A large payload's pages go once read; a small one's in a run with its neighbours' (the
   // prefetch's PayloadTrail, or the caller's release of the judged object).
-  static const PayloadRelease kept;
-  const PayloadRelease& release = entry.payload.size() >= kPayloadReleasedAlone ? release_ : kept;
+  static const PayloadRelease left_to_the_run;  // empty: decode_kernels releases nothing
+  const PayloadRelease& release = payload_released_alone(entry) ? release_ : left_to_the_run;
   AG_TRY(auto kernels, decode_kernels(entry, name, limits_, release));
   std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name < b.name; });
   kernels.erase(std::unique(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) { return a.name == b.name; }),
@@ -740,7 +740,7 @@ class PayloadTrail {
   }
 
   static constexpr std::size_t kStep = std::size_t{1} << 20;
-  const std::uintptr_t kPage = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t kPage = page_size();
   const std::vector<std::pair<const FatbinEntry*, std::string>>& work_;
   std::size_t first_;
   const PayloadRelease& release_;

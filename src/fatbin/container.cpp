@@ -69,7 +69,7 @@ class MappedStorage final : public Storage {
   MappedStorage& operator=(const MappedStorage&) = delete;
   Bytes bytes() const override { return {static_cast<const std::byte*>(addr_), size_}; }
   void release(std::uint64_t offset, std::uint64_t length) const override {
-    static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t page = page_size();
     if (offset >= size_) return;
     const std::uint64_t end = std::min<std::uint64_t>(offset + std::min<std::uint64_t>(length, size_ - offset), size_);
     const std::uint64_t first = (offset + page - 1) / page * page;  // whole pages inside only
@@ -78,7 +78,7 @@ class MappedStorage final : public Storage {
       ::madvise(static_cast<char*>(addr_) + first, static_cast<std::size_t>(last - first), MADV_DONTNEED);
   }
   void prefetch(std::uint64_t offset, std::uint64_t length) const override {
-    static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t page = page_size();
     if (offset >= size_) return;
     const std::uint64_t first = offset / page * page;
     const std::uint64_t end = std::min<std::uint64_t>(size_, offset + std::min<std::uint64_t>(length, size_ - offset));

@@ -126,7 +126,7 @@ class ObjectKernels {
     // pages leave this process once decoded: the peak is the decoded images', not the whole
     // file's (libcublasLt: 220 MB of resident payload pages before). A small payload's go with
     // its neighbours' once the printer has passed them (release_behind).
-    const bool alone = e.payload.size() >= kPayloadReleasedAlone;
+    const bool alone = payload_released_alone(e);
     auto k = decode_kernels(e, object_.path, scan_.limits, alone ? PayloadRelease([this](Bytes read) { pages_.release(read); }) : PayloadRelease{});
     if (k) out.kernels = std::move(*k);
     else out.error = k.message();
@@ -139,7 +139,7 @@ class ObjectKernels {
   /// are in file order; where that order turns back (fatbins found out of order, another archive
   /// member) a new run starts, and what the runs missed goes at the object's end.
   void release_behind(const FatbinEntry& e) {
-    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t page = page_size();
     const std::byte* below = e.payload.data() - reinterpret_cast<std::uintptr_t>(e.payload.data()) % page;
     if (trail_ == nullptr || below < trail_) {
       trail_ = below;
