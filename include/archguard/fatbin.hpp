@@ -362,13 +362,16 @@ std::size_t decode_scratch_bytes();
 /// beyond it is unmapped after its image, and the next image maps and faults in new pages.
 inline constexpr std::size_t kDecodeScratchKeptDefault = std::size_t{48} << 20;
 
-/// Raises what the decode buffers may keep together to at least `most` while it lives, then
-/// puts the bound back (a thread over it gives its buffers back after its next image, an idle
-/// one with release_decode_scratch()). For a caller that judges many objects for time (check); one at a
-/// time, as DecodeBudget::Raised.
+/// Raises what the decode buffers may keep together to at least `most` while it lives (or, with
+/// Bound::at_most, lowers it to at most `most`), then puts the bound back (a thread over it gives
+/// its buffers back after its next image, an idle one with release_decode_scratch()). For a
+/// caller that judges many objects for time (check), or for memory (doctor); one at a time, as
+/// DecodeBudget::Raised.
 class DecodeScratchKept {
  public:
-  explicit DecodeScratchKept(std::size_t most);
+  enum class Bound { at_least,
+                     at_most };
+  explicit DecodeScratchKept(std::size_t most, Bound bound = Bound::at_least);
   ~DecodeScratchKept();
   DecodeScratchKept(const DecodeScratchKept&) = delete;
   DecodeScratchKept& operator=(const DecodeScratchKept&) = delete;

@@ -730,8 +730,8 @@ void release_decode_scratch() {
 
 std::size_t decode_scratch_bytes() { return scratch_mapped.load(); }
 
-DecodeScratchKept::DecodeScratchKept(std::size_t most) : before_(scratch_kept_most.load()) {
-  if (most > before_) scratch_kept_most.store(most);
+DecodeScratchKept::DecodeScratchKept(std::size_t most, Bound bound) : before_(scratch_kept_most.load()) {
+  if (bound == Bound::at_least ? most > before_ : most < before_) scratch_kept_most.store(most);
 }
 
 DecodeScratchKept::~DecodeScratchKept() { scratch_kept_most.store(before_); }

@@ -228,6 +228,41 @@ TEST_CASE("the decode buffers idle threads keep are given back on request, never
   CHECK(decode_scratch_bytes() == 0);  // the threads ended; what they kept went with them
 }
 
+TEST_CASE("doctor lowers what the decode buffers keep, and never raises it so", "[fatbin][budget][scratch]") {
+  REQUIRE(DecodeScratchKept::most() == kDecodeScratchKeptDefault);
+  // One image between doctor's bound (16 MiB) and the default (48 MiB): 24 MiB of PTX.
+  std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry mid_k()\n{\n  ret;\n}\n";
+  const std::string line = "// " + std::string(1020, 'z') + "\n";
+  text.reserve((std::size_t{24} << 20) + line.size());
+  while (text.size() < (std::size_t{24} << 20)) text += line;
+  Buf keep;
+  const FatbinEntry e = ptx_entry(text, keep);
+  text = {};
+  std::size_t kept = 0;
+  auto run = [&] {
+    bool ok = false;
+    std::thread t([&] {
+      ok = decode_kernels(e, "lowered.fatbin").ok();
+      kept = decode_scratch_bytes();  // on the thread, after its image: what it keeps
+    });
+    t.join();
+    CHECK(ok);
+  };
+  release_decode_scratch();
+  run();
+  CHECK(kept >= (std::size_t{24} << 20));  // within the default bound: kept
+  {
+    const DecodeScratchKept lowered(std::size_t{16} << 20, DecodeScratchKept::Bound::at_most);
+    CHECK(DecodeScratchKept::most() == (std::size_t{16} << 20));
+    const DecodeScratchKept higher(std::size_t{32} << 20, DecodeScratchKept::Bound::at_most);  // never raises it
+    CHECK(DecodeScratchKept::most() == (std::size_t{16} << 20));
+    run();
+    CHECK(kept < (std::size_t{16} << 20));  // over the lowered bound: unmapped after the image
+  }
+  CHECK(DecodeScratchKept::most() == kDecodeScratchKeptDefault);
+  CHECK(decode_scratch_bytes() == 0);
+}
+
 TEST_CASE("a thread keeps a decode buffer between images within the bound, which check raises", "[fatbin][budget][scratch]") {
   CHECK(judging_scratch_kept_bytes(1) == kDecodeScratchKeptDefault);
   CHECK(judging_scratch_kept_bytes(4) == kDecodeScratchKeptDefault);
