@@ -35,6 +35,29 @@ FatbinEntry ptx_entry(const std::string& text, Buf& keep) {
   return fbs->at(0).entries.at(0);
 }
 
+/// A PTX entry of `bytes` (rounded up to whole 1 KiB comment lines) declaring one kernel `name`.
+FatbinEntry padded_ptx_entry(std::size_t bytes, const std::string& name, Buf& keep) {
+  std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry " + name + "()\n{\n  ret;\n}\n";
+  const std::string line = "// " + std::string(1020, 'y') + "\n";
+  text.reserve(bytes + line.size());
+  while (text.size() < bytes) text += line;
+  return ptx_entry(text, keep);
+}
+
+/// Decodes `e` on a thread of its own (checked to succeed); what that thread's scratch keeps
+/// after the image.
+std::size_t kept_after_decoding(const FatbinEntry& e) {
+  bool ok = false;
+  std::size_t kept = 0;
+  std::thread t([&] {
+    ok = decode_kernels(e, "kept.fatbin").ok();
+    kept = decode_scratch_bytes();  // on the thread, after its image: what it keeps
+  });
+  t.join();
+  CHECK(ok);  // on the calling thread
+  return kept;
+}
+
 /// Waits (polling, bounded) until `cond` holds; false when it never did.
 template <class F>
 bool eventually(F cond) {
@@ -231,33 +254,16 @@ TEST_CASE("the decode buffers idle threads keep are given back on request, never
 TEST_CASE("doctor lowers what the decode buffers keep, and never raises it so", "[fatbin][budget][scratch]") {
   REQUIRE(DecodeScratchKept::most() == kDecodeScratchKeptDefault);
   // One image between doctor's bound (16 MiB) and the default (48 MiB): 24 MiB of PTX.
-  std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry mid_k()\n{\n  ret;\n}\n";
-  const std::string line = "// " + std::string(1020, 'z') + "\n";
-  text.reserve((std::size_t{24} << 20) + line.size());
-  while (text.size() < (std::size_t{24} << 20)) text += line;
   Buf keep;
-  const FatbinEntry e = ptx_entry(text, keep);
-  text = {};
-  std::size_t kept = 0;
-  auto run = [&] {
-    bool ok = false;
-    std::thread t([&] {
-      ok = decode_kernels(e, "lowered.fatbin").ok();
-      kept = decode_scratch_bytes();  // on the thread, after its image: what it keeps
-    });
-    t.join();
-    CHECK(ok);
-  };
+  const FatbinEntry e = padded_ptx_entry(std::size_t{24} << 20, "mid_k", keep);
   release_decode_scratch();
-  run();
-  CHECK(kept >= (std::size_t{24} << 20));  // within the default bound: kept
+  CHECK(kept_after_decoding(e) >= (std::size_t{24} << 20));  // within the default bound: kept
   {
     const DecodeScratchKept lowered(std::size_t{16} << 20, DecodeScratchKept::Bound::at_most);
     CHECK(DecodeScratchKept::most() == (std::size_t{16} << 20));
     const DecodeScratchKept higher(std::size_t{32} << 20, DecodeScratchKept::Bound::at_most);  // never raises it
     CHECK(DecodeScratchKept::most() == (std::size_t{16} << 20));
-    run();
-    CHECK(kept < (std::size_t{16} << 20));  // over the lowered bound: unmapped after the image
+    CHECK(kept_after_decoding(e) < (std::size_t{16} << 20));  // over the lowered bound: unmapped after the image
   }
   CHECK(DecodeScratchKept::most() == kDecodeScratchKeptDefault);
   CHECK(decode_scratch_bytes() == 0);
@@ -272,33 +278,16 @@ TEST_CASE("a thread keeps a decode buffer between images within the bound, which
   REQUIRE(DecodeScratchKept::most() == kDecodeScratchKeptDefault);
 
   // One image larger than the default bound: 56 MiB of PTX.
-  std::string text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry big_k()\n{\n  ret;\n}\n";
-  const std::string line = "// " + std::string(1020, 'y') + "\n";
-  text.reserve((std::size_t{56} << 20) + line.size());
-  while (text.size() < (std::size_t{56} << 20)) text += line;
   Buf keep;
-  const FatbinEntry e = ptx_entry(text, keep);
-  text = {};
-  std::size_t kept = 0;
-  auto run = [&] {
-    bool ok = false;
-    std::thread t([&] {
-      ok = decode_kernels(e, "kept.fatbin").ok();
-      kept = decode_scratch_bytes();  // on the thread, after its image: what it keeps
-    });
-    t.join();
-    CHECK(ok);
-  };
+  const FatbinEntry e = padded_ptx_entry(std::size_t{56} << 20, "big_k", keep);
   release_decode_scratch();
-  run();
-  CHECK(kept == 0);  // over the bound: unmapped after the image
+  CHECK(kept_after_decoding(e) == 0);  // over the bound: unmapped after the image
   {
     const DecodeScratchKept raised(std::size_t{128} << 20);
     CHECK(DecodeScratchKept::most() == (std::size_t{128} << 20));
     const DecodeScratchKept lower(std::size_t{64} << 20);  // never lowers it
     CHECK(DecodeScratchKept::most() == (std::size_t{128} << 20));
-    run();
-    CHECK(kept >= (std::size_t{56} << 20));  // within the raised bound: kept for the next image
+    CHECK(kept_after_decoding(e) >= (std::size_t{56} << 20));  // within the raised bound: kept for the next image
   }
   CHECK(DecodeScratchKept::most() == kDecodeScratchKeptDefault);
   CHECK(decode_scratch_bytes() == 0);  // the thread ended: its buffers went with it
