@@ -145,15 +145,19 @@ Finding device_finding(const device::DeviceInfo& d, const DeviceFacts& f, const 
 
 }  // namespace
 
+Result<device::DriverPtr> open_driver(const std::string& library) {
+  device::OpenOptions open;
+  open.library = library;
+  return device::Driver::open(open);
+}
+
 Step step_devices(Session& s, Report& report) {
   Step step;
   step.number = 1;
   step.name = "devices";
   const auto visible = common::read_driver_env(s.env).visible_devices;
 
-  device::OpenOptions open;
-  open.library = s.options->libcuda;
-  auto driver = device::Driver::open(open);
+  auto driver = s.driver_opening.valid() ? s.driver_opening.get() : open_driver(s.options->libcuda);
   if (!driver) {
     report.driver_found = false;
     report.driver_problem = driver.message();

@@ -61,6 +61,9 @@ struct Session {
   const Options* options = nullptr;
   EnvLookup env;
   device::DriverPtr driver;  ///< null without a driver
+  /// The driver being opened (dlopen and cuInit) from the start of run(), alongside the probes
+  /// of nvidia-smi and NVML; step 1 takes it. Not valid: step 1 opens the driver itself.
+  std::future<Result<device::DriverPtr>> driver_opening;
   ProbeResult smi;
   ProbeResult nvml;
   ToolVersion nvcc;
@@ -80,6 +83,8 @@ struct Session {
 /// How step 3 reads each FILE (the results cache of the options).
 Result<ScanReport> read_file(const Options& options, const std::string& file, SharedWalk* walk = nullptr);
 
+/// Loads the driver library (empty: $ARCHGUARD_LIBCUDA, else libcuda.so.1) and calls cuInit.
+Result<device::DriverPtr> open_driver(const std::string& library);
 /// Step 1. Fills report.devices, driver_found, driver_problem, driver_cuda.
 Step step_devices(Session& session, Report& report);
 /// Step 2. Fills report.driver_version.

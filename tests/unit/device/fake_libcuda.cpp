@@ -4,6 +4,8 @@
 // paths, error texts and JIT-log plumbing run everywhere. Controlled through the environment:
 //   FAKE_CUDA_INIT_ERROR=<n>   cuInit returns n
 //   FAKE_CUDA_INIT_DELAY_MS=<n>  cuInit takes n milliseconds (a node whose driver starts slowly)
+//   FAKE_CUDA_INIT_MARK=<path>  cuInit creates this file when it starts (before the delay), so
+//                              that a test's other programs can tell the driver has started
 //   FAKE_CUDA_CC=<major>.<minor>  the device's compute capability (default 9.0)
 //   FAKE_CUDA_INTEGRATED=1     the device is an integrated (Tegra) GPU
 //   FAKE_CUDA_REJECT_LOADS=<n>  the next n module loads fail with 209 (counted per process)
@@ -46,6 +48,8 @@ int g_rejected = 0;
 FAKE_EXPORT void fake_cuda_reset() { g_rejected = 0; }
 
 FAKE_EXPORT CUresult cuInit(unsigned) {
+  if (const char* mark = env("FAKE_CUDA_INIT_MARK"))
+    if (std::FILE* f = std::fopen(mark, "w")) std::fclose(f);
   if (const char* d = env("FAKE_CUDA_INIT_DELAY_MS")) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(d)));
   if (const char* e = env("FAKE_CUDA_INIT_ERROR")) return std::atoi(e);
   return 0;
