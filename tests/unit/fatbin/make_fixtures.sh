@@ -63,6 +63,15 @@ run -c tu/other_tu.cu -o tu/other_tu.o -gencode arch=compute_90,code=[sm_90,comp
 run -c tu/old_tu.cu -o tu/old_tu.o -gencode arch=compute_80,code=sm_80
 run tu/new_tu.o tu/other_tu.o tu/old_tu.o tu/main.cu -o multi_tu.exe -arch=sm_80
 cp multi_tu.exe multi_tu_stripped.exe && strip multi_tu_stripped.exe
+# The same with 70,000 more local symbols (an assembler file of labels in .data): a symbol table
+# of more than 65,536 entries is read on a thread of its own while the fatbins are parsed.
+{
+  echo '.file "many_symbols.s"'
+  echo '.data'
+  for ((i = 0; i < 70000; ++i)); do echo "archguard_local_$i: .byte 0"; done
+} > tu/many_symbols.s
+cc -c tu/many_symbols.s -o tu/many_symbols.o
+run tu/new_tu.o tu/other_tu.o tu/old_tu.o tu/main.cu tu/many_symbols.o -o multi_tu_big_symtab.exe -arch=sm_80
 # 20 fatbins kept as plain data, as cuFFT keeps ~24,000 in .ldata: one in .rodata, one in a
 # custom section, and two near misses (the magic followed by a header that does not hold up)
 run -fatbin "$k" -o embed.fatbin -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]

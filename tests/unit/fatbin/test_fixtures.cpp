@@ -212,6 +212,33 @@ TEST_CASE("translation units of an executable built from three, one of them sm_8
   for (const auto& fb : s.objects[0].fatbins) CHECK(fb.translation_unit.empty());
 }
 
+TEST_CASE("translation units from a symbol table read on its own thread while the fatbins are parsed", "[fatbin][nvcc][tu]") {
+  // The executable above with 70,000 more local symbols: past 65,536 entries the table is read
+  // on a thread of its own when the scan may use two or more, on the caller's thread otherwise.
+  const std::string file = "multi_tu_big_symtab.exe";
+  if (!std::filesystem::exists(kDir + "/" + file)) archguard::test::skip_now("no " + file + " in " + kDir);
+  {
+    auto storage = map_file(kDir + "/" + file);
+    REQUIRE(storage.ok());
+    auto elf = ElfFile::parse((*storage)->bytes(), file);
+    REQUIRE(elf.ok());
+    auto table = elf->symbol_table();
+    REQUIRE(table.ok());
+    REQUIRE(table->size() > 70000);  // the case stays the threaded one
+  }
+  for (const unsigned threads : {1u, 4u}) {
+    INFO("threads " << threads);
+    ScanOptions o;
+    o.threads = threads;
+    auto r = scan_path(kDir + "/" + file, o);
+    REQUIRE(r.ok());
+    const auto& fbs = fatbins_of(*r, 5);
+    std::vector<std::string> tus;
+    for (const auto& fb : fbs) tus.push_back(fb.translation_unit);
+    CHECK(tus == std::vector<std::string>{"", "new_tu.cu", "other_tu.cu", "old_tu.cu", "main.cu"});
+  }
+}
+
 TEST_CASE("translation units in objects, archives and -rdc executables", "[fatbin][nvcc][tu]") {
   CHECK(load("plain.o").objects[0].fatbins[0].translation_unit == "fixture_kernels.cu");
   CHECK(load("rdc.o").objects[0].fatbins[0].translation_unit == "fixture_kernels.cu");
