@@ -180,6 +180,12 @@ struct Options {
   /// Step 3 also judges the shared libraries an executable or library FILE loads, found as
   /// ld.so finds them (deps.hpp); directories and wheels are judged file by file.
   bool deps = true;
+  /// The caller ends its process after the report (the CLI does). Then, when no smoke test
+  /// follows step 3, what step 3 read (the objects, their judgements, the walk of a directory)
+  /// is left to the process's exit instead of being freed block by block, which took tens of
+  /// milliseconds after a cache hit on a site-packages. A caller that runs doctor again and
+  /// again leaves it off: that memory is never given back.
+  bool leave_to_exit = false;
 };
 
 /// Runs every step. Never fails as a whole: problems become findings.

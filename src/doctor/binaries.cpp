@@ -391,7 +391,7 @@ void judge_file(const Session& s, const std::string& file, const Report& report,
   keep_devices_judged(s.options->results, devs, settings);
   const bool same = in_advance && !grown && first->judgements && same_devices(first->devices, devs) &&
                     same_settings(first->settings, settings);
-  const Judgements all = same ? std::move(*first->judgements) : judge_all(s.options->results, scan, with_code, devs, settings);
+  Judgements all = same ? std::move(*first->judgements) : judge_all(s.options->results, scan, with_code, devs, settings);
   for (std::size_t ti = 0; ti < targets.size(); ++ti) {
     const std::vector<ObjectJudgement>& judgements = all.judgements[ti];
     PackageVerdict pv;
@@ -409,6 +409,18 @@ void judge_file(const Session& s, const std::string& file, const Report& report,
       tally_object(*with_code[oi], all.verdicts[ti][oi], judgements[oi], excused ? &pv.variance[oi] : nullptr, tally);
     }
     step.findings.push_back(target_finding(targets[ti], with_code.size(), tally, settings));
+  }
+  if (s.options->leave_to_exit && !s.options->smoke) {
+    // The objects stay where `judged`, `with_code` and `members` point: moving the report moves
+    // its objects' array, not the objects.
+    struct Read {
+      ScanReport scan;
+      std::vector<JudgedObject> judged;
+      std::vector<const ObjectFatbins*> with_code;
+      std::vector<PackageMember> members;
+      Judgements all;
+    };
+    leave_to_exit(Read{std::move(scan), std::move(judged), std::move(with_code), std::move(members), std::move(all)});
   }
 }
 

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <set>
 
 namespace archguard::doctor::detail {
@@ -28,6 +29,13 @@ std::span<const std::byte> smoke_fatbin() {
   return {reinterpret_cast<const std::byte*>(kSmokeFatbin), kSmokeFatbin_size};  // NOLINT: bytes as bytes
 }
 std::string_view smoke_fatbin_targets() { return kSmokeFatbin_note; }
+
+void keep_until_exit(std::shared_ptr<void> kept) {
+  static std::mutex guard;
+  static auto* const until_exit = new std::vector<std::shared_ptr<void>>();  // never destroyed
+  const std::lock_guard<std::mutex> lock(guard);
+  until_exit->push_back(std::move(kept));
+}
 
 namespace {
 
@@ -345,6 +353,8 @@ Report run(const Options& options) {
       }
     }
   }
+  // The walk of the first FILE, when it is a directory: the paths of every file under it.
+  if (options.leave_to_exit && !options.smoke && s.walk) detail::keep_until_exit(std::move(s.walk));
   report.fixes = detail::collect_fixes(report);
   report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return report;

@@ -83,6 +83,13 @@ struct Session {
 /// How step 3 reads each FILE (the results cache of the options).
 Result<ScanReport> read_file(const Options& options, const std::string& file, SharedWalk* walk = nullptr);
 
+/// Keeps `kept` until the process ends: it is never destroyed (Options::leave_to_exit).
+void keep_until_exit(std::shared_ptr<void> kept);
+template <class T>
+void leave_to_exit(T&& value) {
+  keep_until_exit(std::make_shared<std::decay_t<T>>(std::forward<T>(value)));
+}
+
 /// Loads the driver library (empty: $ARCHGUARD_LIBCUDA, else libcuda.so.1) and calls cuInit.
 Result<device::DriverPtr> open_driver(const std::string& library);
 /// Step 1. Fills report.devices, driver_found, driver_problem, driver_cuda.

@@ -179,6 +179,7 @@ void setup(CLI::App& root, archguard::cli::Context& ctx) {
     }
     o.smoke = !opts->no_smoke;
     o.deps = !opts->no_deps;
+    o.leave_to_exit = true;  // this process ends after the report
     const Report r = run(o);
     int code = archguard::cli::kExitOk;
     if (!r.driver_found && !(opts->files.empty() || opts->cc.empty())) {

@@ -214,6 +214,13 @@ TEST_CASE("the first FILE is judged while the driver starts, for the GPUs the la
   std::size_t asked = store.judgements.asked;
   CHECK(step3(run(o)) == first);
   CHECK(store.judgements.asked == asked + 2);  // two objects, once each
+  // Left to the process's exit (the CLI's setting without a smoke test), what step 3 read and
+  // judged gives the same report, judged in advance or not.
+  Options leaving = o;
+  leaving.leave_to_exit = true;
+  CHECK(step3(run(leaving)) == first);
+  leaving.results = nullptr;
+  CHECK(step3(run(leaving)) == first);
   // Another GPU: judged again after step 1 (looked up in advance and after), as without a cache.
   o.assume_cc = {archguard::Version2{7, 0}};
   asked = store.judgements.asked;
