@@ -419,15 +419,16 @@ struct ScanChunk {
 /// (one madvise, which interrupts the other cores running this process to flush their TLBs)
 /// is rare: 1 MiB chunks spent 10% of inspecting cuFFT in those interrupts on two cores.
 constexpr std::uint64_t kScanChunk = std::uint64_t{4} << 20;
-/// A thread per 8 MiB at most (about 1.5 ms of search each): small libraries stay on the
-/// caller's thread. At most 8: the caller's thread reads the standard sections meanwhile,
-/// which takes longer than 8 threads take over cuBLASLt's 270 MB, and each thread adds a chunk
-/// to the resident memory.
+/// A worker per 8 MiB (about 1.5 ms of search each), plus the caller's thread, which joins the
+/// search once it has read the standard sections. At most 8: the caller's thread reads the
+/// standard sections meanwhile, which takes longer than 8 threads take over cuBLASLt's 270 MB,
+/// and each thread adds a chunk to the resident memory.
 constexpr std::uint64_t kMinScanPerThread = std::uint64_t{8} << 20;
 constexpr unsigned kMaxScanThreads = 8;
-/// From this much data to search, a worker starts even below kMinScanPerThread: the caller's
-/// thread parses .nv_fatbin meanwhile (libtorch_cuda: 15 MB searched in 2.5 ms on the caller's
-/// thread after 8 ms of .nv_fatbin; one worker takes it off the path).
+/// Below this much data to search, no worker: small libraries stay on the caller's thread.
+/// From it, one worker even below kMinScanPerThread: the caller's thread parses .nv_fatbin
+/// meanwhile (libtorch_cuda: 15 MB searched in 2.5 ms on the caller's thread after 8 ms of
+/// .nv_fatbin, before one worker took it off that path).
 constexpr std::uint64_t kScanWorkerFrom = std::uint64_t{2} << 20;
 /// The symbol table is read on a thread of its own from this many entries (a thread costs
 /// about 50 us; 64,000 entries take about 0.1 ms to walk).
@@ -764,7 +765,6 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
   // The symbol table's word on the fatbins' places, read meanwhile where it is large and a
   // thread is allowed; it is joined before this returns, on every path.
   std::future<std::optional<std::vector<FatbinPlaceSymbol>>> places_read;
-  std::optional<std::vector<FatbinPlaceSymbol>> places;
   if (threads >= 2)
     if (const auto table = elf.symbol_table(); table && table->size() >= kPlacesThreadFrom)
       places_read = std::async(std::launch::async, [&elf] { return fatbin_place_symbols(elf); });
@@ -829,7 +829,10 @@ Result<std::vector<Fatbin>> read_elf_fatbins(const ElfFile& elf, const ReleaseHo
       }
     }
   }
-  places = places_read.valid() ? places_read.get() : fatbin_place_symbols(elf);
+  // Read here when no thread did, and not at all for a file without fatbins in those sections.
+  const auto places = places_read.valid() ? places_read.get()
+                      : out.empty()       ? std::nullopt
+                                          : fatbin_place_symbols(elf);
   attribute_translation_units(elf, places, out);
   auto embedded_found = from_known ? std::move(*from_known) : embedded.finish();
   if (!embedded.problem().empty()) return Error{ErrorKind::limit, embedded.problem()};
