@@ -410,7 +410,7 @@ void judge_file(const Session& s, const std::string& file, const Report& report,
     }
     step.findings.push_back(target_finding(targets[ti], with_code.size(), tally, settings));
   }
-  if (s.options->leave_to_exit && !s.options->smoke) {
+  if (left_to_exit(*s.options)) {
     // The objects stay where `judged`, `with_code` and `members` point: moving the report moves
     // its objects' array, not the objects.
     struct Read {

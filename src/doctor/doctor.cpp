@@ -354,7 +354,7 @@ Report run(const Options& options) {
     }
   }
   // The walk of the first FILE, when it is a directory: the paths of every file under it.
-  if (options.leave_to_exit && !options.smoke && s.walk) detail::keep_until_exit(std::move(s.walk));
+  if (detail::left_to_exit(options) && s.walk) detail::keep_until_exit(std::move(s.walk));
   report.fixes = detail::collect_fixes(report);
   report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return report;

@@ -83,6 +83,9 @@ struct Session {
 /// How step 3 reads each FILE (the results cache of the options).
 Result<ScanReport> read_file(const Options& options, const std::string& file, SharedWalk* walk = nullptr);
 
+/// Whether what step 3 read is left to the process's exit: the caller exits after the report
+/// and no smoke test follows (with one, it is freed first, to keep doctor's peak down).
+inline bool left_to_exit(const Options& options) { return options.leave_to_exit && !options.smoke; }
 /// Keeps `kept` until the process ends: it is never destroyed (Options::leave_to_exit).
 void keep_until_exit(std::shared_ptr<void> kept);
 template <class T>

@@ -300,6 +300,9 @@ std::string tu_from_file_symbol(std::string_view f) {
   return std::string(f) + ".cu";
 }
 
+/// The two standard sections, where nvcc and nvlink put fatbins back to back.
+bool standard_fatbin_section(std::string_view name) { return name == ".nv_fatbin" || name == "__nv_relfatbin"; }
+
 /// A local symbol of a section named .nv_fatbin or __nv_relfatbin, with what its name and the
 /// file symbol before it say: nvcc puts a local `fatbinData` at each fatbin, after the STT_FILE
 /// symbol of its translation unit.
@@ -323,7 +326,7 @@ std::optional<std::vector<FatbinPlaceSymbol>> fatbin_place_symbols(const ElfFile
   std::vector<bool> fatbin_section(std::min<std::size_t>(sections.size(), 0x10000), false);
   bool any = false;
   for (std::size_t i = 0; i < fatbin_section.size(); ++i)
-    if (sections[i].name == ".nv_fatbin" || sections[i].name == "__nv_relfatbin") any = fatbin_section[i] = true;
+    if (standard_fatbin_section(sections[i].name)) any = fatbin_section[i] = true;
   if (!any) return std::vector<FatbinPlaceSymbol>{};
   auto table = elf.symbol_table();
   if (!table) return std::nullopt;  // unreadable: attribution is best effort
@@ -615,7 +618,7 @@ std::vector<ScanRegion> embedded_regions(const ElfFile& elf) {
   if (elf.machine() == kElfMachineCuda) return out;
   for (const auto& s : elf.sections()) {
     if (s.type != SHT_PROGBITS || (s.flags & SHF_ALLOC) == 0 || (s.flags & SHF_EXECINSTR) != 0) continue;
-    if (s.name == ".nv_fatbin" || s.name == "__nv_relfatbin" || s.size < kFatbinHeaderSize + kEntryHeaderMinSize) continue;
+    if (standard_fatbin_section(s.name) || s.size < kFatbinHeaderSize + kEntryHeaderMinSize) continue;
     if (s.name.starts_with(".eh_frame") || s.name.starts_with(".gcc_except_table") || s.name.starts_with(".got")) continue;
     auto bytes = elf.section_bytes(s);
     if (!bytes) continue;  // a section past the end holds nothing to find; the standard ones were checked
